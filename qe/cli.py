@@ -1,0 +1,57 @@
+"""The ``qe`` command: one sub-command per module in ``qe.commands``; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from qe import __version__
+from qe.errors import QEInputError
+
+# Each module in qe/commands/ defines ``register(subparsers)`` which adds its parser and sets
+# ``func`` (taking the parsed namespace, returning an exit code).
+COMMAND_MODULES = ["run", "evaluate", "compare", "features", "resources"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="qe",
+        description="Sentence-level quality estimation for machine translation.",
+    )
+    parser.add_argument("--version", action="version", version=f"qe {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"qe.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"qe.commands.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code (0 ok, 2 bad input or usage, 1 internal error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except QEInputError as exc:
+        print(f"qe: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (e.g. `| head`): not an error
+        return 0
+    except KeyboardInterrupt:
+        print("qe: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

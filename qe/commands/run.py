@@ -1,0 +1,47 @@
+"""``qe run CONFIG --output-dir DIR``: one experiment end to end, printed beside the published table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from qe.config import load_config
+from qe.experiment import run_experiment, summary_table
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="train on the training split (choices by CV), evaluate on test, write a run directory",
+        description="Run an experiment config: writes config.toml, signature.txt, metrics.json, "
+        "predictions.tsv and model.skops to the output directory.",
+    )
+    parser.add_argument("config", type=Path, help="TOML experiment config (see configs/)")
+    parser.add_argument("--output-dir", type=Path, required=True, help="run directory to create")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
+    parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
+    parser.add_argument("--jobs", type=int, help="parallel jobs for CV and extraction (default from config)")
+    parser.add_argument("--json", action="store_true", help="print metrics.json instead of the table")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    if args.data_dir:
+        config["data"]["data_dir"] = str(args.data_dir)
+    if args.jobs:
+        config["cv"]["n_jobs"] = args.jobs
+    metrics = run_experiment(config, args.output_dir, overwrite=args.overwrite, progress=not args.quiet)
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+        return 0
+    cv = metrics["cv"]
+    print(f"# {config['name']}")
+    print(f"cv ({cv['folds']}-fold on train): MAE {cv['MAE']:.3f}  DeltaAvg {cv['DeltaAvg']:.3f}")
+    if "test" in metrics:
+        print(summary_table(config, metrics))
+    print(f"signature: {metrics['signature']}")
+    print(f"run directory: {args.output_dir}")
+    return 0

@@ -1,0 +1,146 @@
+"""Experiment configs: TOML files checked against a schema (unknown keys and missing files refused)."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from qe.errors import QEInputError
+
+ANY = object()  # a leaf whose value is checked by the code that uses it
+
+# The schema: a dict is a table with exactly these optional keys; a type is a leaf's type;
+# ``ANY`` accepts any value; a ("table-of", schema) accepts any key names mapping to ``schema``.
+SPLIT_FILES = {
+    "src": str,
+    "mt": str,
+    "labels": str,
+    "post_edits": str,
+    "references": str,
+    "table": str,
+    "features": str,
+}
+SCHEMA: dict[str, Any] = {
+    "name": str,
+    "description": str,
+    "seed": int,
+    "data": {
+        "dataset": str,
+        "data_dir": str,
+        "train_split": str,
+        "test_split": str,
+        "label_range": list,
+        "train": SPLIT_FILES,
+        "test": SPLIT_FILES,
+    },
+    "features": {
+        "sets": list,
+        "families": list,
+        "resources": str,
+        "settings": ("table-of", ANY),
+    },
+    "learner": {
+        "name": str,
+        "params": ("table-of", ANY),
+        "grid": ANY,
+        "scale": bool,
+        "scoring": str,
+        "clip": bool,
+    },
+    "cv": {"folds": int, "n_jobs": int},
+    "report": {"published": bool},
+}
+
+DEFAULTS: dict[str, Any] = {
+    "seed": 42,
+    "data": {"train_split": "train", "test_split": "test"},
+    "features": {"sets": [], "families": [], "settings": {}},
+    "learner": {"params": {}, "scoring": "MAE", "clip": True},
+    "cv": {"folds": 5, "n_jobs": 1},
+    "report": {"published": True},
+}
+
+
+def _check(table: dict[str, Any], schema: dict[str, Any], where: str, path: Path) -> None:
+    for key, value in table.items():
+        name = f"{where}.{key}" if where else key
+        if key not in schema:
+            known = ", ".join(sorted(schema))
+            raise QEInputError(f"unknown key {name!r} (known here: {known})", path)
+        expected = schema[key]
+        if expected is ANY:
+            continue
+        if isinstance(expected, tuple):
+            if not isinstance(value, dict):
+                raise QEInputError(f"{name!r} must be a table", path)
+            continue
+        if isinstance(expected, dict):
+            if not isinstance(value, dict):
+                raise QEInputError(f"{name!r} must be a table", path)
+            _check(value, expected, name, path)
+            continue
+        if (expected is int and isinstance(value, bool)) or not isinstance(value, expected):
+            raise QEInputError(f"{name!r} must be of type {expected.__name__}", path)
+
+
+def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(defaults)
+    for key, value in values.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read, validate and complete a config; relative file paths are resolved against its folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise QEInputError("config file not found", path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise QEInputError("config is not valid UTF-8", path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise QEInputError(f"invalid TOML: {exc}", path) from None
+    _check(raw, SCHEMA, "", path)
+    config = _merge(DEFAULTS, raw)
+    config.setdefault("name", path.stem)
+    data = config.setdefault("data", {})
+    if "dataset" not in data and not ("train" in data and "test" in data):
+        raise QEInputError(
+            "[data] needs either dataset = NAME or both [data.train] and [data.test] files", path
+        )
+    if "learner" not in raw or "name" not in raw["learner"]:
+        raise QEInputError("[learner] name is required", path)
+    tables = all("features" in data.get(split, {}) for split in ("train", "test"))
+    if not config["features"]["sets"] and not config["features"]["families"] and not tables:
+        raise QEInputError(
+            "[features] needs sets = [...] or families = [...] (or data.*.features tables)", path
+        )
+    label_range = data.get("label_range")
+    if label_range is not None and (len(label_range) != 2 or label_range[0] >= label_range[1]):
+        raise QEInputError("data.label_range must be [low, high] with low < high", path)
+    for split in ("train", "test"):
+        for role, value in data.get(split, {}).items():
+            resolved = (path.parent / value).resolve() if not Path(value).is_absolute() else Path(value)
+            if not resolved.exists():
+                raise QEInputError(f"data.{split}.{role} names a missing file: {value}", path)
+            data[split][role] = str(resolved)
+    if "data_dir" in data and not Path(data["data_dir"]).is_absolute():
+        data["data_dir"] = str((path.parent / data["data_dir"]).resolve())
+    resources = config["features"].get("resources")
+    if resources and not Path(resources).is_absolute():
+        # Resource bundles are relative to the working directory (they are built there by default).
+        config["features"]["resources"] = str(Path(resources))
+    return config
+
+
+def dump_config(config: dict[str, Any]) -> str:
+    """The resolved config as TOML text (written to the run directory)."""
+    return tomli_w.dumps(config)

@@ -1,0 +1,539 @@
+"""Datasets: reading parallel files, TSV / JSONL tables and registered datasets, with validation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from qe.errors import QEInputError
+from qe.io import read_lines
+
+
+@dataclass
+class QEDataset:
+    """Sentence pairs with optional labels and supervision aligned by position.
+
+    ``labels`` is a float array (post-editing effort, HTER, ...) or None for unlabelled data;
+    ``annotator_scores`` is an ``(n, k)`` array of the individual judgements when known.
+    """
+
+    ids: list[str]
+    src: list[str]
+    mt: list[str]
+    labels: np.ndarray | None = None
+    post_edits: list[str] | None = None
+    references: list[str] | None = None
+    annotator_scores: np.ndarray | None = None
+    name: str = "dataset"
+    files: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def subset(self, indices: np.ndarray | list[int]) -> QEDataset:
+        """A new dataset holding only the given rows (for cross-validation folds and samples)."""
+        idx = list(map(int, indices))
+
+        def pick(values):
+            if values is None:
+                return None
+            if isinstance(values, np.ndarray):
+                return values[idx]
+            return [values[i] for i in idx]
+
+        return QEDataset(
+            ids=pick(self.ids),
+            src=pick(self.src),
+            mt=pick(self.mt),
+            labels=pick(self.labels),
+            post_edits=pick(self.post_edits),
+            references=pick(self.references),
+            annotator_scores=pick(self.annotator_scores),
+            name=f"{self.name}[subset]",
+            files=dict(self.files),
+        )
+
+    def fingerprint(self) -> str:
+        """A short hash of the sentences and labels, recorded in signatures and model manifests."""
+        digest = hashlib.sha256()
+        for s, t in zip(self.src, self.mt, strict=True):
+            digest.update(s.encode())
+            digest.update(b"\t")
+            digest.update(t.encode())
+            digest.update(b"\n")
+        if self.labels is not None:
+            digest.update(np.asarray(self.labels, dtype=np.float64).tobytes())
+        return digest.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def parse_label(text: str, path: str | Path, line: int, label_range: tuple[float, float] | None) -> float:
+    """Parse one label, refusing non-numbers, NaN / infinity and values outside ``label_range``."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise QEInputError(f"label {text.strip()!r} is not a number", path, line) from None
+    if not math.isfinite(value):
+        raise QEInputError(f"label {text.strip()!r} is not a finite number", path, line)
+    if label_range is not None and not (label_range[0] <= value <= label_range[1]):
+        raise QEInputError(
+            f"label {value:g} is outside the declared range [{label_range[0]:g}, {label_range[1]:g}]",
+            path,
+            line,
+        )
+    return value
+
+
+def read_labels(path: str | Path, label_range: tuple[float, float] | None = None) -> np.ndarray:
+    """Read one label per line."""
+    lines = read_lines(path)
+    return np.array([parse_label(text, path, i, label_range) for i, text in enumerate(lines, 1)])
+
+
+def read_score_matrix(path: str | Path) -> np.ndarray:
+    """Read a whitespace-separated numeric matrix (e.g. per-annotator scores), refusing ragged rows."""
+    rows: list[list[float]] = []
+    for number, text in enumerate(read_lines(path), start=1):
+        try:
+            row = [float(x) for x in text.split()]
+        except ValueError:
+            raise QEInputError(f"non-numeric value in {text!r}", path, number) from None
+        if rows and len(row) != len(rows[0]):
+            raise QEInputError(f"expected {len(rows[0])} values, found {len(row)}", path, number)
+        rows.append(row)
+    return np.array(rows)
+
+
+def _check_same_length(named: dict[str, tuple[str | Path, int]]) -> None:
+    """Refuse parallel files whose line counts differ, naming both files and counts."""
+    items = list(named.values())
+    first_path, first_len = items[0]
+    for path, length in items[1:]:
+        if length != first_len:
+            raise QEInputError(
+                f"has {length} lines but {first_path} has {first_len}: parallel files must align",
+                path,
+                min(length, first_len) + 1,
+            )
+
+
+# --------------------------------------------------------------------------- parallel files and tables
+
+
+def load_parallel(
+    src: str | Path,
+    mt: str | Path,
+    labels: str | Path | None = None,
+    *,
+    label_range: tuple[float, float] | None = None,
+    post_edits: str | Path | None = None,
+    references: str | Path | None = None,
+    annotator_scores: str | Path | None = None,
+    name: str | None = None,
+) -> QEDataset:
+    """Read a dataset from line-aligned text files (one sentence or label per line)."""
+    src_lines = read_lines(src)
+    mt_lines = read_lines(mt)
+    files = {"src": str(src), "mt": str(mt)}
+    lengths: dict[str, tuple[str | Path, int]] = {"src": (src, len(src_lines)), "mt": (mt, len(mt_lines))}
+    label_values = None
+    if labels is not None:
+        label_values = read_labels(labels, label_range)
+        lengths["labels"] = (labels, len(label_values))
+        files["labels"] = str(labels)
+    optional: dict[str, list[str] | None] = {}
+    for key, path in (("post_edits", post_edits), ("references", references)):
+        optional[key] = None
+        if path is not None:
+            optional[key] = read_lines(path)
+            lengths[key] = (path, len(optional[key]))
+            files[key] = str(path)
+    scores = None
+    if annotator_scores is not None:
+        scores = read_score_matrix(annotator_scores)
+        lengths["annotator_scores"] = (annotator_scores, len(scores))
+        files["annotator_scores"] = str(annotator_scores)
+    _check_same_length(lengths)
+    return QEDataset(
+        ids=[str(i) for i in range(len(src_lines))],
+        src=src_lines,
+        mt=mt_lines,
+        labels=label_values,
+        post_edits=optional["post_edits"],
+        references=optional["references"],
+        annotator_scores=scores,
+        name=name or Path(src).stem,
+        files=files,
+    )
+
+
+def load_table(
+    path: str | Path,
+    *,
+    src_column: str = "src",
+    mt_column: str = "mt",
+    label_column: str | None = "score",
+    id_column: str | None = "id",
+    label_range: tuple[float, float] | None = None,
+) -> QEDataset:
+    """Read a dataset from a TSV (with a header row) or JSONL file with named columns."""
+    path = Path(path)
+    records = _read_records(path)
+    if not records:
+        raise QEInputError("file has no data rows", path)
+    columns = set(records[0][1])
+    for required in (src_column, mt_column):
+        if required not in columns:
+            raise QEInputError(f"missing column {required!r} (found: {', '.join(sorted(columns))})", path, 1)
+    has_labels = label_column is not None and label_column in columns
+    src, mt, ids, labels = [], [], [], []
+    for index, (line, row) in enumerate(records):
+        for column in (src_column, mt_column):
+            value = row.get(column)
+            if not isinstance(value, str) or not value.strip():
+                raise QEInputError(f"empty or missing {column!r}", path, line)
+        src.append(row[src_column])
+        mt.append(row[mt_column])
+        ids.append(str(row[id_column]) if id_column and row.get(id_column) not in (None, "") else str(index))
+        if has_labels:
+            labels.append(parse_label(str(row.get(label_column, "")), path, line, label_range))
+    return QEDataset(
+        ids=ids,
+        src=src,
+        mt=mt,
+        labels=np.array(labels) if has_labels else None,
+        name=path.stem,
+        files={"table": str(path)},
+    )
+
+
+def _read_records(path: Path) -> list[tuple[int, dict]]:
+    """Rows of a TSV-with-header or JSONL file as (line number, dict)."""
+    lines = read_lines(path)
+    if path.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
+        records = []
+        for number, text in enumerate(lines, start=1):
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise QEInputError(f"invalid JSON: {exc.msg}", path, number) from None
+            if not isinstance(row, dict):
+                raise QEInputError("each line must be a JSON object", path, number)
+            records.append((number, row))
+        return records
+    header = lines[0].split("\t")
+    records = []
+    for number, text in enumerate(lines[1:], start=2):
+        fields = text.split("\t")
+        if len(fields) != len(header):
+            raise QEInputError(
+                f"expected {len(header)} tab-separated fields, found {len(fields)}", path, number
+            )
+        records.append((number, dict(zip(header, fields, strict=True))))
+    return records
+
+
+def load_feature_table(path: str | Path, names: list[str] | None = None) -> pd.DataFrame:
+    """Read a numeric feature table: TSV with or without a header, parquet, one row per sentence.
+
+    Headerless files (like the official ``*.qe.baseline.tsv``, 17 values plus a trailing tab) get
+    ``names`` or ``f1..fk``; a trailing empty field is ignored, ragged rows are refused.
+    """
+    path = Path(path)
+    if path.suffix == ".parquet":
+        if not path.is_file():
+            raise QEInputError("file not found", path)
+        try:
+            return pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises many types for corrupt files
+            raise QEInputError(f"cannot read parquet file: {exc}", path) from None
+    lines = read_lines(path)
+    rows = [line.rstrip("\t").split("\t") for line in lines]
+    header = None
+    try:
+        [float(v) for v in rows[0]]
+    except ValueError:
+        header, rows = rows[0], rows[1:]
+        start = 2
+    else:
+        start = 1
+    width = len(header) if header else len(rows[0])
+    values = np.empty((len(rows), width))
+    for offset, row in enumerate(rows):
+        if len(row) != width:
+            raise QEInputError(f"expected {width} values, found {len(row)}", path, offset + start)
+        try:
+            values[offset] = [float(v) for v in row]
+        except ValueError:
+            raise QEInputError("non-numeric value", path, offset + start) from None
+    if header is None:
+        header = names if names is not None else [f"f{i}" for i in range(1, width + 1)]
+        if len(header) != width:
+            raise QEInputError(f"expected {len(header)} columns, found {width}", path, start)
+    if not np.isfinite(values).all():
+        row = int(np.where(~np.isfinite(values).all(axis=1))[0][0])
+        raise QEInputError("NaN or infinite value", path, row + start)
+    return pd.DataFrame(values, columns=header)
+
+
+# --------------------------------------------------------------------------- registry
+
+WMT12_UPSTREAM = "https://raw.githubusercontent.com/lspecia/QualityEstimation/master"
+QUESTPP_UPSTREAM = "https://raw.githubusercontent.com/ghpaetzold/questplusplus/master/learning/data/features/wmt2012_qe_baseline"
+
+
+@dataclass(frozen=True)
+class RegisteredFile:
+    """One file of a registered dataset: where it lives under the data dir, its checksum, its origin."""
+
+    path: str
+    sha256: str
+    url: str  # a plain file, or "ARCHIVE_URL#member-basename" for files inside a .tar.gz
+
+
+@dataclass(frozen=True)
+class RegisteredDataset:
+    """A known dataset: its splits (role -> file), label range and named feature sets."""
+
+    name: str
+    label_range: tuple[float, float]
+    splits: dict[str, dict[str, RegisteredFile]]
+    feature_sets: dict[str, dict[str, RegisteredFile]]
+    feature_names: dict[str, list[str]]
+
+
+def _wmt12_file(path: str, sha256: str) -> RegisteredFile:
+    folder, base = path.split("/", 1)
+    if folder == "baseline_features":
+        return RegisteredFile(path, sha256, f"{QUESTPP_UPSTREAM}/{base}")
+    return RegisteredFile(path, sha256, f"{WMT12_UPSTREAM}/{folder}.tar.gz#{base}")
+
+
+BF17_NAMES = [
+    "src_tokens",
+    "mt_tokens",
+    "src_mean_token_length",
+    "src_lm_logprob",
+    "mt_lm_logprob",
+    "mt_type_token_ratio",
+    "src_ibm1_translations_p0.2",
+    "src_ibm1_translations_p0.01_inv_freq",
+    "src_1gram_q1_share",
+    "src_1gram_q4_share",
+    "src_2gram_q1_share",
+    "src_2gram_q4_share",
+    "src_3gram_q1_share",
+    "src_3gram_q4_share",
+    "src_1gram_seen_share",
+    "src_punctuation",
+    "mt_punctuation",
+]
+
+WMT12 = RegisteredDataset(
+    name="wmt12-en-es",
+    label_range=(1.0, 5.0),
+    splits={
+        "train": {
+            "src": _wmt12_file(
+                "training_set/source.eng", "4fd0ac297c4a60e39ac22c81e5b0f6870b10f4db4912e5736dff56a47e4469c9"
+            ),
+            "mt": _wmt12_file(
+                "training_set/target_system.spa",
+                "d00906a84df36e1dcf02f979c1f71d0243c63fb09395f4cf4d23ad1abf942172",
+            ),
+            "labels": _wmt12_file(
+                "training_set_annotations/target_system.effort",
+                "338dadbff1a553f9a9dc70f55798b7cda57ee8bfdc0a76ee91040e2494f0b726",
+            ),
+            "annotator_scores": _wmt12_file(
+                "training_set_annotations/target_system.effort3scores",
+                "c36034ad09133762192afde102d29cf375237cd21337d29bde12591c223ad2b6",
+            ),
+            "post_edits": _wmt12_file(
+                "training_set_annotations/target_postedited.spa",
+                "f7e1e66c0fae26e92d6e5075b4ab690493b0e321eb002820bffe1efc8c7183b7",
+            ),
+            "references": _wmt12_file(
+                "training_set_annotations/target_reference.spa",
+                "636db351ef503ec67ac089734e8902c5562dc887915f99f344840a6ff2e4d83f",
+            ),
+        },
+        "test": {
+            "src": _wmt12_file(
+                "test_set/source.eng", "78d57e2d1449345641aac4a7fb3ad9f16fdb4f772613e283fea2fea83a6b6964"
+            ),
+            "mt": _wmt12_file(
+                "test_set/target_system.spa",
+                "640bb8b5c0a8e19ec74fe32e994033d3a3635f79ee6dbeef2a3b58fad70ae7a7",
+            ),
+            "labels": _wmt12_file(
+                "test_set_annotations/target_system.effort",
+                "7576eb8394e23be53df1386127aaff01d1e310c07ced966b58901e4a3c654dae",
+            ),
+            "annotator_scores": _wmt12_file(
+                "test_set_annotations/target_system.effort3scores",
+                "f71d598d5f220bae2c8ef92922947c5470c6f1f17a2c3a80558dbafde8a06bb7",
+            ),
+            "post_edits": _wmt12_file(
+                "test_set_annotations/target_postedited.spa",
+                "8a7cc174eecb132a654d9f6e5a486ed7ac6acec1b1de01f394821339f86fe146",
+            ),
+            "references": _wmt12_file(
+                "test_set_annotations/target_reference.spa",
+                "be38e2405945df9a95e9ab73a1a2dff7124a2ef7308d7e851e6912eaa751c228",
+            ),
+        },
+    },
+    feature_sets={
+        "wmt12-official-bf17": {
+            "train": _wmt12_file(
+                "baseline_features/training.qe.baseline.tsv",
+                "f8f99c479e5b433295ce0d33bb2d273ed2de5fa5eb5571ee1c99d99369974314",
+            ),
+            "test": _wmt12_file(
+                "baseline_features/test.qe.baseline.tsv",
+                "768bccae85a353cbe08ea51684bd910f513d653ef818e0e877ac63bec68a9b89",
+            ),
+        }
+    },
+    feature_names={"wmt12-official-bf17": [f"bf17.{name}" for name in BF17_NAMES]},
+)
+
+DATASETS: dict[str, RegisteredDataset] = {WMT12.name: WMT12}
+DATASET_FOLDERS = {"wmt12-en-es": "wmt12-qe"}
+
+
+def cache_dir() -> Path:
+    """Where downloaded datasets are kept: ``$QE_CACHE_DIR`` or ``~/.cache/qe``."""
+    return Path(os.environ.get("QE_CACHE_DIR", Path.home() / ".cache" / "qe"))
+
+
+def resolve_data_dir(cli_value: str | Path | None = None) -> Path:
+    """The data directory: ``--data-dir``, then ``$QE_DATA_DIR``, then the download cache."""
+    if cli_value:
+        path = Path(cli_value)
+        if not path.is_dir():
+            raise QEInputError("data directory not found (from --data-dir)", path)
+        return path
+    env = os.environ.get("QE_DATA_DIR")
+    if env:
+        path = Path(env)
+        if not path.is_dir():
+            raise QEInputError("data directory not found (from $QE_DATA_DIR)", path)
+        return path
+    return cache_dir() / "data"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ensure_file(
+    dataset: RegisteredDataset, entry: RegisteredFile, data_dir: Path, download: bool = True
+) -> Path:
+    """Return the local path of a registered file, downloading and verifying it if it is absent."""
+    target = data_dir / DATASET_FOLDERS[dataset.name] / entry.path
+    if target.is_file():
+        return target
+    if not download:
+        raise QEInputError(f"missing file of dataset {dataset.name}", target)
+    fetch_registered_file(entry, target)
+    return target
+
+
+def fetch_registered_file(entry: RegisteredFile, target: Path) -> None:
+    """Download one registered file (or extract it from its upstream archive), check its sha256."""
+    url, _, member = entry.url.partition("#")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        downloaded = Path(tmp) / "download"
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response, downloaded.open("wb") as out:
+                shutil.copyfileobj(response, out)
+        except OSError as exc:
+            raise QEInputError(
+                f"not found locally and could not be downloaded from {url} ({exc}); "
+                "pass --data-dir or set QE_DATA_DIR to a folder holding it",
+                target,
+            ) from None
+        source = downloaded
+        if member:
+            source = _extract_member(downloaded, member, Path(tmp) / "member", url)
+        actual = _sha256(source)
+        if actual != entry.sha256:
+            raise QEInputError(
+                f"checksum mismatch for download from {url}: got sha256 {actual[:16]}...", target
+            )
+        os.replace(source, target)
+
+
+def _extract_member(archive: Path, basename: str, out: Path, url: str) -> Path:
+    """Extract the member whose base name is ``basename`` from a .tar.gz without trusting its paths."""
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar.getmembers():
+                if member.isfile() and Path(member.name).name == basename:
+                    handle = tar.extractfile(member)
+                    assert handle is not None
+                    with out.open("wb") as dest:
+                        shutil.copyfileobj(handle, dest)
+                    return out
+    except tarfile.TarError as exc:
+        raise QEInputError(f"downloaded archive is corrupt: {exc}", url) from None
+    raise QEInputError(f"archive does not contain {basename}", url)
+
+
+def load_registered(name: str, split: str, data_dir: str | Path | None = None) -> QEDataset:
+    """Load a split (``train`` / ``test``) of a registered dataset such as ``wmt12-en-es``."""
+    dataset = _registered(name)
+    if split not in dataset.splits:
+        raise QEInputError(f"dataset {name} has no split {split!r} (known: {', '.join(dataset.splits)})")
+    root = resolve_data_dir(data_dir)
+    paths = {role: ensure_file(dataset, entry, root) for role, entry in dataset.splits[split].items()}
+    loaded = load_parallel(
+        paths["src"],
+        paths["mt"],
+        paths.get("labels"),
+        label_range=dataset.label_range,
+        post_edits=paths.get("post_edits"),
+        references=paths.get("references"),
+        annotator_scores=paths.get("annotator_scores"),
+        name=f"{name}/{split}",
+    )
+    return loaded
+
+
+def load_registered_features(
+    dataset_name: str, feature_set: str, split: str, data_dir: str | Path | None = None
+) -> pd.DataFrame:
+    """Load a named precomputed feature table of a registered dataset (e.g. ``wmt12-official-bf17``)."""
+    dataset = _registered(dataset_name)
+    if feature_set not in dataset.feature_sets:
+        known = ", ".join(dataset.feature_sets) or "none"
+        raise QEInputError(f"dataset {dataset_name} has no feature set {feature_set!r} (known: {known})")
+    entry = dataset.feature_sets[feature_set][split]
+    path = ensure_file(dataset, entry, resolve_data_dir(data_dir))
+    return load_feature_table(path, names=dataset.feature_names[feature_set])
+
+
+def _registered(name: str) -> RegisteredDataset:
+    if name not in DATASETS:
+        raise QEInputError(f"unknown dataset {name!r} (known: {', '.join(DATASETS)})")
+    return DATASETS[name]

@@ -1,0 +1,22 @@
+"""Error types that the CLI turns into one clear line and exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class QEInputError(Exception):
+    """Bad input or usage: reported as one line naming the file (and line), exit code 2."""
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None):
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            where += ": "
+        return f"{where}{self.message}"

@@ -1,0 +1,252 @@
+"""Config-driven runs: features -> learner (chosen by CV on train) -> test metrics, in a run directory."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sklearn
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
+
+from qe import __version__
+from qe.config import dump_config
+from qe.data import (
+    DATASETS,
+    QEDataset,
+    load_feature_table,
+    load_parallel,
+    load_registered,
+    load_registered_features,
+    load_table,
+)
+from qe.errors import QEInputError
+from qe.io import atomic_write, write_text_atomic
+from qe.learners.factory import describe, make_learner
+from qe.metrics import evaluate
+from qe.model import save_model
+from qe.published import comparison_table
+
+
+@dataclass
+class SplitData:
+    """One split ready for learning: the dataset and its feature table (rows aligned)."""
+
+    dataset: QEDataset
+    features: pd.DataFrame
+
+
+def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
+    """The declared label range: from the config, else from the registered dataset."""
+    data = config["data"]
+    if "label_range" in data:
+        low, high = data["label_range"]
+        return float(low), float(high)
+    if "dataset" in data:
+        return DATASETS[data["dataset"]].label_range if data["dataset"] in DATASETS else None
+    return None
+
+
+def load_split_dataset(config: dict[str, Any], split: str) -> QEDataset:
+    """The sentences and labels of the ``train`` or ``test`` split named by the config."""
+    data = config["data"]
+    files = data.get(split)
+    bounds = label_range(config)
+    if files:
+        if "table" in files:
+            return load_table(files["table"], label_range=bounds)
+        if "src" not in files or "mt" not in files:
+            raise QEInputError(f"[data.{split}] needs src and mt files (or a table)")
+        return load_parallel(
+            files["src"],
+            files["mt"],
+            files.get("labels"),
+            label_range=bounds,
+            post_edits=files.get("post_edits"),
+            references=files.get("references"),
+            name=f"{config['name']}/{split}",
+        )
+    return load_registered(data["dataset"], data[f"{split}_split"], data.get("data_dir"))
+
+
+def build_split(config: dict[str, Any], split: str, progress: bool = True) -> SplitData:
+    """Load a split and compute or read every feature the config asks for."""
+    dataset = load_split_dataset(config, split)
+    data, features = config["data"], config["features"]
+    tables: list[pd.DataFrame] = []
+    for feature_set in features["sets"]:
+        if "dataset" not in data:
+            raise QEInputError(f"feature set {feature_set!r} needs a registered dataset in [data]")
+        tables.append(
+            load_registered_features(
+                data["dataset"], feature_set, data[f"{split}_split"], data.get("data_dir")
+            )
+        )
+    extra_table = data.get(split, {}).get("features")
+    if extra_table:
+        tables.append(load_feature_table(extra_table))
+    if features["families"]:
+        tables.append(_extract_families(config, dataset, progress))
+    for table in tables:
+        if len(table) != len(dataset):
+            raise QEInputError(
+                f"a feature table for {split} has {len(table)} rows but the data has {len(dataset)}"
+            )
+    table = pd.concat([t.reset_index(drop=True) for t in tables], axis=1)
+    return SplitData(dataset=dataset, features=table)
+
+
+def _extract_families(config: dict[str, Any], dataset: QEDataset, progress: bool) -> pd.DataFrame:
+    from qe.features.extractor import extract_features, make_families
+    from qe.resources.bundle import ResourceBundle
+
+    features = config["features"]
+    families = make_families(features["families"], features["settings"])
+    resources = ResourceBundle.open(features["resources"]) if features.get("resources") else None
+    return extract_features(
+        families,
+        dataset.ids,
+        dataset.src,
+        dataset.mt,
+        resources=resources,
+        n_jobs=config["cv"]["n_jobs"],
+        progress=progress,
+    )
+
+
+def signature(config: dict[str, Any], estimator_description: str, train: QEDataset) -> str:
+    """Everything that changes a number, sacrebleu-style: features, data, learner, CV, versions."""
+    features = config["features"]
+    parts = [
+        f"data:{config['data'].get('dataset', 'files')}@{train.fingerprint()}",
+        f"features:{'+'.join(features['sets'] + features['families'])}",
+    ]
+    if features.get("resources"):
+        parts.append(f"resources:{features['resources']}")
+    parts += [
+        f"learner:{estimator_description}",
+        f"select:cv{config['cv']['folds']}-{config['learner']['scoring']}",
+        f"seed:{config['seed']}",
+        f"qe:{__version__}",
+        f"sklearn:{sklearn.__version__}",
+        f"numpy:{np.__version__}",
+        f"python:{platform.python_version()}",
+    ]
+    return "|".join(parts)
+
+
+def prepare_output_dir(output_dir: Path, overwrite: bool) -> Path:
+    """Refuse a directory that already holds a run (unless ``overwrite``); return a staging folder."""
+    if output_dir.exists() and any(output_dir.iterdir()) and not overwrite:
+        raise QEInputError("output directory already holds a run; pass --overwrite to replace it", output_dir)
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+
+
+def publish_output_dir(staging: Path, output_dir: Path) -> None:
+    """Move a finished staging folder into place, so an interrupted run leaves no half-written run."""
+    if output_dir.exists():
+        shutil.rmtree(output_dir)
+    staging.rename(output_dir)
+
+
+def run_experiment(
+    config: dict[str, Any], output_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+) -> dict[str, Any]:
+    """Train on the training split (choices by CV), evaluate on test, write the run directory."""
+    output_dir = Path(output_dir)
+    staging = prepare_output_dir(output_dir, overwrite)
+    try:
+        result = _run(config, staging, progress)
+        publish_output_dir(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result
+
+
+def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    train, test = build_split(config, "train", progress), build_split(config, "test", progress)
+    if train.dataset.labels is None:
+        raise QEInputError("the training split has no labels")
+    x_train, y_train = train.features.to_numpy(), train.dataset.labels
+    learner = config["learner"]
+    seed, folds = config["seed"], config["cv"]["folds"]
+    estimator = make_learner(
+        learner["name"],
+        learner.get("params"),
+        learner.get("grid"),
+        scale=learner.get("scale"),
+        cv_folds=folds,
+        seed=seed,
+        scoring=learner["scoring"],
+        n_jobs=config["cv"]["n_jobs"],
+    )
+    estimator.fit(x_train, y_train)
+    chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+    bounds = label_range(config)
+
+    def predict(model, x):
+        pred = model.predict(x)
+        return np.clip(pred, *bounds) if bounds and learner["clip"] else pred
+
+    # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
+    cv_pred = cross_val_predict(
+        clone(chosen),
+        x_train,
+        y_train,
+        cv=KFold(folds, shuffle=True, random_state=seed),
+        n_jobs=config["cv"]["n_jobs"],
+    )
+    if bounds and learner["clip"]:
+        cv_pred = np.clip(cv_pred, *bounds)
+    metrics: dict[str, Any] = {"cv": evaluate(y_train, cv_pred)}
+    metrics["cv"]["folds"] = folds
+    if isinstance(estimator, GridSearchCV):
+        metrics["cv"]["grid_best_params"] = {
+            k.removeprefix("model__"): v for k, v in estimator.best_params_.items()
+        }
+        metrics["cv"]["grid_best_score"] = float(estimator.best_score_)
+    test_pred = predict(chosen, test.features.to_numpy())
+    if test.dataset.labels is not None:
+        metrics["test"] = evaluate(test.dataset.labels, test_pred)
+    description = describe(estimator)
+    sig = signature(config, description, train.dataset)
+    metrics["signature"] = sig
+    metrics["seconds"] = round(time.perf_counter() - started, 3)
+
+    write_text_atomic(out / "config.toml", dump_config(config))
+    write_text_atomic(out / "signature.txt", sig + "\n")
+    write_text_atomic(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+    with atomic_write(out / "predictions.tsv") as handle:
+        handle.write("id\tscore\n")
+        for sentence_id, score in zip(test.dataset.ids, test_pred, strict=True):
+            handle.write(f"{sentence_id}\t{score:.6f}\n")
+    manifest = {
+        "signature": sig,
+        "qe_version": __version__,
+        "config_name": config["name"],
+        "training_data": train.dataset.fingerprint(),
+        "label_range": list(bounds) if bounds else None,
+        "cv": {k: v for k, v in metrics["cv"].items() if isinstance(v, int | float)},
+    }
+    save_model(out / "model.skops", chosen, list(train.features.columns), manifest)
+    model = chosen.steps[-1][1] if hasattr(chosen, "steps") else chosen
+    if hasattr(model, "export_text"):
+        write_text_atomic(out / "model.txt", model.export_text(list(train.features.columns)) + "\n")
+    return metrics
+
+
+def summary_table(config: dict[str, Any], metrics: dict[str, Any]) -> str:
+    """Our test metrics beside the published WMT12 systems (markdown)."""
+    ours = {f"{config['name']} (ours, test)": metrics["test"]}
+    return comparison_table(ours, published=config["report"]["published"])

@@ -1,0 +1,1 @@
+"""Feature families: each module registers one family (see ``base.FeatureFamily``)."""

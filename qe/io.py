@@ -1,0 +1,61 @@
+"""Safe file reading (strict UTF-8, line numbers in errors) and atomic writing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from qe.errors import QEInputError
+
+
+def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str]:
+    """Read a text file as UTF-8 lines (CRLF accepted), refusing invalid bytes and blank lines."""
+    path = Path(path)
+    if not path.is_file():
+        raise QEInputError("file not found", path)
+    data = path.read_bytes()
+    if not data:
+        raise QEInputError("file is empty", path)
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    out: list[str] = []
+    for number, raw in enumerate(lines, start=1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise QEInputError(f"invalid UTF-8 at byte {exc.start}", path, number) from None
+        if not allow_empty_lines and not text.strip():
+            raise QEInputError("blank line", path, number)
+        out.append(text)
+    return out
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file beside ``path`` and rename it into place only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write a whole text file atomically."""
+    with atomic_write(path) as handle:
+        handle.write(text)

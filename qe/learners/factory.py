@@ -1,0 +1,121 @@
+"""Build learners by name: SVR with CV grid search, random forest, M5P, a training-mean baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sklearn.base import BaseEstimator
+from sklearn.dummy import DummyRegressor
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVR
+
+from qe.errors import QEInputError
+from qe.metrics import delta_avg_scorer, spearman_scorer
+
+# Default SVR grid: brackets QuEst's published choice (C=10, gamma=0.0034, epsilon=0.18).
+DEFAULT_SVR_GRID: dict[str, list[float]] = {
+    "C": [1.0, 3.0, 10.0, 30.0],
+    "gamma": [0.001, 0.0034, 0.01, 0.03],
+    "epsilon": [0.1, 0.2, 0.3],
+}
+
+SCORINGS = {
+    "MAE": "neg_mean_absolute_error",
+    "RMSE": "neg_root_mean_squared_error",
+    "DeltaAvg": delta_avg_scorer,
+    "Spearman": spearman_scorer,
+}
+
+
+def _m5p(**params: Any) -> BaseEstimator:
+    from qe.learners.m5p import M5P
+
+    return M5P(**params)
+
+
+def _svr(**params: Any) -> BaseEstimator:
+    return SVR(kernel=params.pop("kernel", "rbf"), **params)
+
+
+def _random_forest(**params: Any) -> BaseEstimator:
+    params.setdefault("n_estimators", 500)
+    params.setdefault("min_samples_leaf", 5)
+    params.setdefault("max_features", 0.33)
+    params.setdefault("random_state", 0)
+    return RandomForestRegressor(**params)
+
+
+def _mean(**params: Any) -> BaseEstimator:
+    if params:
+        raise QEInputError(f"learner 'mean' takes no parameters (got {', '.join(params)})")
+    return DummyRegressor(strategy="mean")
+
+
+LEARNERS = {"svr": _svr, "random_forest": _random_forest, "m5p": _m5p, "mean": _mean}
+SCALED_BY_DEFAULT = {"svr": True, "random_forest": False, "m5p": False, "mean": False}
+
+
+def make_learner(
+    name: str,
+    params: dict[str, Any] | None = None,
+    grid: dict[str, list[Any]] | None = None,
+    *,
+    scale: bool | None = None,
+    cv_folds: int = 5,
+    seed: int = 42,
+    scoring: str = "MAE",
+    n_jobs: int | None = None,
+) -> BaseEstimator:
+    """A scikit-learn estimator: optional standardization (fitted on training data only) + learner.
+
+    With a ``grid`` the pipeline is wrapped in a ``GridSearchCV`` over ``cv_folds`` shuffled folds,
+    so hyperparameters are chosen on training data only; ``grid = "default"`` uses the default
+    grid for the learner (SVR only).
+    """
+    if name not in LEARNERS:
+        raise QEInputError(f"unknown learner {name!r} (known: {', '.join(LEARNERS)})")
+    if scoring not in SCORINGS:
+        raise QEInputError(f"unknown scoring {scoring!r} (known: {', '.join(SCORINGS)})")
+    params = dict(params or {})
+    if name == "random_forest":
+        params.setdefault("random_state", seed)
+    try:
+        estimator = LEARNERS[name](**params)
+    except TypeError as exc:
+        raise QEInputError(f"bad parameter for learner {name!r}: {exc}") from None
+    steps = []
+    if SCALED_BY_DEFAULT[name] if scale is None else scale:
+        steps.append(("scale", StandardScaler()))
+    steps.append(("model", estimator))
+    pipeline = Pipeline(steps)
+    if grid == "default":
+        grid = DEFAULT_SVR_GRID if name == "svr" else None
+    if not grid:
+        return pipeline
+    unknown = [key for key in grid if key not in estimator.get_params()]
+    if unknown:
+        raise QEInputError(f"grid names unknown parameter(s) of {name!r}: {', '.join(unknown)}")
+    return GridSearchCV(
+        pipeline,
+        {f"model__{key}": list(values) for key, values in grid.items()},
+        scoring=SCORINGS[scoring],
+        cv=KFold(cv_folds, shuffle=True, random_state=seed),
+        n_jobs=n_jobs,
+        refit=True,
+    )
+
+
+def describe(estimator: BaseEstimator) -> str:
+    """A compact description of a fitted estimator for signatures: learner name and chosen parameters."""
+    chosen = ""
+    if isinstance(estimator, GridSearchCV):
+        chosen = ",".join(
+            f"{k.removeprefix('model__')}={v:g}" for k, v in sorted(estimator.best_params_.items())
+        )
+        estimator = estimator.best_estimator_
+    model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
+    scaled = isinstance(estimator, Pipeline) and "scale" in estimator.named_steps
+    return f"{type(model).__name__}({chosen}{';' if chosen else ''}scaled={scaled})"

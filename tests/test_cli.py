@@ -1,0 +1,147 @@
+"""The `qe` command end to end: runs, evaluation, and one-line errors with exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qe.cli import main
+from tests.conftest import write_lines
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _toy_dataset(folder: Path, n: int, seed: int) -> dict[str, Path]:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 12, n)
+    src = [" ".join(["word"] * k) for k in lengths]
+    mt = [" ".join(["palabra"] * (k + int(rng.integers(0, 3)))) for k in lengths]
+    labels = [f"{np.clip(5 - 0.3 * k + rng.normal(0, 0.2), 1, 5):.2f}" for k in lengths]
+    features = [f"{k}\t{len(m.split())}\t" for k, m in zip(lengths, mt, strict=True)]
+    folder.mkdir()
+    return {
+        "src": write_lines(folder / "src.txt", src),
+        "mt": write_lines(folder / "mt.txt", mt),
+        "labels": write_lines(folder / "labels.txt", labels),
+        "features": write_lines(folder / "features.tsv", features),
+    }
+
+
+def _toy_config(tmp_path: Path, learner: str = 'name = "svr"\ngrid = { C = [1.0, 10.0] }') -> Path:
+    train = _toy_dataset(tmp_path / "train", 80, 0)
+    test = _toy_dataset(tmp_path / "test", 30, 1)
+    lines = ['name = "toy"', "[data]", "label_range = [1, 5]"]
+    for split, files in (("train", train), ("test", test)):
+        lines.append(f"[data.{split}]")
+        lines += [f'{role} = "{path}"' for role, path in files.items()]
+    lines += ["[features]", "sets = []", "families = []", "[learner]", learner, "[cv]", "folds = 3"]
+    config = tmp_path / "toy.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def test_run_writes_the_contracted_files(tmp_path, capsys):
+    config = _toy_config(tmp_path)
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 0
+    assert {p.name for p in out.iterdir()} >= {
+        "config.toml",
+        "signature.txt",
+        "metrics.json",
+        "predictions.tsv",
+    }
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert {"MAE", "RMSE", "DeltaAvg", "Spearman", "Pearson"} <= set(metrics["test"])
+    assert {"MAE", "DeltaAvg"} <= set(metrics["cv"])
+    rows = (out / "predictions.tsv").read_text().splitlines()
+    assert rows[0] == "id\tscore" and len(rows) == 31
+    scores = [float(r.split("\t")[1]) for r in rows[1:]]
+    assert min(scores) >= 1 and max(scores) <= 5
+    assert "learner:SVR(C=" in (out / "signature.txt").read_text()
+    # same config and seed -> same numbers
+    again = tmp_path / "again"
+    assert main(["run", str(config), "--output-dir", str(again), "--quiet"]) == 0
+    assert (again / "predictions.tsv").read_text() == (out / "predictions.tsv").read_text()
+    # an existing run is refused unless --overwrite
+    capsys.readouterr()
+    assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert main(["run", str(config), "--output-dir", str(out), "--quiet", "--overwrite"]) == 0
+    # evaluate the predictions against the test labels
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "evaluate",
+                "--gold",
+                str(tmp_path / "test/labels.txt"),
+                "--pred",
+                str(out / "predictions.tsv"),
+                "--json",
+            ]
+        )
+        == 0
+    )
+    evaluated = json.loads(capsys.readouterr().out)
+    assert evaluated["MAE"] == pytest.approx(metrics["test"]["MAE"])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("[cv]", "[cv]\nfoldz = 3"), "unknown key 'cv.foldz'"),
+        (lambda t: t.replace("label_range", "colour = 1\nlabel_range"), "unknown key 'data.colour'"),
+        (lambda t: t.replace("src.txt", "nowhere.txt", 1), "names a missing file"),
+        (lambda t: t.replace('name = "svr"', 'name = "svm"'), "unknown learner 'svm'"),
+        (lambda t: t + "[[[", "invalid TOML"),
+    ],
+)
+def test_bad_configs_exit_2_with_one_line(tmp_path, capsys, edit, message):
+    config = _toy_config(tmp_path)
+    config.write_text(edit(config.read_text()))
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_labels_through_the_cli_leave_no_output(tmp_path, capsys):
+    config = _toy_config(tmp_path)
+    labels = tmp_path / "train/labels.txt"
+    lines = labels.read_text().splitlines()
+    lines[4] = "NaN"
+    labels.write_text("\n".join(lines) + "\n")
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("labels.txt:5: label 'NaN' is not a finite number")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_evaluate_wmt12_submission_format_and_mismatch(tmp_path, capsys):
+    gold = write_lines(tmp_path / "gold", ["5", "1", "3", "2"])
+    # segment ids out of order; ranks only (scores 0): segment 1 best, then 3, 4, 2
+    sub = write_lines(tmp_path / "sub", ["T_A\t3\t0\t2", "T_A\t1\t0\t1", "T_A\t2\t0\t4", "T_A\t4\t0\t3"])
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(sub), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["DeltaAvg"] == pytest.approx((5 + 3) / 2 - 2.75)
+    short = write_lines(tmp_path / "short", ["1", "2"])
+    assert main(["evaluate", "--gold", str(gold), "--pred", str(short)]) == 2
+    assert "has 2 predictions but" in capsys.readouterr().err
+
+
+def test_console_script_help_and_exit_codes():
+    result = subprocess.run(
+        [sys.executable, "-m", "qe.cli", "--help"], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 0 and "run" in result.stdout and "evaluate" in result.stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "qe.cli", "evaluate", "--gold", "/nonexistent", "--pred", "x"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert result.returncode == 2 and result.stderr.strip() == "qe: error: /nonexistent: file not found"

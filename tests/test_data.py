@@ -1,0 +1,132 @@
+"""Datasets: parallel files, tables, the registered WMT12 data, feature tables, bad input."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import numpy as np
+import pytest
+
+from qe.data import (
+    RegisteredFile,
+    fetch_registered_file,
+    load_feature_table,
+    load_parallel,
+    load_registered,
+    load_registered_features,
+    load_table,
+)
+from qe.errors import QEInputError
+from tests.conftest import write_lines
+
+
+def test_parallel_files_with_labels_and_crlf(tmp_path):
+    src = write_lines(tmp_path / "src", b"a b\r\nc d\r\n")
+    mt = write_lines(tmp_path / "mt", ["x y", "z"])
+    labels = write_lines(tmp_path / "labels", ["4.5", "2"])
+    data = load_parallel(src, mt, labels, label_range=(1, 5))
+    assert data.src == ["a b", "c d"]
+    assert data.ids == ["0", "1"]
+    assert list(data.labels) == [4.5, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("content", "message", "line"),
+    [
+        (["1", "x"], "not a number", 2),
+        (["1", "nan"], "not a finite number", 2),
+        (["1", "7"], "outside the declared range", 2),
+    ],
+)
+def test_bad_labels_name_file_and_line(tmp_path, content, message, line):
+    src = write_lines(tmp_path / "src", ["a", "b"])
+    labels = write_lines(tmp_path / "labels", content)
+    with pytest.raises(QEInputError, match=message) as info:
+        load_parallel(src, src, labels, label_range=(1, 5))
+    assert info.value.path == str(labels) and info.value.line == line
+
+
+def test_mismatched_empty_blank_and_invalid_utf8(tmp_path):
+    src = write_lines(tmp_path / "src", ["a", "b", "c"])
+    mt = write_lines(tmp_path / "mt", ["a", "b"])
+    with pytest.raises(QEInputError, match=r"has 2 lines but .* has 3") as info:
+        load_parallel(src, mt)
+    assert info.value.path == str(mt) and info.value.line == 3
+    with pytest.raises(QEInputError, match="file is empty"):
+        load_parallel(write_lines(tmp_path / "empty", b""), mt)
+    blank = write_lines(tmp_path / "blank", ["a", "  ", "c"])
+    with pytest.raises(QEInputError, match="blank line") as info:
+        load_parallel(src, blank)
+    assert info.value.line == 2
+    bad = write_lines(tmp_path / "bad", b"ok\n\xff\xfe broken\n")
+    with pytest.raises(QEInputError, match="invalid UTF-8") as info:
+        load_parallel(bad, bad)
+    assert info.value.line == 2
+
+
+def test_tsv_and_jsonl_tables(tmp_path):
+    tsv = write_lines(tmp_path / "d.tsv", ["id\tsrc\tmt\tscore", "a\thello\thola\t4", "b\tbye\tadios\t3.5"])
+    data = load_table(tsv, label_range=(1, 5))
+    assert data.ids == ["a", "b"] and data.mt == ["hola", "adios"] and list(data.labels) == [4, 3.5]
+    jsonl = write_lines(
+        tmp_path / "d.jsonl", ['{"src": "hello", "mt": "hola"}', '{"src": "bye", "mt": "adios"}']
+    )
+    data = load_table(jsonl)
+    assert data.labels is None and data.ids == ["0", "1"]
+    ragged = write_lines(tmp_path / "r.tsv", ["src\tmt", "a\tb\tc"])
+    with pytest.raises(QEInputError, match="expected 2 tab-separated fields") as info:
+        load_table(ragged)
+    assert info.value.line == 2
+    broken = write_lines(tmp_path / "b.jsonl", ['{"src": "a", "mt": "b"}', "{oops"])
+    with pytest.raises(QEInputError, match="invalid JSON") as info:
+        load_table(broken)
+    assert info.value.line == 2
+
+
+def test_feature_table_trailing_tab_header_and_ragged(tmp_path):
+    table = load_feature_table(write_lines(tmp_path / "f.tsv", ["1\t2\t", "3\t4\t"]), names=["a", "b"])
+    assert list(table.columns) == ["a", "b"] and table.to_numpy().tolist() == [[1, 2], [3, 4]]
+    table = load_feature_table(write_lines(tmp_path / "h.tsv", ["x\ty", "1\t2"]))
+    assert list(table.columns) == ["x", "y"]
+    with pytest.raises(QEInputError, match="expected 2 values, found 3") as info:
+        load_feature_table(write_lines(tmp_path / "r.tsv", ["1\t2", "1\t2\t3"]))
+    assert info.value.line == 2
+    with pytest.raises(QEInputError, match="NaN"):
+        load_feature_table(write_lines(tmp_path / "n.tsv", ["1\tnan"]))
+
+
+def test_registered_wmt12(data_dir):
+    train = load_registered("wmt12-en-es", "train", data_dir)
+    test = load_registered("wmt12-en-es", "test", data_dir)
+    assert (len(train), len(test)) == (1832, 422)
+    assert train.labels.mean() == pytest.approx(3.446, abs=1e-3)
+    assert train.annotator_scores.shape == (1832, 3)
+    assert len(test.post_edits) == len(test.references) == 422
+    features = load_registered_features("wmt12-en-es", "wmt12-official-bf17", "test", data_dir)
+    assert features.shape == (422, 17)
+    assert features.iloc[0, 0] == np.round(features.iloc[0, 0])  # source token count
+
+
+def test_download_extracts_member_and_checks_checksum(tmp_path):
+    payload = b"hello\nworld\n"
+    archive = tmp_path / "set.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("set/source.eng")
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    import hashlib
+
+    good = RegisteredFile(
+        "set/source.eng", hashlib.sha256(payload).hexdigest(), f"{archive.as_uri()}#source.eng"
+    )
+    target = tmp_path / "cache" / "source.eng"
+    fetch_registered_file(good, target)
+    assert target.read_bytes() == payload
+    bad = RegisteredFile("set/source.eng", "0" * 64, f"{archive.as_uri()}#source.eng")
+    with pytest.raises(QEInputError, match="checksum mismatch"):
+        fetch_registered_file(bad, tmp_path / "cache" / "other")
+    assert not (tmp_path / "cache" / "other").exists()
+    missing = RegisteredFile("x", "0" * 64, (tmp_path / "nope.tar.gz").as_uri() + "#x")
+    with pytest.raises(QEInputError, match="could not be downloaded"):
+        fetch_registered_file(missing, tmp_path / "cache" / "x")
