@@ -52,6 +52,12 @@ class FeatureFamily(ABC):
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """Return an array of shape ``(len(batch), len(self.specs()))`` of floats."""
 
+    @classmethod
+    def catalogue(cls) -> list[FeatureSpec]:
+        """Every feature the family can produce (for ``qe features --list``); override when
+        ``specs()`` depends on settings."""
+        return cls().specs()
+
     def column_names(self) -> list[str]:
         """Column names as they appear in feature tables: ``family.feature``."""
         return [f"{self.name}.{spec.name}" for spec in self.specs()]

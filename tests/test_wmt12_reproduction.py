@@ -1,0 +1,32 @@
+"""The WMT12 baseline reproduced from the official 17 features (no tuning on test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from qe.config import load_config
+from qe.experiment import run_experiment
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def _run(name: str, data_dir: Path, tmp_path: Path) -> dict:
+    config = load_config(CONFIGS / name)
+    config["data"]["data_dir"] = str(data_dir)
+    run_experiment(config, tmp_path / "run", progress=False)
+    return json.loads((tmp_path / "run" / "metrics.json").read_text())
+
+
+@pytest.mark.slow
+def test_official_svr_matches_the_published_baseline(data_dir, tmp_path):
+    metrics = _run("wmt12-official-svr.toml", data_dir, tmp_path)
+    test = metrics["test"]
+    # Published baseline (Callison-Burch et al. 2012): MAE 0.69, RMSE 0.82, DeltaAvg 0.55, Spearman 0.58.
+    assert test["MAE"] <= 0.69
+    assert test["RMSE"] <= 0.82
+    assert test["DeltaAvg"] >= 0.55
+    assert test["Spearman"] >= 0.58
+    assert metrics["cv"]["grid_best_params"]["C"] > 0
