@@ -309,6 +309,7 @@ class RegisteredDataset:
     """A known dataset: its splits (role -> file), label range and named feature sets."""
 
     name: str
+    languages: tuple[str, str]
     label_range: tuple[float, float]
     splits: dict[str, dict[str, RegisteredFile]]
     feature_sets: dict[str, dict[str, RegisteredFile]]
@@ -344,6 +345,7 @@ BF17_NAMES = [
 
 WMT12 = RegisteredDataset(
     name="wmt12-en-es",
+    languages=("en", "es"),
     label_range=(1.0, 5.0),
     splits={
         "train": {

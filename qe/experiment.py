@@ -32,7 +32,7 @@ from qe.errors import QEInputError
 from qe.io import atomic_write, write_text_atomic
 from qe.learners.factory import describe, make_learner
 from qe.metrics import evaluate
-from qe.model import save_model
+from qe.model import QEModel
 from qe.published import comparison_table
 
 
@@ -106,11 +106,11 @@ def build_split(config: dict[str, Any], split: str, progress: bool = True) -> Sp
 
 def _extract_families(config: dict[str, Any], dataset: QEDataset, progress: bool) -> pd.DataFrame:
     from qe.features.extractor import extract_features, make_families
-    from qe.resources.bundle import ResourceBundle
+    from qe.resources.bundle import open_bundle
 
     features = config["features"]
     families = make_families(features["families"], features["settings"])
-    resources = ResourceBundle.open(features["resources"]) if features.get("resources") else None
+    resources = open_bundle(features["resources"]) if features.get("resources") else None
     return extract_features(
         families,
         dataset.ids,
@@ -231,19 +231,53 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
         handle.write("id\tscore\n")
         for sentence_id, score in zip(test.dataset.ids, test_pred, strict=True):
             handle.write(f"{sentence_id}\t{score:.6f}\n")
-    manifest = {
-        "signature": sig,
-        "qe_version": __version__,
-        "config_name": config["name"],
-        "training_data": train.dataset.fingerprint(),
-        "label_range": list(bounds) if bounds else None,
-        "cv": {k: v for k, v in metrics["cv"].items() if isinstance(v, int | float)},
-    }
-    save_model(out / "model.skops", chosen, list(train.features.columns), manifest)
+    QEModel(
+        chosen, list(train.features.columns), model_manifest(config, sig, train, bounds, metrics["cv"])
+    ).save(out / "model.skops")
     model = chosen.steps[-1][1] if hasattr(chosen, "steps") else chosen
     if hasattr(model, "export_text"):
         write_text_atomic(out / "model.txt", model.export_text(list(train.features.columns)) + "\n")
     return metrics
+
+
+def languages(config: dict[str, Any], bundle: Any = None) -> dict[str, str] | None:
+    """The language pair: from the resource bundle, else from the registered dataset."""
+    if bundle is not None and bundle.manifest.get("languages"):
+        return dict(bundle.manifest["languages"])
+    dataset = DATASETS.get(config["data"].get("dataset", ""))
+    return {"src": dataset.languages[0], "tgt": dataset.languages[1]} if dataset else None
+
+
+def model_manifest(
+    config: dict[str, Any],
+    sig: str,
+    train: SplitData,
+    bounds: tuple[float, float] | None,
+    cv: dict[str, Any],
+) -> dict[str, Any]:
+    """What a saved model needs to score raw text again: families, settings, resources, languages."""
+    features = config["features"]
+    bundle = None
+    if features.get("resources"):
+        from qe.resources.bundle import open_bundle
+
+        bundle = open_bundle(features["resources"])
+    return {
+        "signature": sig,
+        "qe_version": __version__,
+        "config_name": config["name"],
+        "languages": languages(config, bundle),
+        "families": list(features["families"]),
+        "family_settings": features["settings"],
+        "feature_sets": list(features["sets"])
+        + (["data tables"] if "features" in config["data"].get("train", {}) else []),
+        "resources": {"path": str(Path(bundle.path).resolve()), "signature": bundle.signature()}
+        if bundle
+        else None,
+        "training_data": train.dataset.fingerprint(),
+        "label_range": list(bounds) if bounds else None,
+        "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},
+    }
 
 
 def summary_table(config: dict[str, Any], metrics: dict[str, Any]) -> str:

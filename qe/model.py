@@ -7,8 +7,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import skops.io as sio
 
+from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write
 
@@ -50,3 +52,97 @@ def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
     if not isinstance(payload, dict) or not {"estimator", "feature_names", "manifest_json"} <= set(payload):
         raise QEInputError("not a qe model file (missing estimator / feature names / manifest)", path)
     return payload["estimator"], list(payload["feature_names"]), json.loads(payload["manifest_json"])
+
+
+class QEModel:
+    """A trained predictor: feature families and settings, resource bundle reference, estimator.
+
+    ``QEModel.load(path).predict(src_sentences, mt_sentences)`` computes the features the model
+    was trained on from raw text and returns scores clipped to the training label range.
+    """
+
+    def __init__(self, estimator: Any, feature_names: list[str], manifest: dict[str, Any]) -> None:
+        self.estimator = estimator
+        self.feature_names = feature_names
+        self.manifest = manifest
+
+    @classmethod
+    def load(cls, path: str | Path) -> QEModel:
+        """Load a model file, refusing untrusted types and models of another major version."""
+        estimator, names, manifest = load_model(path)
+        theirs = str(manifest.get("qe_version", "0")).split(".")[0]
+        ours = __version__.split(".")[0]
+        if theirs != ours:
+            raise QEInputError(
+                f"model was written by qe {manifest.get('qe_version')}; this is qe {__version__}", path
+            )
+        return cls(estimator, names, manifest)
+
+    def save(self, path: str | Path) -> None:
+        """Write the model (skops) atomically."""
+        save_model(path, self.estimator, self.feature_names, self.manifest)
+
+    def open_resources(self, override: str | Path | None = None) -> Any:
+        """The resource bundle the model was trained with, checked by its signature."""
+        reference = self.manifest.get("resources")
+        if not reference:
+            return None
+        from qe.resources.bundle import open_bundle
+
+        bundle = open_bundle(override or reference["path"])
+        if bundle.signature() != reference["signature"]:
+            raise QEInputError(
+                f"resource bundle {bundle.signature()} differs from the one the model was trained with "
+                f"({reference['signature']}); rebuild it with the same config or pass the right --resources",
+                bundle.path,
+            )
+        return bundle
+
+    def features(
+        self,
+        src: list[str],
+        mt: list[str],
+        *,
+        resources: Any = None,
+        n_jobs: int = 1,
+        progress: bool = False,
+    ) -> Any:
+        """The model's input feature table for raw sentence pairs."""
+        from qe.features.extractor import extract_features, make_families
+
+        if self.manifest.get("feature_sets"):
+            raise QEInputError(
+                "this model was trained on precomputed feature tables "
+                f"({', '.join(self.manifest['feature_sets'])}), so it cannot score raw text; "
+                "train it on feature families instead"
+            )
+        families = make_families(self.manifest["families"], self.manifest.get("family_settings", {}))
+        ids = [str(i) for i in range(len(src))]
+        table = extract_features(
+            families, ids, src, mt, resources=resources, n_jobs=n_jobs, progress=progress
+        )
+        missing = [name for name in self.feature_names if name not in table.columns]
+        if missing:
+            raise QEInputError(f"extracted features lack {', '.join(missing[:5])} that the model needs")
+        return table[self.feature_names]
+
+    def predict(
+        self,
+        src: list[str],
+        mt: list[str],
+        *,
+        resources: Any = None,
+        n_jobs: int = 1,
+        progress: bool = False,
+    ) -> np.ndarray:
+        """Scores for sentence pairs, clipped to the training label range."""
+        if len(src) != len(mt):
+            raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
+        if not src:
+            raise QEInputError("no sentences to score")
+        if resources is None:
+            resources = self.open_resources()
+        table = self.features(src, mt, resources=resources, n_jobs=n_jobs, progress=progress)
+        scores = self.estimator.predict(table.to_numpy())
+        bounds = self.manifest.get("label_range")
+        return np.clip(scores, *bounds) if bounds else scores

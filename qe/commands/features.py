@@ -107,9 +107,9 @@ def run(args: argparse.Namespace) -> int:
     families = make_families([f.strip() for f in args.families.split(",") if f.strip()], settings)
     resources = None
     if args.resources is not None:
-        from qe.resources.bundle import ResourceBundle
+        from qe.resources.bundle import open_bundle
 
-        resources = ResourceBundle.open(args.resources)
+        resources = open_bundle(args.resources)
     table = extract_features(
         families,
         [str(i) for i in range(len(src))],
