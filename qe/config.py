@@ -51,6 +51,7 @@ SCHEMA: dict[str, Any] = {
         "scoring": str,
         "clip": bool,
     },
+    "selection": {"name": str, "params": ("table-of", ANY)},
     "cv": {"folds": int, "n_jobs": int},
     "report": {"published": bool},
 }

@@ -122,6 +122,22 @@ def _extract_families(config: dict[str, Any], dataset: QEDataset, progress: bool
     )
 
 
+def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str], dict[str, Any]]:
+    """Fit the configured selector on the training features only; the chosen columns and its report."""
+    from qe.selection import make_selector, selection_report
+
+    spec = config["selection"]
+    params = dict(spec.get("params", {}))
+    if spec["name"] in ("forward", "backward"):
+        params.setdefault("random_state", config["seed"])
+        params.setdefault("cv", config["cv"]["folds"])
+        params.setdefault("n_jobs", config["cv"]["n_jobs"])
+    selector = make_selector(spec["name"], **params)
+    selector.fit(train.features, train.dataset.labels)
+    report = selection_report(selector)
+    return [str(name) for name in report["selected"]], report
+
+
 def signature(config: dict[str, Any], estimator_description: str, train: QEDataset) -> str:
     """Everything that changes a number, sacrebleu-style: features, data, learner, CV, versions."""
     features = config["features"]
@@ -129,6 +145,8 @@ def signature(config: dict[str, Any], estimator_description: str, train: QEDatas
         f"data:{config['data'].get('dataset', 'files')}@{train.fingerprint()}",
         f"features:{'+'.join(features['sets'] + features['families'])}",
     ]
+    if config.get("selection"):
+        parts.append(f"selection:{config['selection']['name']}")
     if features.get("resources"):
         parts.append(f"resources:{features['resources']}")
     parts += [
@@ -173,14 +191,22 @@ def run_experiment(
     return result
 
 
-def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
-    started = time.perf_counter()
-    train, test = build_split(config, "train", progress), build_split(config, "test", progress)
-    if train.dataset.labels is None:
-        raise QEInputError("the training split has no labels")
-    x_train, y_train = train.features.to_numpy(), train.dataset.labels
+@dataclass
+class FittedSystem:
+    """A learner fitted on training features: its CV and test metrics and predictions."""
+
+    estimator: Any  # as configured (a GridSearchCV when a grid is searched)
+    chosen: Any  # the refitted best pipeline
+    metrics: dict[str, Any]
+    cv_pred: np.ndarray
+    test_pred: np.ndarray
+
+
+def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) -> FittedSystem:
+    """Fit the configured learner (hyperparameters by CV on train), CV-predict train, predict test."""
     learner = config["learner"]
-    seed, folds = config["seed"], config["cv"]["folds"]
+    seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
+    x_train, y_train = train.features.to_numpy(), train.dataset.labels
     estimator = make_learner(
         learner["name"],
         learner.get("params"),
@@ -189,36 +215,41 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
         cv_folds=folds,
         seed=seed,
         scoring=learner["scoring"],
-        n_jobs=config["cv"]["n_jobs"],
+        n_jobs=n_jobs,
     )
     estimator.fit(x_train, y_train)
     chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
     bounds = label_range(config)
 
-    def predict(model, x):
-        pred = model.predict(x)
+    def clip(pred: np.ndarray) -> np.ndarray:
         return np.clip(pred, *bounds) if bounds and learner["clip"] else pred
 
     # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
-    cv_pred = cross_val_predict(
-        clone(chosen),
-        x_train,
-        y_train,
-        cv=KFold(folds, shuffle=True, random_state=seed),
-        n_jobs=config["cv"]["n_jobs"],
-    )
-    if bounds and learner["clip"]:
-        cv_pred = np.clip(cv_pred, *bounds)
+    folds_split = KFold(folds, shuffle=True, random_state=seed)
+    cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_train, cv=folds_split, n_jobs=n_jobs))
     metrics: dict[str, Any] = {"cv": evaluate(y_train, cv_pred)}
     metrics["cv"]["folds"] = folds
     if isinstance(estimator, GridSearchCV):
-        metrics["cv"]["grid_best_params"] = {
-            k.removeprefix("model__"): v for k, v in estimator.best_params_.items()
-        }
+        best = {k.removeprefix("model__"): v for k, v in estimator.best_params_.items()}
+        metrics["cv"]["grid_best_params"] = best
         metrics["cv"]["grid_best_score"] = float(estimator.best_score_)
-    test_pred = predict(chosen, test.features.to_numpy())
+    test_pred = clip(chosen.predict(test.features.to_numpy()))
     if test.dataset.labels is not None:
         metrics["test"] = evaluate(test.dataset.labels, test_pred)
+    return FittedSystem(estimator, chosen, metrics, cv_pred, test_pred)
+
+
+def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    train, test = build_split(config, "train", progress), build_split(config, "test", progress)
+    if train.dataset.labels is None:
+        raise QEInputError("the training split has no labels")
+    if config.get("selection"):
+        selected, report = select_features(config, train)
+        write_text_atomic(out / "selection.json", json.dumps(report, indent=2) + "\n")
+        train.features, test.features = train.features[selected], test.features[selected]
+    fitted = fit_and_evaluate(config, train, test)
+    metrics, estimator, chosen, test_pred = fitted.metrics, fitted.estimator, fitted.chosen, fitted.test_pred
     description = describe(estimator)
     sig = signature(config, description, train.dataset)
     metrics["signature"] = sig
@@ -231,9 +262,9 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
         handle.write("id\tscore\n")
         for sentence_id, score in zip(test.dataset.ids, test_pred, strict=True):
             handle.write(f"{sentence_id}\t{score:.6f}\n")
-    QEModel(
-        chosen, list(train.features.columns), model_manifest(config, sig, train, bounds, metrics["cv"])
-    ).save(out / "model.skops")
+    QEModel(chosen, list(train.features.columns), model_manifest(config, sig, train, metrics["cv"])).save(
+        out / "model.skops"
+    )
     model = chosen.steps[-1][1] if hasattr(chosen, "steps") else chosen
     if hasattr(model, "export_text"):
         write_text_atomic(out / "model.txt", model.export_text(list(train.features.columns)) + "\n")
@@ -252,11 +283,11 @@ def model_manifest(
     config: dict[str, Any],
     sig: str,
     train: SplitData,
-    bounds: tuple[float, float] | None,
     cv: dict[str, Any],
 ) -> dict[str, Any]:
     """What a saved model needs to score raw text again: families, settings, resources, languages."""
     features = config["features"]
+    bounds = label_range(config)
     bundle = None
     if features.get("resources"):
         from qe.resources.bundle import open_bundle
