@@ -1,0 +1,172 @@
+"""Pseudo-reference features: BLEU, chrF, TER and length ratio checked against hand computations."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from qe.cli import main
+from qe.errors import QEInputError
+from qe.features.base import PairBatch, registered_families
+from qe.features.pseudoref import SPECS, PseudoRefFamily, bleu_without_bp
+from tests.conftest import write_lines
+
+NAMES = [spec.name for spec in SPECS]
+
+
+def _scores(pairs: list[tuple[str, str]], **settings) -> list[dict[str, float]]:
+    batch = PairBatch(
+        ids=[str(i) for i in range(len(pairs))],
+        src=["source"] * len(pairs),
+        mt=[p[0] for p in pairs],
+        extra={"pseudo_ref": [p[1] for p in pairs]},
+    )
+    values = PseudoRefFamily(**settings).extract(batch)
+    assert values.shape == (len(pairs), len(SPECS))
+    return [dict(zip(NAMES, row.tolist(), strict=True)) for row in values]
+
+
+def test_bleu_worked_example_without_smoothing_needed():
+    # Both sides 8 tokens (BP = 1); precisions 7/8, 3/7, 2/6, 1/5 (Koehn's lecture example).
+    (got,) = _scores([("in absolutely no way , mr chairman .", "mr speaker , in absolutely no way .")])
+    expected = 100 * (7 / 8 * 3 / 7 * 2 / 6 * 1 / 5) ** (1 / 4)
+    assert got["bleu"] == pytest.approx(expected)  # 39.76
+    assert got["bleu_nobp"] == pytest.approx(expected)
+    assert got["length_ratio"] == pytest.approx(9 / 9)
+
+
+def test_bleu_exp_smoothing_and_effective_order():
+    got = _scores(
+        [
+            # 3-token hypothesis: orders 1..3 only; trigram has no match -> 1 / (2 * 1).
+            ("the cat sat", "the cat ran"),
+            # orders 2, 3, 4 have no match: 1 / (2 * 3), 1 / (4 * 2), 1 / (8 * 1).
+            ("a b c d", "a x c y"),
+            # no n-gram match at all: 0.
+            ("uno dos", "tres cuatro"),
+        ]
+    )
+    assert got[0]["bleu"] == pytest.approx(100 * (2 / 3 * 1 / 2 * 1 / 2) ** (1 / 3))
+    assert got[1]["bleu"] == pytest.approx(100 * (2 / 4 * 1 / 6 * 1 / 8 * 1 / 8) ** (1 / 4))
+    assert got[2]["bleu"] == 0 and got[2]["bleu_nobp"] == 0
+
+
+def test_brevity_penalty_and_its_absence():
+    # Hypothesis 2 tokens, reference 4: precisions 2/2 and 1/1, BP = exp(1 - 4/2).
+    (got,) = _scores([("the cat", "the cat sat down")])
+    assert got["bleu"] == pytest.approx(100 * math.exp(1 - 4 / 2))
+    assert got["bleu_nobp"] == pytest.approx(100)
+    assert got["length_ratio"] == pytest.approx(3 / 5)
+    assert got["ter"] == pytest.approx(100 * 2 / 4)  # two insertions over 4 reference words
+
+
+def test_bleu_without_bp_helper():
+    assert bleu_without_bp([7, 3, 2, 1], [8, 7, 6, 5]) == pytest.approx(100 * 0.025 ** (1 / 4))
+    assert bleu_without_bp([2, 1, 0, 0], [3, 2, 1, 0]) == pytest.approx(
+        100 * (2 / 3 * 1 / 2 * 1 / 2) ** (1 / 3)
+    )
+    assert bleu_without_bp([0, 0, 0, 0], [3, 2, 1, 0]) == 0
+    assert bleu_without_bp([0, 0, 0, 0], [0, 0, 0, 0]) == 0
+
+
+def test_chrf_by_hand():
+    got = _scores([("ab", "abc"), ("abc", "abd"), ("a b", "ab")])
+    # "ab" vs "abc": 1-grams P 2/2 R 2/3; 2-grams P 1/1 R 1/2; 3-grams: no hypothesis n-gram.
+    # mean P = 1, mean R = 7/12; F2 = 5PR / (4P + R) = 7/11.
+    assert got[0]["chrf"] == pytest.approx(100 * 7 / 11)
+    # "abc" vs "abd": P = R = (2/3 + 1/2 + 0) / 3 = 7/18, so F2 = 7/18.
+    assert got[1]["chrf"] == pytest.approx(100 * 7 / 18)
+    # whitespace is removed before the character n-grams are taken
+    assert got[2]["chrf"] == pytest.approx(100)
+
+
+def test_ter_by_hand():
+    got = _scores(
+        [
+            ("b c a", "a b c"),  # one shift of "a": 1 edit / 3 words
+            ("the cat sat", "the cat ran"),  # one substitution
+            ("The Cat", "the cat"),  # case-insensitive by default
+            ("a b c d e", "f g h"),  # 3 substitutions + 2 deletions over 3 words
+        ]
+    )
+    assert got[0]["ter"] == pytest.approx(100 / 3)
+    assert got[1]["ter"] == pytest.approx(100 / 3)
+    assert got[2]["ter"] == 0
+    assert got[3]["ter"] == pytest.approx(100 * 5 / 3)
+    assert _scores([("The Cat", "the cat")], ter_case_sensitive=True)[0]["ter"] == pytest.approx(100)
+
+
+def test_length_ratio_uses_the_13a_tokens():
+    # "Hello, world." -> Hello , world . (4 tokens); "Hi" -> 1 token.
+    (got,) = _scores([("Hello, world.", "Hi")])
+    assert got["length_ratio"] == pytest.approx(5 / 2)
+
+
+def test_lowercase_setting():
+    assert _scores([("The Cat sat", "the cat sat")], lowercase=True)[0]["bleu"] == pytest.approx(100)
+    assert _scores([("The Cat sat", "the cat sat")])[0]["bleu"] < 100
+
+
+def test_empty_and_whitespace_sentences():
+    got = _scores([("", ""), ("x", ""), ("", "x"), ("   ", "a b"), ("\t", " ")])
+    assert got[0] == {"bleu": 0, "bleu_nobp": 0, "chrf": 0, "ter": 0, "length_ratio": 1}
+    assert got[1] == {"bleu": 0, "bleu_nobp": 0, "chrf": 0, "ter": 100, "length_ratio": 2}
+    assert got[2] == {"bleu": 0, "bleu_nobp": 0, "chrf": 0, "ter": 100, "length_ratio": 0.5}
+    assert got[3]["ter"] == 100 and got[3]["length_ratio"] == pytest.approx(1 / 3)
+    assert got[4] == got[0]
+
+
+def test_characters_outside_any_vocabulary_give_finite_values():
+    got = _scores([("😀 \ud800 \x00 中文", "中文 😀"), ("\ue000\u200b", "\ue000"), ("x\x1fy", "xy")])
+    assert all(math.isfinite(v) for row in got for v in row.values())
+    # identical apart from the invisible characters sacreBLEU keeps: chrF still sees the shared chars
+    assert got[1]["chrf"] > 0
+
+
+def test_missing_or_misaligned_pseudo_reference_is_refused():
+    family = PseudoRefFamily()
+    with pytest.raises(QEInputError, match="--pseudo-ref"):
+        family.extract(PairBatch(ids=["0"], src=["a"], mt=["b"]))
+    with pytest.raises(QEInputError, match="1 pseudo-reference lines for 2 translations"):
+        family.extract(PairBatch(ids=["0", "1"], src=["a", "b"], mt=["a", "b"], extra={"pseudo_ref": ["a"]}))
+    with pytest.raises(QEInputError, match=r"'1'.*not text"):
+        family.extract(
+            PairBatch(ids=["0", "1"], src=["a", "b"], mt=["a", "b"], extra={"pseudo_ref": ["a", None]})
+        )
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(QEInputError, match="unknown setting"):
+        PseudoRefFamily(metric="meteor")
+    with pytest.raises(QEInputError, match="tokenize"):
+        PseudoRefFamily(tokenize="no-such-tokenizer")
+
+
+def test_contract_registry_catalogue_pickle():
+    assert registered_families()["pseudoref"] is PseudoRefFamily
+    assert PseudoRefFamily.catalogue() == SPECS
+    family = PseudoRefFamily()
+    clone = pickle.loads(pickle.dumps(family))
+    batch = PairBatch(ids=["0"], src=["s"], mt=["the cat sat"], extra={"pseudo_ref": ["the cat ran"]})
+    np.testing.assert_array_equal(clone.extract(batch), family.extract(batch))
+    assert "sacrebleu=" in family.signature()
+
+
+def test_cli_checks_the_pseudo_reference_line_count(tmp_path, capsys):
+    src = write_lines(tmp_path / "src.txt", ["the cat sat", "a dog"])
+    mt = write_lines(tmp_path / "mt.txt", ["el gato", "un perro"])
+    short = write_lines(tmp_path / "short.txt", ["el gato"])
+    good = write_lines(tmp_path / "pseudo.txt", ["el gato", "un perro"])
+    out = tmp_path / "features.tsv"
+    base = ["features", "--src", str(src), "--mt", str(mt), "--families", "pseudoref,surface", "--quiet"]
+    assert main([*base, "--pseudo-ref", str(short), "--out", str(out)]) == 2
+    assert "short.txt" in capsys.readouterr().err
+    assert not out.exists()
+    assert main([*base, "--pseudo-ref", str(good), "--out", str(out)]) == 0
+    header, *rows = out.read_text().splitlines()
+    assert header.split("\t")[:2] == ["pseudoref.bleu", "pseudoref.bleu_nobp"]
+    assert len(rows) == 2
+    assert float(rows[0].split("\t")[0]) == pytest.approx(100)  # identical to its pseudo-reference
