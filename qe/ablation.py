@@ -1,0 +1,136 @@
+"""Ablations: for every feature family, the system without it and the family alone, vs the full system."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.config import dump_config
+from qe.experiment import (
+    SplitData,
+    build_split,
+    fit_and_evaluate,
+    prepare_output_dir,
+    publish_output_dir,
+)
+from qe.io import atomic_write, write_text_atomic
+from qe.metrics import paired_bootstrap
+
+SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
+BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
+
+
+def family_groups(columns: list[str]) -> dict[str, list[str]]:
+    """Columns grouped by family: the part of ``family.feature`` before the first dot."""
+    groups: dict[str, list[str]] = {}
+    for column in columns:
+        groups.setdefault(column.split(".", 1)[0], []).append(column)
+    return groups
+
+
+def _restrict(split: SplitData, columns: list[str]) -> SplitData:
+    return SplitData(dataset=split.dataset, features=split.features[columns])
+
+
+def ablation_variants(groups: dict[str, list[str]]) -> dict[str, list[str]]:
+    """System name -> columns: ``full``, then ``without:F`` and ``only:F`` for each family F."""
+    every = [c for cols in groups.values() for c in cols]
+    variants = {"full": every}
+    if len(groups) > 1:
+        for name, cols in groups.items():
+            variants[f"without:{name}"] = [c for c in every if c not in set(cols)]
+            variants[f"only:{name}"] = list(cols)
+    return variants
+
+
+def run_ablation(
+    config: dict[str, Any],
+    output_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    bootstrap_samples: int = 1000,
+) -> dict[str, Any]:
+    """Fit every variant (hyperparameters by CV on train), test each against the full system."""
+    output_dir = Path(output_dir)
+    staging = prepare_output_dir(output_dir, overwrite)
+    try:
+        train, test = build_split(config, "train", progress), build_split(config, "test", progress)
+        variants = ablation_variants(family_groups(list(train.features.columns)))
+        systems: dict[str, Any] = {}
+        predictions: dict[str, np.ndarray] = {}
+        for name, columns in variants.items():
+            if progress:
+                print(f"ablation: {name} ({len(columns)} features)", flush=True)
+            fitted = fit_and_evaluate(config, _restrict(train, columns), _restrict(test, columns))
+            predictions[name] = fitted.test_pred
+            systems[name] = {"n_features": len(columns), **fitted.metrics}
+        gold = test.dataset.labels
+        if gold is not None:
+            for name in variants:
+                if name == "full":
+                    continue
+                systems[name]["bootstrap_vs_full"] = {
+                    metric: paired_bootstrap(
+                        gold, predictions[name], predictions["full"], metric, n_samples=bootstrap_samples
+                    ).as_dict()
+                    for metric in BOOTSTRAP_METRICS
+                }
+        result = {"config": config["name"], "systems": systems}
+        write_text_atomic(staging / "config.toml", dump_config(config))
+        write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
+        write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")
+        plot_ablation(result, staging / "ablation.png")
+        publish_output_dir(staging, output_dir)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return result
+
+
+def ablation_table(result: dict[str, Any]) -> str:
+    """Markdown: CV and test metrics per system, and the bootstrap p-value against the full system."""
+    head = "| system | features | CV MAE | CV DeltaAvg | " + " | ".join(f"test {m}" for m in SHOWN)
+    head += " | p (MAE vs full) | p (DeltaAvg vs full) |"
+    lines = [head, "|---" * (4 + len(SHOWN) + 2) + "|"]
+    for name, system in result["systems"].items():
+        cv, test = system["cv"], system.get("test", {})
+        cells = [name, str(system["n_features"]), f"{cv['MAE']:.3f}", f"{cv['DeltaAvg']:.3f}"]
+        cells += [f"{test[m]:.3f}" if m in test else "n/a" for m in SHOWN]
+        boot = system.get("bootstrap_vs_full", {})
+        # p_value: share of resamples where this system is not better than the full one.
+        cells += [f"{boot[m]['p_value']:.3f}" if m in boot else "-" for m in BOOTSTRAP_METRICS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_ablation(result: dict[str, Any], path: Path) -> None:
+    """A bar chart of test MAE and DeltaAvg per system (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n, s in result["systems"].items() if "test" in s]
+    if not names:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(10, 0.45 * len(names) + 1.5), sharey=True)
+    for axis, metric in zip(axes, ("MAE", "DeltaAvg"), strict=True):
+        values = [result["systems"][n]["test"][metric] for n in names]
+        colours = [
+            "#444444" if n == "full" else "#4c72b0" if n.startswith("only:") else "#dd8452" for n in names
+        ]
+        axis.barh(names, values, color=colours)
+        axis.set_title(f"test {metric}")
+        axis.invert_yaxis()
+        low = min(values)
+        axis.set_xlim(max(0.0, low - 0.1 * abs(low)), max(values) * 1.02)
+    fig.tight_layout()
+    with atomic_write(path, "wb") as handle:
+        fig.savefig(handle, format="png", dpi=110)
+    plt.close(fig)

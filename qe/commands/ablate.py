@@ -1,0 +1,42 @@
+"""``qe ablate CONFIG --output-dir DIR``: leave-one-family-out and family-alone systems vs the full one."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from qe.ablation import ablation_table, run_ablation
+from qe.config import load_config
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ablate",
+        help="for every feature family: the system without it and the family alone (CV, test, bootstrap)",
+        description="Writes ablation.json, ablation.md and ablation.png to the output directory.",
+    )
+    parser.add_argument("config", type=Path, help="TOML experiment config")
+    parser.add_argument("--output-dir", type=Path, required=True, help="directory to create")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing directory")
+    parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
+    parser.add_argument("--jobs", type=int, help="parallel jobs (default from config)")
+    parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    if args.data_dir:
+        config["data"]["data_dir"] = str(args.data_dir)
+    if args.jobs:
+        config["cv"]["n_jobs"] = args.jobs
+    result = run_ablation(
+        config,
+        args.output_dir,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+        bootstrap_samples=args.bootstrap_samples,
+    )
+    print(ablation_table(result))
+    return 0

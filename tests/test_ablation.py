@@ -1,0 +1,53 @@
+"""`qe ablate`: variants per family, bootstrap against the full system, table and chart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from qe.ablation import ablation_variants, family_groups
+from qe.cli import main
+from tests.test_cli import _toy_config
+
+
+def test_variants_by_family_prefix():
+    groups = family_groups(["bf17.a", "bf17.b", "surface.c", "lm.d"])
+    assert groups == {"bf17": ["bf17.a", "bf17.b"], "surface": ["surface.c"], "lm": ["lm.d"]}
+    variants = ablation_variants(groups)
+    assert variants["full"] == ["bf17.a", "bf17.b", "surface.c", "lm.d"]
+    assert variants["without:bf17"] == ["surface.c", "lm.d"]
+    assert variants["only:surface"] == ["surface.c"]
+    assert len(variants) == 1 + 2 * 3
+    assert list(ablation_variants({"x": ["x.a"]})) == ["full"]
+
+
+def test_ablate_end_to_end(tmp_path, capsys):
+    config = _toy_config(tmp_path, learner='name = "svr"\nparams = { C = 10.0 }')
+    out = tmp_path / "ablation"
+    assert (
+        main(["ablate", str(config), "--output-dir", str(out), "--quiet", "--bootstrap-samples", "100"]) == 0
+    )
+    result = json.loads((out / "ablation.json").read_text())
+    # toy tables have headerless columns f1 (source length) and f2 (MT length): two groups
+    assert set(result["systems"]) == {"full", "without:f1", "only:f1", "without:f2", "only:f2"}
+    for name, system in result["systems"].items():
+        assert {"MAE", "DeltaAvg"} <= set(system["cv"]) and "MAE" in system["test"]
+        if name != "full":
+            assert 0.0 <= system["bootstrap_vs_full"]["MAE"]["p_value"] <= 1.0
+    # the label is driven by the source length (f1): dropping it must hurt on test
+    systems = result["systems"]
+    assert systems["only:f1"]["test"]["MAE"] < systems["only:f2"]["test"]["MAE"]
+    table = (out / "ablation.md").read_text()
+    assert len(table.strip().splitlines()) == 2 + len(systems)
+    assert (out / "ablation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["ablate", str(config), "--output-dir", str(out), "--quiet"]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["[selection]\nname = 'nope'\n"])
+def test_unknown_selector_in_config_is_one_line(tmp_path, capsys, bad):
+    config = _toy_config(tmp_path)
+    config.write_text(config.read_text() + bad)
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "unknown selector 'nope'" in capsys.readouterr().err
