@@ -1,0 +1,90 @@
+"""``qe resources``: build a resource bundle from a TOML config, or show what a bundle holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``qe resources build`` and ``qe resources info``."""
+    parser = subparsers.add_parser("resources", help="build or inspect language-resource bundles")
+    sub = parser.add_subparsers(dest="resources_command", metavar="ACTION")
+
+    build = sub.add_parser(
+        "build",
+        help="build a resource bundle from a TOML config",
+        description=(
+            "Build every resource of CONFIG (LMs, n-gram counts, IBM1 tables, ...) into a bundle "
+            "directory with a manifest. Corpora sharing sentences with the evaluation files listed "
+            "in the config's [leakage] section are refused unless --allow-overlap is given."
+        ),
+    )
+    build.add_argument(
+        "config", metavar="CONFIG", help="bundle config (e.g. configs/resources-wmt12-en-es.toml)"
+    )
+    build.add_argument(
+        "--output", "-o", metavar="DIR", help=f"bundle directory (default {DEFAULT_BUNDLE_DIR}/<name>)"
+    )
+    build.add_argument("--data-dir", metavar="DIR", help="where the corpora live (default $QE_DATA_DIR)")
+    build.add_argument(
+        "--allow-overlap", action="store_true", help="build even if corpora share sentences with eval data"
+    )
+    build.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
+    build.add_argument("--n-jobs", type=int, default=2, metavar="N", help="parallel jobs (default 2)")
+    build.add_argument("--quiet", action="store_true", help="no progress bars")
+    build.set_defaults(func=_build)
+
+    info = sub.add_parser("info", help="print a bundle's manifest summary as JSON")
+    info.add_argument("bundle", metavar="DIR", help="bundle directory")
+    info.set_defaults(func=_info)
+
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+
+def _build(args: argparse.Namespace) -> int:
+    config = read_bundle_config(args.config)
+    output = args.output or DEFAULT_BUNDLE_DIR / config["name"]
+    bundle = build_bundle(
+        args.config,
+        output,
+        data_dir=args.data_dir,
+        allow_overlap=args.allow_overlap,
+        overwrite=args.overwrite,
+        n_jobs=args.n_jobs,
+        progress=not args.quiet,
+    )
+    manifest = bundle.manifest
+    overlaps = manifest["leakage"]["overlaps"]
+    if overlaps:
+        shared = sum(o["count"] for o in overlaps)
+        print(
+            f"warning: built despite {shared} sentence(s) shared with the evaluation data (--allow-overlap)"
+        )
+    print(f"built {bundle.path} ({', '.join(bundle.names())}) in {manifest['build_seconds']:.1f} s")
+    print(f"signature: {bundle.signature()}")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    bundle = ResourceBundle(args.bundle)
+    m = bundle.manifest
+    summary = {
+        "name": bundle.name,
+        "signature": bundle.signature(),
+        "created": m.get("created"),
+        "build_seconds": m.get("build_seconds"),
+        "text": m.get("text"),
+        "corpora": {
+            name: {side: v["lines"] for side, v in sides.items()} for name, sides in m["corpora"].items()
+        },
+        "members": {
+            name: {k: v for k, v in entry.items() if k in ("kind", "file", "bytes", "build_seconds", "side")}
+            for name, entry in m["members"].items()
+        },
+        "leakage": m.get("leakage"),
+    }
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return 0

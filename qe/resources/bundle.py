@@ -1,0 +1,686 @@
+"""Resource bundles: a directory of language resources plus ``manifest.json``, built from a TOML config.
+
+A bundle holds named members, each one file built from plain-text corpora (or, for unigram
+counts, read from a Moses truecase model):
+
+==============  =======================================  ==========================================
+kind            member names (config section)            loaded as
+==============  =======================================  ==========================================
+``kenlm``       ``lm.<key>`` (``[lm.<key>]``)            ``qe.resources.lm.LanguageModel``
+``ngrams``      ``ngrams.<key>`` (``[ngrams.<key>]``)    ``qe.resources.ngrams.NgramCounts``
+``unigrams``    ``unigrams.<key>`` (``[unigrams.<key>]``) ``NgramCounts`` (order 1, from a truecase model)
+``ibm1``        ``ibm1.s2t`` / ``ibm1.t2s`` (``[ibm1]``)  ``qe.resources.ibm1.IBM1Table``
+==============  =======================================  ==========================================
+
+The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
+member's settings, file size, build time and summary, and the result of the leakage check.
+Members are loaded lazily, on first use, and kept; ``bundle.get(name, **options)`` caches one
+object per name and options. Building refuses corpora that share a sentence (compared
+lower-cased, whitespace collapsed) with the evaluation files listed in ``[leakage]``.
+
+Config layout (paths relative to the data directory)::
+
+    name = "wmt12-en-es"
+    [languages]  src = "en"  tgt = "es"
+    [text]       style = "wmt12"  case = "lower"          # optional [text.src] / [text.tgt] overrides
+    [leakage]    eval_files = ["wmt12-qe/test_set/source.eng", ...]
+    [corpora.NAME]  src = "..."  tgt = "..."              # either side may be missing
+    [lm.src]     side = "src"  order = 3  corpora = [...]  # corpora default: all with that side
+    [ngrams.src] side = "src"  max_order = 3
+    [unigrams.src]  side = "src"  truecase_model = "..."
+    [ibm1]       iterations = 5  directions = ["s2t", "t2s"]  min_prob = 0.001
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from qe import __version__
+from qe.errors import QEInputError
+from qe.io import atomic_write
+from qe.resources.ngrams import NgramCounts, load_truecase_counts
+from qe.text import TextConfig, TextProcessor, tokenize_corpus
+
+MANIFEST = "manifest.json"
+FORMAT = "qe-resource-bundle/1"
+DEFAULT_BUNDLE_DIR = Path("models/resources")
+SIDES = ("src", "tgt")
+
+# Config schema: section -> allowed keys (None = free-form table of named sub-tables).
+_TOP_KEYS = {
+    "name",
+    "description",
+    "languages",
+    "text",
+    "leakage",
+    "corpora",
+    "lm",
+    "ngrams",
+    "unigrams",
+    "ibm1",
+}
+_TEXT_KEYS = {"style", "case", "normalize", "truecase_model", "src", "tgt"}
+_LM_KEYS = {"side", "order", "corpora", "binary"}
+_NGRAM_KEYS = {"side", "max_order", "corpora"}
+_UNIGRAM_KEYS = {"side", "truecase_model"}
+_IBM1_KEYS = {"iterations", "directions", "corpora", "min_prob"}
+_IBM1_DIRECTIONS = ("s2t", "t2s")
+
+
+# ====================================================================== loading
+
+_PROCESS_CACHE: dict[tuple, Any] = {}  # loaded members shared by all bundles of this process
+_PROCESS_CACHE_SIZE = 16
+
+
+def clear_loaded_members() -> None:
+    """Forget the members loaded in this process (they stay alive while a bundle holds them)."""
+    _PROCESS_CACHE.clear()
+
+
+class ResourceBundle:
+    """A built bundle directory: its manifest and lazily loaded members.
+
+    ``bundle["lm.src"]`` (or ``bundle.get("lm.src")``) loads a member on first use;
+    ``bundle.text_processor("src")`` gives the tokenizer the resources were built with.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        manifest_path = self.path / MANIFEST
+        if not self.path.is_dir():
+            raise QEInputError("resource bundle directory not found", self.path)
+        if not manifest_path.is_file():
+            raise QEInputError("not a resource bundle (no manifest.json)", self.path)
+        try:
+            self.manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise QEInputError(f"corrupt bundle manifest ({exc.__class__.__name__})", manifest_path) from None
+        if not isinstance(self.manifest, dict) or self.manifest.get("format") != FORMAT:
+            raise QEInputError(f"unknown bundle manifest format (expected {FORMAT})", manifest_path)
+        self._objects: dict[tuple, Any] = {}
+        self._injected: dict[str, Any] = {}
+        self._processors: dict[str, TextProcessor] = {}
+
+    @classmethod
+    def in_memory(
+        cls, members: dict[str, Any], text: dict[str, TextConfig], name: str = "in-memory"
+    ) -> ResourceBundle:
+        """A bundle without a directory, from already built objects (tests, notebooks)."""
+        bundle = cls.__new__(cls)
+        bundle.path = Path(".")
+        bundle.manifest = {
+            "format": FORMAT,
+            "name": name,
+            "text": {side: cfg.to_dict() for side, cfg in text.items()},
+            "members": {key: {"kind": "object"} for key in members},
+        }
+        bundle._objects = {}
+        bundle._injected = dict(members)
+        bundle._processors = {}
+        return bundle
+
+    def __getstate__(self) -> dict:
+        # Pickled for joblib workers: loaded members (e.g. KenLM models) are reloaded there.
+        state = dict(self.__dict__)
+        state["_objects"] = {}
+        state["_processors"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def name(self) -> str:
+        """The bundle's name (from its config)."""
+        return str(self.manifest.get("name", self.path.name))
+
+    def names(self) -> list[str]:
+        """Names of all members."""
+        return sorted(self.manifest.get("members", {}))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.manifest.get("members", {})
+
+    def info(self, name: str) -> dict[str, Any]:
+        """The manifest entry of one member."""
+        self._require(name)
+        return dict(self.manifest["members"][name])
+
+    def signature(self) -> str:
+        """``name@hash``: a short hash of the manifest's content (changes whenever any member does)."""
+        stable = {
+            k: v for k, v in self.manifest.items() if k not in ("created", "build_seconds", "config_file")
+        }
+        members = stable.get("members", {})
+        stable["members"] = {
+            k: {kk: vv for kk, vv in v.items() if kk != "build_seconds"} for k, v in members.items()
+        }
+        digest = hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:10]
+        return f"{self.name}@{digest}"
+
+    def text_config(self, side: str) -> TextConfig:
+        """The text settings a side's resources were built with."""
+        text = self.manifest.get("text", {})
+        if side not in text:
+            raise QEInputError(f"bundle has no text settings for side {side!r}", self.path / MANIFEST)
+        return TextConfig.from_dict(text[side])
+
+    def text_processor(self, side: str) -> TextProcessor:
+        """A (memoising) tokenizer for one side, shared by all families using this bundle."""
+        if side not in self._processors:
+            self._processors[side] = TextProcessor(self.text_config(side))
+        return self._processors[side]
+
+    # ------------------------------------------------------------------ members
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    def get(self, name: str, **options: Any) -> Any:
+        """Load (once) and return a member; ``options`` go to its loader (e.g. ``min_count=3``)."""
+        if name in self._injected:
+            return self._injected[name]
+        key = (name, tuple(sorted(options.items())))
+        if key not in self._objects:
+            self._objects[key] = self._load_shared(name, options, key)
+        return self._objects[key]
+
+    def _load_shared(self, name: str, options: dict[str, Any], key: tuple) -> Any:
+        """Load through a per-process cache, so joblib workers (which receive the bundle without its
+        loaded members) load each member file once, not once per batch."""
+        self._require(name)
+        path = self.path / self.manifest["members"][name]["file"]
+        try:
+            stat = path.stat()
+        except OSError:
+            return self._load(name, options)  # reports the missing file
+        shared_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, key)
+        if shared_key not in _PROCESS_CACHE:
+            if len(_PROCESS_CACHE) >= _PROCESS_CACHE_SIZE:
+                _PROCESS_CACHE.pop(next(iter(_PROCESS_CACHE)))
+            _PROCESS_CACHE[shared_key] = self._load(name, options)
+        return _PROCESS_CACHE[shared_key]
+
+    def _require(self, name: str) -> None:
+        if name not in self:
+            known = ", ".join(self.names()) or "none"
+            raise QEInputError(f"bundle has no resource {name!r} (has: {known})", self.path)
+
+    def _load(self, name: str, options: dict[str, Any]) -> Any:
+        self._require(name)
+        entry = self.manifest["members"][name]
+        path = self.path / entry["file"]
+        if not path.is_file():
+            raise QEInputError(f"resource file of {name!r} is missing", path)
+        kind = entry["kind"]
+        try:
+            if kind == "kenlm":
+                from qe.resources.lm import LanguageModel
+
+                return LanguageModel(path, **options)
+            if kind in ("ngrams", "unigrams"):
+                return NgramCounts.load(path, **options)
+            if kind == "ibm1":
+                from qe.resources.ibm1 import IBM1Table
+
+                return IBM1Table.load(path, **options)
+        except QEInputError:
+            raise
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise QEInputError(f"cannot load resource {name!r}: {exc}", path) from None
+        raise QEInputError(f"unknown resource kind {kind!r} for {name!r}", self.path / MANIFEST)
+
+
+def open_bundle(path: str | Path | None = None, name: str = "wmt12-en-es") -> ResourceBundle:
+    """Open a bundle directory (default ``models/resources/<name>``)."""
+    return ResourceBundle(path if path is not None else DEFAULT_BUNDLE_DIR / name)
+
+
+# ====================================================================== leakage
+
+
+def normalize_for_overlap(line: str) -> str:
+    """Lower-cased, whitespace-collapsed form used to compare corpus and evaluation sentences."""
+    return " ".join(line.lower().split())
+
+
+@dataclass
+class Overlap:
+    """Lines of one corpus file that also occur in the evaluation data."""
+
+    corpus: str
+    lines: list[int]
+    first_text: str
+    eval_file: str
+
+    def reason(self) -> str:
+        """What is wrong, for an error naming ``corpus`` and the first shared line."""
+        text = self.first_text if len(self.first_text) <= 60 else self.first_text[:57] + "..."
+        return (
+            f"corpus shares {len(self.lines)} sentence(s) with the evaluation data (first here: {text!r}, "
+            f"also in {self.eval_file}); remove the corpus or pass --allow-overlap"
+        )
+
+
+def load_eval_sentences(files: Iterable[Path]) -> dict[str, str]:
+    """Normalized evaluation sentence -> the first file it appears in."""
+    seen: dict[str, str] = {}
+    for path in files:
+        for line in _read_text_lines(path, what="evaluation file"):
+            key = normalize_for_overlap(line)
+            if key:
+                seen.setdefault(key, str(path))
+    return seen
+
+
+def find_overlaps(corpus: Path, lines: list[str], eval_sentences: dict[str, str]) -> Overlap | None:
+    """The corpus lines (1-based) whose normalized text is an evaluation sentence, or None."""
+    hits = [i for i, line in enumerate(lines, start=1) if normalize_for_overlap(line) in eval_sentences]
+    if not hits:
+        return None
+    first = lines[hits[0] - 1]
+    return Overlap(str(corpus), hits, first.strip(), eval_sentences[normalize_for_overlap(first)])
+
+
+# ====================================================================== building
+
+
+@dataclass
+class _Corpus:
+    name: str
+    files: dict[str, Path]  # side -> path
+    lines: dict[str, list[str]]
+
+
+def _read_text_lines(path: Path, what: str = "corpus") -> list[str]:
+    """All lines of a UTF-8 file (blank lines kept, as ''), refusing a missing, empty or non-UTF-8 file."""
+    if not path.is_file():
+        raise QEInputError(f"{what} file not found", path)
+    data = path.read_bytes()
+    if not data.strip():
+        raise QEInputError(f"{what} file is empty", path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QEInputError(
+            f"{what} is not UTF-8 (invalid byte)", path, data.count(b"\n", 0, exc.start) + 1
+        ) from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_keys(table: Any, allowed: set[str], where: str, config_path: Path) -> dict:
+    if not isinstance(table, dict):
+        raise QEInputError(f"[{where}] must be a table", config_path)
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise QEInputError(
+            f"unknown key(s) in [{where}]: {', '.join(unknown)} (known: {', '.join(sorted(allowed))})",
+            config_path,
+        )
+    return table
+
+
+def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
+    """Read and check a bundle TOML config (unknown keys and sections refused)."""
+    config_path = Path(config_path)
+    if not config_path.is_file():
+        raise QEInputError("bundle config not found", config_path)
+    try:
+        config = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise QEInputError("bundle config is not valid UTF-8", config_path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise QEInputError(f"invalid TOML: {exc}", config_path) from None
+    _check_keys(config, _TOP_KEYS, "top level", config_path)
+    languages = _check_keys(config.get("languages", {}), set(SIDES), "languages", config_path)
+    for side in SIDES:
+        if not isinstance(languages.get(side), str):
+            raise QEInputError(f'[languages] needs {side} = LANG (e.g. "en")', config_path)
+    _check_keys(config.get("text", {}), _TEXT_KEYS, "text", config_path)
+    _check_keys(config.get("leakage", {}), {"eval_files"}, "leakage", config_path)
+    corpora = config.get("corpora", {})
+    if not corpora:
+        raise QEInputError("[corpora] lists no corpus", config_path)
+    for name, table in corpora.items():
+        _check_keys(table, set(SIDES), f"corpora.{name}", config_path)
+        if not table:
+            raise QEInputError(f"[corpora.{name}] needs src and/or tgt", config_path)
+    for section, keys in (("lm", _LM_KEYS), ("ngrams", _NGRAM_KEYS), ("unigrams", _UNIGRAM_KEYS)):
+        for key, table in config.get(section, {}).items():
+            _check_keys(table, keys, f"{section}.{key}", config_path)
+            side = table.get("side", key if key in SIDES else None)
+            if side not in SIDES:
+                raise QEInputError(f'[{section}.{key}] needs side = "src" or "tgt"', config_path)
+            if section == "unigrams" and "truecase_model" not in table:
+                raise QEInputError(f"[unigrams.{key}] needs truecase_model = PATH", config_path)
+            for corpus in table.get("corpora", []):
+                if corpus not in corpora:
+                    raise QEInputError(f"[{section}.{key}] names unknown corpus {corpus!r}", config_path)
+    if "ibm1" in config:
+        ibm1 = _check_keys(config["ibm1"], _IBM1_KEYS, "ibm1", config_path)
+        for direction in ibm1.get("directions", list(_IBM1_DIRECTIONS)):
+            if direction not in _IBM1_DIRECTIONS:
+                raise QEInputError(f"[ibm1] unknown direction {direction!r} (known: s2t, t2s)", config_path)
+        for corpus in ibm1.get("corpora", []):
+            if corpus not in corpora:
+                raise QEInputError(f"[ibm1] names unknown corpus {corpus!r}", config_path)
+    config.setdefault("name", config_path.stem.removeprefix("resources-"))
+    return config
+
+
+def _text_configs(config: dict[str, Any], config_path: Path) -> dict[str, TextConfig]:
+    text = dict(config.get("text", {}))
+    overrides = {side: text.pop(side, {}) for side in SIDES}
+    out = {}
+    for side in SIDES:
+        values = {**text, **overrides[side]}
+        values["lang"] = config["languages"][side]
+        try:
+            out[side] = TextConfig.from_dict(values)
+        except QEInputError as exc:
+            raise QEInputError(exc.message, config_path) from None
+    return out
+
+
+def _resolve(data_dir: Path, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else data_dir / path
+
+
+def build_bundle(
+    config_path: str | Path,
+    output: str | Path | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    allow_overlap: bool = False,
+    overwrite: bool = False,
+    n_jobs: int = 2,
+    progress: bool = True,
+    token_cache_dir: str | Path | None = None,
+) -> ResourceBundle:
+    """Build every member of a bundle config into ``output`` (default ``models/resources/<name>``).
+
+    Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
+    sides of a parallel corpus have the same number of lines, and no corpus line occurs in the
+    ``[leakage] eval_files`` (unless ``allow_overlap``). The bundle is built in a temporary
+    directory beside ``output`` and moved into place at the end.
+    """
+    from qe.data import resolve_data_dir
+
+    start = time.perf_counter()
+    config_path = Path(config_path)
+    config = read_bundle_config(config_path)
+    root = resolve_data_dir(data_dir)
+    output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config["name"]
+    if output.exists() and not overwrite:
+        raise QEInputError("output exists (pass --overwrite to replace it)", output)
+    text = _text_configs(config, config_path)
+
+    # ---- read and check the corpora
+    corpora: dict[str, _Corpus] = {}
+    for name, table in config["corpora"].items():
+        files = {side: _resolve(root, table[side]) for side in SIDES if side in table}
+        lines = {side: _read_text_lines(path) for side, path in files.items()}
+        if len(lines) == 2 and len(lines["src"]) != len(lines["tgt"]):
+            raise QEInputError(
+                f"parallel corpus {name!r}: {len(lines['src'])} source lines but {len(lines['tgt'])} "
+                f"target lines in {files['tgt']}",
+                files["src"],
+            )
+        corpora[name] = _Corpus(name, files, lines)
+
+    # ---- leakage
+    eval_files = [_resolve(root, f) for f in config.get("leakage", {}).get("eval_files", [])]
+    eval_sentences = load_eval_sentences(eval_files)
+    overlaps = [
+        overlap
+        for corpus in corpora.values()
+        for side, path in corpus.files.items()
+        if (overlap := find_overlaps(path, corpus.lines[side], eval_sentences)) is not None
+    ]
+    if overlaps and not allow_overlap:
+        first = overlaps[0]
+        more = f" ({len(overlaps) - 1} more corpus file(s) overlap too)" if len(overlaps) > 1 else ""
+        raise QEInputError(first.reason() + more, first.corpus, first.lines[0])
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{output.name}.build-", dir=output.parent))
+    try:
+        members = _build_members(
+            config, config_path, root, corpora, text, work, n_jobs, progress, token_cache_dir
+        )
+        manifest = {
+            "format": FORMAT,
+            "name": config["name"],
+            "description": config.get("description", ""),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "qe_version": __version__,
+            "config_file": str(config_path),
+            "config": config,
+            "languages": dict(config["languages"]),
+            "text": {side: cfg.to_dict() for side, cfg in text.items()},
+            "text_signature": {side: cfg.signature() for side, cfg in text.items()},
+            "corpora": {
+                name: {
+                    side: {
+                        "path": config["corpora"][name][side],
+                        "sha256": _sha256(path),
+                        "bytes": path.stat().st_size,
+                        "lines": len(corpus.lines[side]),
+                    }
+                    for side, path in corpus.files.items()
+                }
+                for name, corpus in corpora.items()
+            },
+            "leakage": {
+                "eval_files": config.get("leakage", {}).get("eval_files", []),
+                "eval_sentences": len(eval_sentences),
+                "overlaps": [
+                    {"corpus": o.corpus, "count": len(o.lines), "first_line": o.lines[0]} for o in overlaps
+                ],
+                "allowed": bool(overlaps) and allow_overlap,
+            },
+            "members": members,
+            "build_seconds": round(time.perf_counter() - start, 3),
+        }
+        with atomic_write(work / MANIFEST) as handle:
+            json.dump(manifest, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            handle.write("\n")
+        _share_permissions(work)
+        if output.exists():
+            shutil.rmtree(output)
+        os.replace(work, output)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return ResourceBundle(output)
+
+
+def _share_permissions(folder: Path) -> None:
+    """Give the bundle the usual permissions (temporary files are created private)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    folder.chmod(0o777 & ~umask)
+    for item in folder.iterdir():
+        if item.is_file():
+            item.chmod(0o666 & ~umask)
+
+
+def _corpus_names(table: dict[str, Any], corpora: dict[str, _Corpus], sides: tuple[str, ...]) -> list[str]:
+    names = table.get("corpora") or [n for n, c in corpora.items() if all(s in c.files for s in sides)]
+    for name in names:
+        missing = [s for s in sides if s not in corpora[name].files]
+        if missing:
+            raise QEInputError(f"corpus {name!r} has no {'/'.join(missing)} side")
+    return list(names)
+
+
+def _file_entry(
+    kind: str, path: Path, work: Path, side: str | None, corpora: list[str], settings: dict, t0: float
+):
+    entry = {
+        "kind": kind,
+        "file": path.relative_to(work).as_posix(),
+        "corpora": corpora,
+        "settings": settings,
+        "bytes": path.stat().st_size,
+        "sha256": _sha256(path),
+        "build_seconds": round(time.perf_counter() - t0, 3),
+    }
+    if side is not None:
+        entry["side"] = side
+    return entry
+
+
+def _build_members(
+    config: dict[str, Any],
+    config_path: Path,
+    root: Path,
+    corpora: dict[str, _Corpus],
+    text: dict[str, TextConfig],
+    work: Path,
+    n_jobs: int,
+    progress: bool,
+    token_cache_dir: str | Path | None,
+) -> dict[str, dict[str, Any]]:
+    """Tokenize the corpora once per side and build each member; returns the manifest entries."""
+    processors = {side: TextProcessor(text[side]) for side in SIDES}
+    token_cache: dict[tuple[str, str], list[list[str]]] = {}
+
+    def tokens(name: str, side: str) -> list[list[str]]:
+        if (name, side) not in token_cache:
+            token_cache[(name, side)] = tokenize_corpus(
+                corpora[name].lines[side],
+                text[side],
+                cache_dir=token_cache_dir,
+                n_jobs=n_jobs,
+                progress=progress,
+                processor=processors[side],
+            )
+        return token_cache[(name, side)]
+
+    steps: list[tuple[str, Any]] = []
+    for key, table in config.get("lm", {}).items():
+        steps.append((f"lm.{key}", ("lm", key, table)))
+    for key, table in config.get("ngrams", {}).items():
+        steps.append((f"ngrams.{key}", ("ngrams", key, table)))
+    for key, table in config.get("unigrams", {}).items():
+        steps.append((f"unigrams.{key}", ("unigrams", key, table)))
+    if "ibm1" in config:
+        steps.append(("ibm1", ("ibm1", "", config["ibm1"])))
+
+    members: dict[str, dict[str, Any]] = {}
+    bar = tqdm(steps, desc="resources", unit="member", disable=not progress)
+    for label, (section, key, table) in bar:
+        bar.set_postfix_str(label)
+        t0 = time.perf_counter()
+        if section == "lm":
+            side = table.get("side", key)
+            names = _corpus_names(table, corpora, (side,))
+            order = int(table.get("order", 3))
+            binary = bool(table.get("binary", True))
+            corpus_file = work / f".corpus.lm.{key}.txt"
+            n_lines = 0
+            with corpus_file.open("w", encoding="utf-8") as handle:
+                for name in names:
+                    for toks in tokens(name, side):
+                        if toks:
+                            handle.write(" ".join(toks) + "\n")
+                            n_lines += 1
+            if n_lines == 0:
+                raise QEInputError(f"[lm.{key}]: the corpora hold no non-empty sentence", config_path)
+            from qe.resources.lm import train_lm
+
+            out = work / (f"lm.{key}.bin" if binary else f"lm.{key}.arpa")
+            out = Path(train_lm(corpus_file, out, order=order, binary=binary))
+            corpus_file.unlink()
+            entry = _file_entry("kenlm", out, work, side, names, {"order": order, "binary": binary}, t0)
+            entry["sentences"] = n_lines
+            members[f"lm.{key}"] = entry
+        elif section == "ngrams":
+            side = table.get("side", key)
+            names = _corpus_names(table, corpora, (side,))
+            max_order = int(table.get("max_order", 3))
+            counts = NgramCounts.from_sentences(
+                (t for name in names for t in tokens(name, side) if t), max_order=max_order
+            )
+            out = work / f"ngrams.{key}.tsv.gz"
+            counts.save(out)
+            entry = _file_entry("ngrams", out, work, side, names, {"max_order": max_order}, t0)
+            entry["summary"] = counts.info()
+            members[f"ngrams.{key}"] = entry
+        elif section == "unigrams":
+            side = table.get("side", key)
+            model = _resolve(root, table["truecase_model"])
+            counts = load_truecase_counts(model)
+            out = work / f"unigrams.{key}.tsv.gz"
+            counts.save(out)
+            settings = {"truecase_model": table["truecase_model"], "truecase_model_sha256": _sha256(model)}
+            entry = _file_entry("unigrams", out, work, side, [], settings, t0)
+            entry["summary"] = counts.info()
+            members[f"unigrams.{key}"] = entry
+        else:
+            members.update(_build_ibm1(table, corpora, tokens, work, n_jobs, progress, t0))
+    return members
+
+
+def _build_ibm1(table, corpora, tokens, work: Path, n_jobs: int, progress: bool, t0: float) -> dict:
+    from qe.resources.ibm1 import IBM1Table, train_both_directions
+
+    names = _corpus_names(table, corpora, SIDES)
+    iterations = int(table.get("iterations", 5))
+    min_prob = float(table.get("min_prob", 0.001))
+    directions = list(table.get("directions", list(_IBM1_DIRECTIONS)))
+    src: list[list[str]] = []
+    tgt: list[list[str]] = []
+    for name in names:
+        for s, t in zip(tokens(name, "src"), tokens(name, "tgt"), strict=True):
+            if s and t:  # a pair with an empty side carries no alignment evidence
+                src.append(s)
+                tgt.append(t)
+    if not src:
+        raise QEInputError("[ibm1]: the parallel corpora hold no sentence pair")
+    settings = {"iterations": iterations, "min_prob": min_prob, "null": True}
+    if len(directions) == 2:
+        s2t, t2s = train_both_directions(src, tgt, iterations, n_jobs=n_jobs, min_prob=min_prob)
+        tables = {"s2t": s2t, "t2s": t2s}
+    else:
+        a, b = (src, tgt) if directions[0] == "s2t" else (tgt, src)
+        tables = {directions[0]: IBM1Table.train(a, b, iterations, min_prob=min_prob, progress=progress)}
+    out_entries = {}
+    for direction, ibm in tables.items():
+        out = work / f"ibm1.{direction}.txt"
+        ibm.save(out)
+        entry = _file_entry("ibm1", out, work, None, names, {**settings, "direction": direction}, t0)
+        entry["pairs"] = len(src)
+        entry["entries"] = len(ibm)
+        entry["key_side"] = "src" if direction == "s2t" else "tgt"
+        out_entries[f"ibm1.{direction}"] = entry
+    return out_entries
