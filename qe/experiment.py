@@ -148,7 +148,11 @@ def signature(config: dict[str, Any], estimator_description: str, train: QEDatas
     if config.get("selection"):
         parts.append(f"selection:{config['selection']['name']}")
     if features.get("resources"):
-        parts.append(f"resources:{features['resources']}")
+        from qe.resources.bundle import open_bundle
+
+        bundle = open_bundle(features["resources"])
+        parts.append(f"resources:{bundle.signature()}")
+        parts.append(bundle.text_config("src").signature())
     parts += [
         f"learner:{estimator_description}",
         f"select:cv{config['cv']['folds']}-{config['learner']['scoring']}",
