@@ -62,10 +62,16 @@ def run_ablation(
         variants = ablation_variants(family_groups(list(train.features.columns)))
         systems: dict[str, Any] = {}
         predictions: dict[str, np.ndarray] = {}
+        fitted_by_columns: dict[tuple[str, ...], Any] = {}
         for name, columns in variants.items():
-            if progress:
-                print(f"ablation: {name} ({len(columns)} features)", flush=True)
-            fitted = fit_and_evaluate(config, _restrict(train, columns), _restrict(test, columns))
+            key = tuple(sorted(columns))
+            if key not in fitted_by_columns:  # with two families, without:A is only:B
+                if progress:
+                    print(f"ablation: {name} ({len(columns)} features)", flush=True)
+                fitted_by_columns[key] = fit_and_evaluate(
+                    config, _restrict(train, columns), _restrict(test, columns)
+                )
+            fitted = fitted_by_columns[key]
             predictions[name] = fitted.test_pred
             systems[name] = {"n_features": len(columns), **fitted.metrics}
         gold = test.dataset.labels
@@ -83,7 +89,7 @@ def run_ablation(
         write_text_atomic(staging / "config.toml", dump_config(config))
         write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
         write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")
-        plot_ablation(result, staging / "ablation.png")
+        save_ablation_chart(result, staging / "ablation.png")
         publish_output_dir(staging, output_dir)
     except BaseException:
         import shutil
@@ -109,28 +115,14 @@ def ablation_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot_ablation(result: dict[str, Any], path: Path) -> None:
-    """A bar chart of test MAE and DeltaAvg per system (PNG)."""
-    import matplotlib
+def save_ablation_chart(result: dict[str, Any], path: Path) -> None:
+    """The ablation chart of ``qe.report`` (test MAE and DeltaAvg per system) as a PNG."""
+    from qe.report import new_figure, figure_png, plot_ablation
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = [n for n, s in result["systems"].items() if "test" in s]
-    if not names:
+    systems = {n: s for n, s in result["systems"].items() if "test" in s}
+    if not systems:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(10, 0.45 * len(names) + 1.5), sharey=True)
-    for axis, metric in zip(axes, ("MAE", "DeltaAvg"), strict=True):
-        values = [result["systems"][n]["test"][metric] for n in names]
-        colours = [
-            "#444444" if n == "full" else "#4c72b0" if n.startswith("only:") else "#dd8452" for n in names
-        ]
-        axis.barh(names, values, color=colours)
-        axis.set_title(f"test {metric}")
-        axis.invert_yaxis()
-        low = min(values)
-        axis.set_xlim(max(0.0, low - 0.1 * abs(low)), max(values) * 1.02)
-    fig.tight_layout()
+    figure, axes = new_figure(10, 0.45 * len(systems) + 1.5, ncols=2)
+    plot_ablation(axes, systems)
     with atomic_write(path, "wb") as handle:
-        fig.savefig(handle, format="png", dpi=110)
-    plt.close(fig)
+        handle.write(figure_png(figure))

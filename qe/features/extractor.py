@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch, registered_families

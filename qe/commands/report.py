@@ -1,0 +1,34 @@
+"""``qe report RUN_DIR``: report.md and report.html with the metrics, published systems and figures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from qe.report import write_report
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write report.md and report.html (metrics, published systems, figures) into a run directory",
+        description="Read a run directory written by `qe run` (or `qe ablate`) and write report.md, "
+        "report.html and PNG figures in report_files/ into it.",
+    )
+    parser.add_argument("run_dir", type=Path, help="run directory written by `qe run` or `qe ablate`")
+    parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
+    parser.add_argument(
+        "--ablation", type=Path, metavar="DIR", help="add the results of a `qe ablate` output directory"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    written = write_report(args.run_dir, data_dir=args.data_dir, ablation_dir=args.ablation)
+    for note in written["notes"]:
+        print(f"qe: warning: {note}", file=sys.stderr)
+    print(f"report: {written['markdown']}")
+    print(f"report: {written['html']}")
+    print(f"figures: {len(written['figures'])} in {Path(args.run_dir) / 'report_files'}")
+    return 0
