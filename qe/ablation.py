@@ -117,7 +117,7 @@ def ablation_table(result: dict[str, Any]) -> str:
 
 def save_ablation_chart(result: dict[str, Any], path: Path) -> None:
     """The ablation chart of ``qe.report`` (test MAE and DeltaAvg per system) as a PNG."""
-    from qe.report import new_figure, figure_png, plot_ablation
+    from qe.report import figure_png, new_figure, plot_ablation
 
     systems = {n: s for n, s in result["systems"].items() if "test" in s}
     if not systems:

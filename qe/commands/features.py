@@ -1,14 +1,22 @@
-"""``qe features``: print the feature catalogue, or extract feature families from raw text to a table."""
+"""``qe features``: print the feature catalogue, or extract feature families from raw text to a table.
+
+Extraction streams (see ``qe.streaming``): the inputs are read ``--chunk-size`` pairs at a time,
+extracted on ``--jobs`` processes or a Dask cluster, and the table is written as chunks finish
+(TSV appended; parquet one row group per chunk), so memory stays flat; ``--resume`` continues
+an interrupted run.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qe.commands.predict import add_streaming_options
 from qe.errors import QEInputError
-from qe.io import atomic_write, read_lines
+from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,8 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--decoder-trace", type=Path, help="Moses 1-best trace for the decoder family")
     parser.add_argument("--decoder-search-graph", type=Path, help="Moses search graph for the decoder family")
     parser.add_argument("--pseudo-ref", type=Path, help="a second MT output for the pseudoref family")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel processes (joblib)")
-    parser.add_argument("--batch-size", type=int, default=1000, help="pairs per batch")
+    parser.add_argument("--batch-size", type=int, default=1000, help="pairs per family call within a chunk")
+    add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -75,6 +83,52 @@ def catalogue(markdown: bool = False) -> str:
     return "\n".join(f"{c:45s} {d}  [{r}]" for _, c, d, r in rows)
 
 
+@dataclass(frozen=True)
+class FeatureTask(ChunkTask):
+    """Extract feature families from chunks; families and the resource bundle load once per worker.
+
+    ``output`` is ``tsv`` (the chunk's rows as TSV text, no header) or ``parquet`` (a DataFrame).
+    """
+
+    families: tuple[str, ...]
+    settings_json: str
+    resources: str | None
+    output: str = "tsv"
+    batch_size: int = 1000
+
+    def setup(self) -> Any:
+        from qe.features.extractor import make_families
+
+        families = make_families(self.families, json.loads(self.settings_json))
+        resources = None
+        if self.resources is not None:
+            from qe.resources.bundle import open_bundle
+
+            resources = open_bundle(self.resources)
+        return families, resources
+
+    def process(self, state: Any, chunk: Chunk) -> Any:
+        from qe.features.extractor import extract_features
+
+        families, resources = state
+        extra = {"pseudo_ref": chunk.lines["pseudo_ref"]} if "pseudo_ref" in chunk.lines else {}
+        table = extract_features(
+            families,
+            chunk.ids,
+            chunk.lines["src"],
+            chunk.lines["mt"],
+            resources=resources,
+            extra=extra,
+            batch_size=self.batch_size,
+            n_jobs=1,
+            progress=False,
+        )
+        clear_text_memos(families, resources)
+        if self.output == "parquet":
+            return table
+        return table.to_csv(None, sep="\t", index=False, header=False, float_format="%.6g")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         print(catalogue(args.markdown))
@@ -84,13 +138,10 @@ def run(args: argparse.Namespace) -> int:
             raise QEInputError(f"--{option} is required (or use --list)")
     if args.out.suffix not in {".tsv", ".parquet"}:
         raise QEInputError("--out must end in .tsv or .parquet", args.out)
-    from qe.features.extractor import extract_features, make_families
+    if args.batch_size < 1:
+        raise QEInputError(f"--batch-size must be at least 1, got {args.batch_size}")
+    from qe.features.extractor import make_families
 
-    src, mt = read_lines(args.src), read_lines(args.mt)
-    if len(src) != len(mt):
-        raise QEInputError(
-            f"has {len(mt)} lines but {args.src} has {len(src)}", args.mt, min(len(src), len(mt)) + 1
-        )
     settings = parse_settings(args.set)
     decoder = {
         "nbest": args.decoder_nbest,
@@ -98,33 +149,46 @@ def run(args: argparse.Namespace) -> int:
         "search_graph": args.decoder_search_graph,
     }
     settings.setdefault("decoder", {}).update({k: str(v) for k, v in decoder.items() if v is not None})
-    extra: dict[str, list[Any]] = {}
-    if args.pseudo_ref is not None:
-        pseudo = read_lines(args.pseudo_ref)
-        if len(pseudo) != len(src):
-            raise QEInputError(f"has {len(pseudo)} lines but {args.src} has {len(src)}", args.pseudo_ref)
-        extra["pseudo_ref"] = pseudo
-    families = make_families([f.strip() for f in args.families.split(",") if f.strip()], settings)
+    names = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    columns = [column for family in make_families(names, settings) for column in family.column_names()]
     resources = None
     if args.resources is not None:
         from qe.resources.bundle import open_bundle
 
-        resources = open_bundle(args.resources)
-    table = extract_features(
-        families,
-        [str(i) for i in range(len(src))],
-        src,
-        mt,
-        resources=resources,
-        extra=extra,
-        batch_size=args.batch_size,
-        n_jobs=args.jobs,
-        progress=not args.quiet,
+        resources = open_bundle(args.resources)  # refuses a bad bundle before any work
+    output = "parquet" if args.out.suffix == ".parquet" else "tsv"
+    task = FeatureTask(
+        names,
+        json.dumps(settings, sort_keys=True),
+        None if resources is None else str(Path(args.resources).resolve()),
+        output,
+        args.batch_size,
     )
-    if args.out.suffix == ".parquet":
-        with atomic_write(args.out, "wb") as handle:
-            table.to_parquet(handle, index=False)
+    if output == "parquet":
+        sink: Sink = ParquetSink(args.out)
     else:
-        with atomic_write(args.out) as handle:
-            table.to_csv(handle, sep="\t", index=False, float_format="%.6g")
+        sink = TextSink(args.out, lambda chunk, text: text, "\t".join(columns) + "\n")
+    inputs = {"src": args.src, "mt": args.mt}
+    if args.pseudo_ref is not None:
+        inputs["pseudo_ref"] = args.pseudo_ref
+    job = {
+        "command": "features",
+        "families": list(names),
+        "settings": settings,
+        "resources": None if resources is None else resources.signature(),
+        "output": output,
+    }
+    run_stream(
+        inputs,
+        task,
+        sink,
+        job=job,
+        chunk_size=args.chunk_size,
+        n_jobs=args.jobs,
+        backend=args.backend,
+        scheduler=args.scheduler,
+        resume=args.resume,
+        progress=not args.quiet,
+        desc="features " + ",".join(names),
+    )
     return 0

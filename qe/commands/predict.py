@@ -1,16 +1,44 @@
-"""``qe predict --model PATH --src FILE --mt FILE``: score new translations with a saved model."""
+"""``qe predict --model PATH --src FILE --mt FILE``: score new translations with a saved model, streaming.
+
+The input is read and scored chunk by chunk (``--chunk-size`` pairs) on ``--jobs`` processes or a
+Dask cluster (``--backend dask [--scheduler ADDRESS]``), and the output is written as chunks
+finish, so memory does not grow with the input (see ``qe.streaming``). With ``--out`` an
+interrupted run continues with ``--resume``.
+
+The ``wmt12`` format ranks every sentence against all others, so for that format alone the scores
+are kept until the end (as 8-byte floats in the partial file, not in memory) and the ranked lines
+are written once the last chunk is scored: N floats are read back, nothing else.
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import atomic_write, read_lines
+from qe.io import atomic_write
 from qe.langid import check_language
 from qe.metrics import ranks_from_scores
 from qe.model import QEModel
+from qe.streaming import (
+    DEFAULT_CHUNK_SIZE,
+    AppendSink,
+    Chunk,
+    ChunkTask,
+    Sink,
+    TextSink,
+    clear_text_memos,
+    run_stream,
+)
+
+TSV_HEADER = "id\tscore\n"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "predict",
         help="score new source / MT pairs with a saved model",
         description="Compute the features a saved model needs from raw text and write one score per "
-        "sentence (tsv: id<TAB>score with a header; wmt12: the official submission lines with ranks).",
+        "sentence (tsv: id<TAB>score with a header; wmt12: the official submission lines with ranks). "
+        "Streams: memory stays flat however large the input.",
     )
     parser.add_argument("--model", type=Path, required=True, help="model file written by qe run / qe train")
     parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
@@ -28,9 +57,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resources", type=Path, help="resource bundle (default: the one the model names)")
     parser.add_argument("--method", default="QE_qe", help="METHOD column of the wmt12 format (TEAM_DESC)")
     parser.add_argument("--no-language-check", action="store_true", help="skip the language check")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
+
+
+def add_streaming_options(parser: argparse.ArgumentParser) -> None:
+    """The options shared by the streaming commands (predict, features)."""
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=DEFAULT_CHUNK_SIZE,
+        help=f"pairs read and processed at a time (default {DEFAULT_CHUNK_SIZE})",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
+    parser.add_argument(
+        "--backend",
+        choices=["loky", "dask"],
+        default="loky",
+        help="loky: processes on this machine; dask: a Dask cluster (local unless --scheduler)",
+    )
+    parser.add_argument("--scheduler", help="address of a Dask scheduler, e.g. tcp://host:8786 (dask only)")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run writing --out from its last chunk"
+    )
 
 
 def format_scores(scores, fmt: str, method: str) -> str:
@@ -40,26 +90,131 @@ def format_scores(scores, fmt: str, method: str) -> str:
         return "".join(
             f"{method}\t{i}\t{s:.6f}\t{r}\n" for i, (s, r) in enumerate(zip(scores, ranks, strict=True), 1)
         )
-    return "id\tscore\n" + "".join(f"{i}\t{s:.6f}\n" for i, s in enumerate(scores))
+    return TSV_HEADER + format_tsv_rows(0, scores)
+
+
+def format_tsv_rows(start: int, scores) -> str:
+    """``id<TAB>score`` rows for scores of the pairs numbered from ``start`` (0-based)."""
+    return "".join(f"{start + k}\t{s:.6f}\n" for k, s in enumerate(scores))
+
+
+@dataclass(frozen=True)
+class PredictTask(ChunkTask):
+    """Score chunks with a saved model: the model and its resources load once per worker process."""
+
+    model: str
+    resources: str | None = None
+
+    def setup(self) -> Any:
+        from qe.features.extractor import make_families
+
+        model = QEModel.load(self.model)
+        resources = model.open_resources(self.resources)
+        families = make_families(model.manifest["families"], model.manifest.get("family_settings", {}))
+        return model, resources, families
+
+    def process(self, state: Any, chunk: Chunk) -> np.ndarray:
+        from qe.features.extractor import extract_features
+
+        model, resources, families = state
+        src, mt = chunk.lines["src"], chunk.lines["mt"]
+        table = extract_features(families, chunk.ids, src, mt, resources=resources, n_jobs=1, progress=False)
+        clear_text_memos(families, resources)
+        missing = [name for name in model.feature_names if name not in table.columns]
+        if missing:
+            raise QEInputError(f"extracted features lack {', '.join(missing[:5])} that the model needs")
+        scores = np.asarray(model.estimator.predict(table[model.feature_names].to_numpy()), dtype=np.float64)
+        bounds = model.manifest.get("label_range")
+        return np.clip(scores, *bounds) if bounds else scores
+
+
+class RankedScoresSink(AppendSink):
+    """The wmt12 format: scores kept as float64 in the partial file, ranked and written at the end."""
+
+    suffix = "scores"
+
+    def __init__(self, target: Path | None, method: str, block: int = 100_000) -> None:
+        super().__init__(target)
+        self.method = method
+        self.block = block
+        self._memory: list[np.ndarray] = []  # standard output only: N floats
+
+    def write(self, chunk: Chunk, result: Any) -> int:
+        scores = np.asarray(result, dtype="<f8")
+        if self._handle is None:
+            self._memory.append(scores)
+            return 0
+        return self.append(scores.tobytes())
+
+    def _lines(self, scores: np.ndarray) -> Iterator[str]:
+        ranks = ranks_from_scores(scores)
+        for begin in range(0, len(scores), self.block):
+            part = zip(scores[begin : begin + self.block], ranks[begin : begin + self.block], strict=True)
+            yield "".join(f"{self.method}\t{begin + k}\t{s:.6f}\t{r}\n" for k, (s, r) in enumerate(part, 1))
+
+    def finalize(self) -> None:
+        if self.target is None:
+            scores = np.concatenate(self._memory) if self._memory else np.empty(0)
+            for text in self._lines(scores):
+                sys.stdout.write(text)
+            return
+        self.close()
+        scores = np.fromfile(self.partial, dtype="<f8")
+        with atomic_write(self.target) as handle:
+            for text in self._lines(scores):
+                handle.write(text)
+        self.partial.unlink()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def run(args: argparse.Namespace) -> int:
     model = QEModel.load(args.model)
-    src, mt = read_lines(args.src), read_lines(args.mt)
-    if len(src) != len(mt):
+    if model.manifest.get("feature_sets"):
         raise QEInputError(
-            f"has {len(mt)} lines but {args.src} has {len(src)}", args.mt, min(len(src), len(mt)) + 1
+            "this model was trained on precomputed feature tables "
+            f"({', '.join(model.manifest['feature_sets'])}), so it cannot score raw text; "
+            "train it on feature families instead"
         )
+    resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
     langs = model.manifest.get("languages") or {}
-    if not args.no_language_check:
-        check_language(src, langs.get("src", ""), "the source file", str(args.src))
-        check_language(mt, langs.get("tgt", ""), "the MT file", str(args.mt))
-    resources = model.open_resources(args.resources)
-    scores = model.predict(src, mt, resources=resources, n_jobs=args.jobs, progress=not args.quiet)
-    text = format_scores(scores, args.format, args.method)
-    if args.out is None:
-        sys.stdout.write(text)
+
+    def check_first(chunk: Chunk) -> None:
+        if not args.no_language_check:
+            check_language(chunk.lines["src"], langs.get("src", ""), "the source file", str(args.src))
+            check_language(chunk.lines["mt"], langs.get("tgt", ""), "the MT file", str(args.mt))
+
+    if args.format == "wmt12":
+        sink: Sink = RankedScoresSink(args.out, args.method)
     else:
-        with atomic_write(args.out) as handle:
-            handle.write(text)
+        sink = TextSink(args.out, lambda chunk, scores: format_tsv_rows(chunk.start, scores), TSV_HEADER)
+    task = PredictTask(
+        str(args.model.resolve()), None if args.resources is None else str(args.resources.resolve())
+    )
+    job = {
+        "command": "predict",
+        "model_sha256": _sha256(args.model),
+        "resources": resources.signature() if resources is not None else None,
+        "format": args.format,
+        "method": args.method if args.format == "wmt12" else None,
+    }
+    run_stream(
+        {"src": args.src, "mt": args.mt},
+        task,
+        sink,
+        job=job,
+        chunk_size=args.chunk_size,
+        n_jobs=args.jobs,
+        backend=args.backend,
+        scheduler=args.scheduler,
+        resume=args.resume,
+        progress=not args.quiet,
+        check_first=check_first,
+    )
     return 0
