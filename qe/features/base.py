@@ -52,6 +52,10 @@ class FeatureFamily(ABC):
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """Return an array of shape ``(len(batch), len(self.specs()))`` of floats."""
 
+    def bind(self, resources: Any) -> FeatureFamily:
+        """Resolve settings that depend on the resource bundle (e.g. ``pos="auto"``); a no-op here."""
+        return self
+
     @classmethod
     def catalogue(cls) -> list[FeatureSpec]:
         """Every feature the family can produce (for ``qe features --list``); override when

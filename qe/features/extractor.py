@@ -63,6 +63,8 @@ def extract_features(
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}
+    for family in families:
+        family.bind(resources)
     columns = [column for family in families for column in family.column_names()]
     starts = range(0, len(src), batch_size)
     batches = [

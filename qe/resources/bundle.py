@@ -68,6 +68,7 @@ _TOP_KEYS = {
     "leakage",
     "corpora",
     "lm",
+    "poslm",
     "ngrams",
     "unigrams",
     "ibm1",
@@ -372,7 +373,8 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         _check_keys(table, set(SIDES), f"corpora.{name}", config_path)
         if not table:
             raise QEInputError(f"[corpora.{name}] needs src and/or tgt", config_path)
-    for section, keys in (("lm", _LM_KEYS), ("ngrams", _NGRAM_KEYS), ("unigrams", _UNIGRAM_KEYS)):
+    sections = (("lm", _LM_KEYS), ("poslm", _LM_KEYS), ("ngrams", _NGRAM_KEYS), ("unigrams", _UNIGRAM_KEYS))
+    for section, keys in sections:
         for key, table in config.get(section, {}).items():
             _check_keys(table, keys, f"{section}.{key}", config_path)
             side = table.get("side", key if key in SIDES else None)
@@ -593,6 +595,8 @@ def _build_members(
         steps.append((f"ngrams.{key}", ("ngrams", key, table)))
     for key, table in config.get("unigrams", {}).items():
         steps.append((f"unigrams.{key}", ("unigrams", key, table)))
+    for key, table in config.get("poslm", {}).items():
+        steps.append((f"poslm.{key}", ("poslm", key, table)))
     if "ibm1" in config:
         steps.append(("ibm1", ("ibm1", "", config["ibm1"])))
 
@@ -624,6 +628,20 @@ def _build_members(
             entry = _file_entry("kenlm", out, work, side, names, {"order": order, "binary": binary}, t0)
             entry["sentences"] = n_lines
             members[f"lm.{key}"] = entry
+        elif section == "poslm":
+            from qe.resources.pos import build_pos_lm
+
+            side = table.get("side", key)
+            names = _corpus_names(table, corpora, (side,))
+            order = int(table.get("order", 5))
+            lines = [line for name in names for line in corpora[name].lines[side]]
+            out = work / f"poslm.{key}.bin"
+            info = build_pos_lm(
+                lines, text[side].lang, out, order=order, text=text[side], n_jobs=n_jobs, progress=progress
+            )
+            entry = _file_entry("kenlm", out, work, side, names, {"order": order, "binary": True}, t0)
+            entry["summary"] = info
+            members[f"poslm.{key}"] = entry
         elif section == "ngrams":
             side = table.get("side", key)
             names = _corpus_names(table, corpora, (side,))

