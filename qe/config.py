@@ -23,6 +23,7 @@ SPLIT_FILES = {
     "references": str,
     "table": str,
     "features": str,
+    "pseudo_ref": str,
 }
 SCHEMA: dict[str, Any] = {
     "name": str,
@@ -50,6 +51,7 @@ SCHEMA: dict[str, Any] = {
         "scale": bool,
         "scoring": str,
         "clip": bool,
+        "aux_targets": list,  # training-only supervision for aux-aware learners (qe.learners.aux)
     },
     "selection": {"name": str, "params": ("table-of", ANY)},
     "cv": {"folds": int, "n_jobs": int},

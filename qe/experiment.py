@@ -7,7 +7,7 @@ import platform
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from qe.data import (
     load_table,
 )
 from qe.errors import QEInputError
-from qe.io import atomic_write, write_text_atomic
+from qe.io import atomic_write, read_lines, write_text_atomic
 from qe.learners.factory import describe, make_learner
 from qe.metrics import evaluate
 from qe.model import QEModel
@@ -42,6 +42,9 @@ class SplitData:
 
     dataset: QEDataset
     features: pd.DataFrame
+    extraction_seconds: dict[str, float] = field(
+        default_factory=dict
+    )  # per family (cache hits: as first run)
 
 
 def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
@@ -82,6 +85,7 @@ def build_split(config: dict[str, Any], split: str, progress: bool = True) -> Sp
     dataset = load_split_dataset(config, split)
     data, features = config["data"], config["features"]
     tables: list[pd.DataFrame] = []
+    seconds: dict[str, float] = {}
     for feature_set in features["sets"]:
         if "dataset" not in data:
             raise QEInputError(f"feature set {feature_set!r} needs a registered dataset in [data]")
@@ -94,32 +98,58 @@ def build_split(config: dict[str, Any], split: str, progress: bool = True) -> Sp
     if extra_table:
         tables.append(load_feature_table(extra_table))
     if features["families"]:
-        tables.append(_extract_families(config, dataset, progress))
+        table, seconds = _extract_families(config, dataset, split, progress)
+        tables.append(table)
     for table in tables:
         if len(table) != len(dataset):
             raise QEInputError(
                 f"a feature table for {split} has {len(table)} rows but the data has {len(dataset)}"
             )
     table = pd.concat([t.reset_index(drop=True) for t in tables], axis=1)
-    return SplitData(dataset=dataset, features=table)
+    return SplitData(dataset=dataset, features=table, extraction_seconds=seconds)
 
 
-def _extract_families(config: dict[str, Any], dataset: QEDataset, progress: bool) -> pd.DataFrame:
-    from qe.features.extractor import extract_features, make_families
+def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str, dict[str, Any]]:
+    """Per-family settings for one split: a family's ``train`` / ``test`` sub-table (e.g. the decoder
+    logs of that split) overrides its shared settings."""
+    resolved = {}
+    for family, values in settings.items():
+        merged = {k: v for k, v in values.items() if k not in ("train", "test")}
+        merged.update(values.get(split, {}))
+        resolved[family] = merged
+    return resolved
+
+
+def _extract_families(
+    config: dict[str, Any], dataset: QEDataset, split: str, progress: bool
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    from qe.features.cache import extract_cached
+    from qe.features.extractor import make_families
     from qe.resources.bundle import open_bundle
 
     features = config["features"]
-    families = make_families(features["families"], features["settings"])
+    families = make_families(features["families"], split_settings(features["settings"], split))
     resources = open_bundle(features["resources"]) if features.get("resources") else None
-    return extract_features(
+    extra = {}
+    pseudo_ref = config["data"].get(split, {}).get("pseudo_ref")
+    if pseudo_ref:
+        extra["pseudo_ref"] = read_lines(pseudo_ref)
+        if len(extra["pseudo_ref"]) != len(dataset):
+            raise QEInputError(
+                f"has {len(extra['pseudo_ref'])} lines but the {split} data has {len(dataset)}", pseudo_ref
+            )
+    table, seconds = extract_cached(
         families,
         dataset.ids,
         dataset.src,
         dataset.mt,
-        resources=resources,
+        resources,
+        dataset=f"{dataset.name}-{dataset.fingerprint()}".replace("/", "_"),
+        extra=extra,
         n_jobs=config["cv"]["n_jobs"],
         progress=progress,
     )
+    return table, seconds
 
 
 def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str], dict[str, Any]]:
@@ -206,6 +236,22 @@ class FittedSystem:
     test_pred: np.ndarray
 
 
+def _fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np.ndarray:
+    """The labels, or with ``aux_targets`` the labels plus the aux targets as extra columns."""
+    names = learner.get("aux_targets")
+    if not names:
+        return train.labels
+    from qe.learners.aux import aux_target_matrix, stack_targets
+    from qe.learners.ensemble import accepts_aux
+
+    if isinstance(estimator, GridSearchCV) or not accepts_aux(estimator):
+        raise QEInputError(
+            f"[learner] aux_targets needs an aux-aware learner without a grid (e.g. aux_stack), "
+            f"not {learner['name']!r}" + (" with a grid" if isinstance(estimator, GridSearchCV) else "")
+        )
+    return stack_targets(train.labels, aux_target_matrix(train, list(names)))
+
+
 def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) -> FittedSystem:
     """Fit the configured learner (hyperparameters by CV on train), CV-predict train, predict test."""
     learner = config["learner"]
@@ -221,7 +267,8 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
         scoring=learner["scoring"],
         n_jobs=n_jobs,
     )
-    estimator.fit(x_train, y_train)
+    y_fit = _fit_target(learner, train.dataset, estimator)
+    estimator.fit(x_train, y_fit)
     chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
     bounds = label_range(config)
 
@@ -230,7 +277,7 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
 
     # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
     folds_split = KFold(folds, shuffle=True, random_state=seed)
-    cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_train, cv=folds_split, n_jobs=n_jobs))
+    cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_fit, cv=folds_split, n_jobs=n_jobs))
     metrics: dict[str, Any] = {"cv": evaluate(y_train, cv_pred)}
     metrics["cv"]["folds"] = folds
     if isinstance(estimator, GridSearchCV):
@@ -258,6 +305,7 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
     sig = signature(config, description, train.dataset)
     metrics["signature"] = sig
     metrics["seconds"] = round(time.perf_counter() - started, 3)
+    metrics["extraction_seconds"] = {"train": train.extraction_seconds, "test": test.extraction_seconds}
 
     write_text_atomic(out / "config.toml", dump_config(config))
     write_text_atomic(out / "signature.txt", sig + "\n")

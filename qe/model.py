@@ -116,7 +116,10 @@ class QEModel:
                 f"({', '.join(self.manifest['feature_sets'])}), so it cannot score raw text; "
                 "train it on feature families instead"
             )
-        families = make_families(self.manifest["families"], self.manifest.get("family_settings", {}))
+        from qe.experiment import split_settings
+
+        settings = split_settings(self.manifest.get("family_settings", {}), "predict")
+        families = make_families(self.manifest["families"], settings)
         ids = [str(i) for i in range(len(src))]
         table = extract_features(
             families, ids, src, mt, resources=resources, n_jobs=n_jobs, progress=progress

@@ -56,6 +56,10 @@ class FeatureFamily(ABC):
         """Resolve settings that depend on the resource bundle (e.g. ``pos="auto"``); a no-op here."""
         return self
 
+    def check_ids(self, ids: list[str]) -> None:
+        """Refuse a dataset that the family's external inputs (e.g. decoder logs) do not match."""
+        return None
+
     @classmethod
     def catalogue(cls) -> list[FeatureSpec]:
         """Every feature the family can produce (for ``qe features --list``); override when

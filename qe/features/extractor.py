@@ -65,6 +65,7 @@ def extract_features(
     extra = extra or {}
     for family in families:
         family.bind(resources)
+        family.check_ids(ids)
     columns = [column for family in families for column in family.column_names()]
     starts = range(0, len(src), batch_size)
     batches = [
