@@ -52,7 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", type=Path, required=True, help="model file written by qe run / qe train")
     parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
     parser.add_argument("--mt", type=Path, required=True, help="machine translations, one per line")
-    parser.add_argument("--format", choices=["tsv", "wmt12"], default="tsv", help="output format")
+    parser.add_argument(
+        "--format",
+        choices=["tsv", "wmt12"],
+        default="tsv",
+        help="output format (wmt12 ranks all sentences: its scores are kept to the end, 8 bytes each)",
+    )
     parser.add_argument("--out", type=Path, help="output file (default: standard output)")
     parser.add_argument("--resources", type=Path, help="resource bundle (default: the one the model names)")
     parser.add_argument("--method", default="QE_qe", help="METHOD column of the wmt12 format (TEAM_DESC)")
