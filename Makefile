@@ -24,10 +24,10 @@ system-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[lm,pseudoref,parquet,report,dev]"
+	$(PY) -m pip install -q -e ".[lm,pseudoref,parquet,report,dask,dev]"
 	touch $@
 
 .tools/kenlm/bin/lmplz: scripts/install_kenlm.sh | $(VENV)/.installed

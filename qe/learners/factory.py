@@ -1,4 +1,5 @@
-"""Build learners by name: SVR with CV grid search, random forest, M5P, a training-mean baseline."""
+"""Build learners by name: SVR with CV grid search, random forest, M5P, a training-mean baseline,
+tree ensembles, Gaussian processes, kernel ridge, averaging / stacking and aux-target stacking."""
 
 from __future__ import annotations
 
@@ -54,8 +55,98 @@ def _mean(**params: Any) -> BaseEstimator:
     return DummyRegressor(strategy="mean")
 
 
-LEARNERS = {"svr": _svr, "random_forest": _random_forest, "m5p": _m5p, "mean": _mean}
-SCALED_BY_DEFAULT = {"svr": True, "random_forest": False, "m5p": False, "mean": False}
+def _extra_trees(**params: Any) -> BaseEstimator:
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    params.setdefault("n_estimators", 500)
+    params.setdefault("min_samples_leaf", 5)
+    params.setdefault("max_features", 0.33)
+    return ExtraTreesRegressor(**params)
+
+
+def _gradient_boosting(**params: Any) -> BaseEstimator:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    params.setdefault("learning_rate", 0.03)
+    params.setdefault("max_iter", 300)
+    params.setdefault("max_depth", 3)
+    params.setdefault("min_samples_leaf", 20)
+    return HistGradientBoostingRegressor(**params)
+
+
+def _kernel_ridge(**params: Any) -> BaseEstimator:
+    from sklearn.kernel_ridge import KernelRidge
+
+    params.setdefault("kernel", "rbf")
+    return KernelRidge(**params)
+
+
+def _gp(**params: Any) -> BaseEstimator:
+    from qe.learners.gp import GPRegressor
+
+    return GPRegressor(**params)
+
+
+def _average(
+    members: list[dict[str, Any]] | None = None, random_state: int = 42, **params: Any
+) -> BaseEstimator:
+    from qe.learners.ensemble import AveragingRegressor, build_members
+
+    return AveragingRegressor(build_members(members or [], seed=random_state), **params)
+
+
+def _stack(
+    members: list[dict[str, Any]] | None = None, random_state: int = 42, **params: Any
+) -> BaseEstimator:
+    from qe.learners.ensemble import StackedRegressor, build_members
+
+    return StackedRegressor(
+        build_members(members or [], seed=random_state), random_state=random_state, **params
+    )
+
+
+def _aux_stack(
+    final: dict[str, Any] | None = None,
+    aux: dict[str, Any] | None = None,
+    random_state: int = 42,
+    **params: Any,
+) -> BaseEstimator:
+    from qe.learners.aux import AuxTargetStack
+    from qe.learners.ensemble import build_members
+
+    final_estimator = build_members([final], seed=random_state)[0] if final else None
+    aux_estimator = build_members([aux], seed=random_state)[0] if aux else None
+    return AuxTargetStack(final_estimator, aux_estimator, random_state=random_state, **params)
+
+
+LEARNERS = {
+    "svr": _svr,
+    "random_forest": _random_forest,
+    "m5p": _m5p,
+    "mean": _mean,
+    "extra_trees": _extra_trees,
+    "gradient_boosting": _gradient_boosting,
+    "kernel_ridge": _kernel_ridge,
+    "gp": _gp,
+    "average": _average,
+    "stack": _stack,
+    "aux_stack": _aux_stack,
+}
+SCALED_BY_DEFAULT = {
+    "svr": True,
+    "random_forest": False,
+    "m5p": False,
+    "mean": False,
+    "extra_trees": False,
+    "gradient_boosting": False,
+    "kernel_ridge": True,
+    "gp": True,
+    "average": False,  # members scale themselves
+    "stack": False,
+    "aux_stack": False,
+}
+# Learners with randomness or inner CV folds: their ``random_state`` defaults to the run's seed.
+SEEDED = {"random_forest", "extra_trees", "gradient_boosting", "gp", "average", "stack", "aux_stack"}
 
 
 def make_learner(
@@ -80,7 +171,7 @@ def make_learner(
     if scoring not in SCORINGS:
         raise QEInputError(f"unknown scoring {scoring!r} (known: {', '.join(SCORINGS)})")
     params = dict(params or {})
-    if name == "random_forest":
+    if name in SEEDED:
         params.setdefault("random_state", seed)
     try:
         estimator = LEARNERS[name](**params)
