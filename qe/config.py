@@ -144,6 +144,16 @@ def load_config(path: str | Path) -> dict[str, Any]:
     return config
 
 
+def apply_overrides(
+    config: dict[str, Any], data_dir: str | Path | None = None, jobs: int | None = None
+) -> None:
+    """Command-line overrides of a loaded config: the data directory and the number of parallel jobs."""
+    if data_dir:
+        config["data"]["data_dir"] = str(data_dir)
+    if jobs:
+        config["cv"]["n_jobs"] = jobs
+
+
 def dump_config(config: dict[str, Any]) -> str:
     """The resolved config as TOML text (written to the run directory)."""
     return tomli_w.dumps(config)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from qe.errors import QEInputError
-from qe.io import read_lines
+from qe.io import read_lines, sha256_file
 
 
 @dataclass
@@ -439,14 +439,6 @@ def resolve_data_dir(cli_value: str | Path | None = None) -> Path:
     return cache_dir() / "data"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def ensure_file(
     dataset: RegisteredDataset, entry: RegisteredFile, data_dir: Path, download: bool = True
 ) -> Path:
@@ -478,7 +470,7 @@ def fetch_registered_file(entry: RegisteredFile, target: Path) -> None:
         source = downloaded
         if member:
             source = _extract_member(downloaded, member, Path(tmp) / "member", url)
-        actual = _sha256(source)
+        actual = sha256_file(source)
         if actual != entry.sha256:
             raise QEInputError(
                 f"checksum mismatch for download from {url}: got sha256 {actual[:16]}...", target

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -59,3 +60,12 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     """Write a whole text file atomically."""
     with atomic_write(path) as handle:
         handle.write(text)
+
+
+def sha256_file(path: str | Path) -> str:
+    """The hex SHA-256 of a file, read in 1 MiB blocks (checksums, manifests)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from qe.ablation import ablation_table, run_ablation
-from qe.config import load_config
+from qe.config import apply_overrides, load_config
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,10 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    if args.data_dir:
-        config["data"]["data_dir"] = str(args.data_dir)
-    if args.jobs:
-        config["cv"]["n_jobs"] = args.jobs
+    apply_overrides(config, args.data_dir, args.jobs)
     result = run_ablation(
         config,
         args.output_dir,

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from qe.config import load_config
+from qe.config import apply_overrides, load_config
 from qe.experiment import run_experiment, summary_table
 
 
@@ -29,10 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    if args.data_dir:
-        config["data"]["data_dir"] = str(args.data_dir)
-    if args.jobs:
-        config["cv"]["n_jobs"] = args.jobs
+    apply_overrides(config, args.data_dir, args.jobs)
     metrics = run_experiment(config, args.output_dir, overwrite=args.overwrite, progress=not args.quiet)
     if args.json:
         print(json.dumps(metrics, indent=2))

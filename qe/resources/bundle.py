@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 
 from qe import __version__
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import atomic_write, sha256_file
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
 
@@ -328,14 +328,6 @@ def _read_text_lines(path: Path, what: str = "corpus") -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _check_keys(table: Any, allowed: set[str], where: str, config_path: Path) -> dict:
     if not isinstance(table, dict):
         raise QEInputError(f"[{where}] must be a table", config_path)
@@ -493,7 +485,7 @@ def build_bundle(
                 name: {
                     side: {
                         "path": config["corpora"][name][side],
-                        "sha256": _sha256(path),
+                        "sha256": sha256_file(path),
                         "bytes": path.stat().st_size,
                         "lines": len(corpus.lines[side]),
                     }
@@ -553,7 +545,7 @@ def _file_entry(
         "corpora": corpora,
         "settings": settings,
         "bytes": path.stat().st_size,
-        "sha256": _sha256(path),
+        "sha256": sha256_file(path),
         "build_seconds": round(time.perf_counter() - t0, 3),
     }
     if side is not None:
@@ -660,7 +652,10 @@ def _build_members(
             counts = load_truecase_counts(model)
             out = work / f"unigrams.{key}.tsv.gz"
             counts.save(out)
-            settings = {"truecase_model": table["truecase_model"], "truecase_model_sha256": _sha256(model)}
+            settings = {
+                "truecase_model": table["truecase_model"],
+                "truecase_model_sha256": sha256_file(model),
+            }
             entry = _file_entry("unigrams", out, work, side, [], settings, t0)
             entry["summary"] = counts.info()
             members[f"unigrams.{key}"] = entry
