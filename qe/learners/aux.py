@@ -162,9 +162,9 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
     prediction time; the aux models refitted on all training rows make the predictions for new
     data. The final estimator sees ``[X, aux]`` (``passthrough=True``) or the aux predictions only.
     With ``scale_targets`` each aux target is standardized for its aux model (and mapped back).
-    ``n_repeats`` > 1 averages the out-of-fold predictions over that many different fold splits
-    (seeds ``random_state``, ``random_state + 1``, ...), so the fitted system depends less on the
-    seed (repeated cross-fitting).
+    ``n_repeats`` > 1 repeats the cross-fitting with that many fold splits (seeds ``random_state``,
+    ``random_state + 1``, ...), fits one final estimator on each split's out-of-fold predictions
+    and averages them (``finals_``), so the fitted system depends less on the seed.
     """
 
     accepts_aux_targets = True
@@ -216,19 +216,20 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
         scaled = (aux - self.aux_mean_) / self.aux_scale_
         if self.n_repeats < 1:
             raise ValueError(f"n_repeats must be at least 1, not {self.n_repeats}")
-        oof = np.zeros_like(aux)
         template = self._aux_template()
         base_seed = 0 if self.random_state is None else self.random_state
-        self.aux_models_ = []
-        for j in range(self.n_aux_):
-            for repeat in range(self.n_repeats):
-                folds = KFold(self.cv, shuffle=True, random_state=base_seed + repeat)
-                for train_idx, held_idx in folds.split(X):
+        self.aux_models_ = [clone(template).fit(X, scaled[:, j]) for j in range(self.n_aux_)]
+        self.finals_ = []
+        for repeat in range(self.n_repeats):
+            oof = np.zeros_like(aux)
+            folds = KFold(self.cv, shuffle=True, random_state=base_seed + repeat)
+            for train_idx, held_idx in folds.split(X):
+                for j in range(self.n_aux_):
                     model = clone(template).fit(X[train_idx], scaled[train_idx, j])
-                    oof[held_idx, j] += model.predict(X[held_idx]) / self.n_repeats
-            self.aux_models_.append(clone(template).fit(X, scaled[:, j]))
-        oof = oof * self.aux_scale_ + self.aux_mean_
-        self.final_ = clone(self._final_template()).fit(self._with_aux(X, oof), label)
+                    oof[held_idx, j] = model.predict(X[held_idx])
+            oof = oof * self.aux_scale_ + self.aux_mean_
+            self.finals_.append(clone(self._final_template()).fit(self._with_aux(X, oof), label))
+        self.final_ = self.finals_[0]
         return self
 
     def predict_aux(self, X: Any) -> np.ndarray:
@@ -241,6 +242,7 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
         return scaled * self.aux_scale_ + self.aux_mean_
 
     def predict(self, X: Any) -> np.ndarray:
-        """The final estimator's prediction from the features and the predicted aux targets."""
+        """The final estimators' mean prediction from the features and the predicted aux targets."""
         X = np.asarray(X, dtype=np.float64)
-        return self.final_.predict(self._with_aux(X, self.predict_aux(X)))
+        inputs = self._with_aux(X, self.predict_aux(X))
+        return np.mean([final.predict(inputs) for final in self.finals_], axis=0)
