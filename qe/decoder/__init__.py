@@ -9,6 +9,7 @@ this package root holds only what they share.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Generic, Literal, TypeVar
@@ -114,3 +115,23 @@ __all__ = [
     "open_log",
     "truncated_error",
 ]
+
+
+def iter_parsed_lines(
+    path: str | Path, kind: str, parse: Callable[[str, int], T], truncated: str = "error"
+) -> Iterator[T]:
+    """Stream a log one parsed line at a time: ``parse(text, line)`` per line, parse errors and a
+    truncated last line (no final newline) reported with file and line, or the latter skipped
+    with ``truncated="drop"``."""
+    check_truncated_policy(truncated)
+    path = Path(path)
+    with open_log(path, kind) as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.endswith(b"\n"):
+                if truncated == "drop":
+                    return
+                raise truncated_error(path, number, kind)
+            try:
+                yield parse(decode_line(raw, path, number), number)
+            except ValueError as exc:
+                raise QEInputError(str(exc), path, number) from None

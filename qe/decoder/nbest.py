@@ -25,6 +25,7 @@ from qe.decoder import (
     TruncatedPolicy,
     check_truncated_policy,
     decode_line,
+    iter_parsed_lines,
     open_log,
     truncated_error,
 )
@@ -312,18 +313,7 @@ def iter_nbest(path: str | Path, *, truncated: TruncatedPolicy = "error") -> Ite
 
     A truncated last line (no final newline) raises, or with ``truncated="drop"`` is skipped.
     """
-    check_truncated_policy(truncated)
-    path = Path(path)
-    with open_log(path, KIND) as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.endswith(b"\n"):
-                if truncated == "drop":
-                    return
-                raise truncated_error(path, number, KIND)
-            try:
-                yield parse_nbest_line(decode_line(raw, path, number), number)
-            except ValueError as exc:
-                raise QEInputError(str(exc), path, number) from None
+    yield from iter_parsed_lines(path, KIND, parse_nbest_line, truncated)
 
 
 def iter_nbest_sentences(

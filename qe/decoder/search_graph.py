@@ -24,6 +24,7 @@ from qe.decoder import (
     TruncatedPolicy,
     check_truncated_policy,
     decode_line,
+    iter_parsed_lines,
     open_log,
     truncated_error,
 )
@@ -112,18 +113,7 @@ def parse_search_graph_line(text: str, line: int = 0) -> SearchGraphNode:
 
 def iter_search_graph(path: str | Path, *, truncated: TruncatedPolicy = "error") -> Iterator[SearchGraphNode]:
     """Stream every search-graph line, fully parsed (a truncated last line raises, or is skipped)."""
-    check_truncated_policy(truncated)
-    path = Path(path)
-    with open_log(path, SG_KIND) as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.endswith(b"\n"):
-                if truncated == "drop":
-                    return
-                raise truncated_error(path, number, SG_KIND)
-            try:
-                yield parse_search_graph_line(decode_line(raw, path, number), number)
-            except ValueError as exc:
-                raise QEInputError(str(exc), path, number) from None
+    yield from iter_parsed_lines(path, SG_KIND, parse_search_graph_line, truncated)
 
 
 @dataclass(slots=True)
