@@ -55,7 +55,7 @@ SCHEMA: dict[str, Any] = {
     },
     "selection": {"name": str, "params": ("table-of", ANY)},
     "cv": {"folds": int, "n_jobs": int},
-    "report": {"published": bool},
+    "report": {"published": bool, "against": list},
 }
 
 DEFAULTS: dict[str, Any] = {
@@ -137,11 +137,38 @@ def load_config(path: str | Path) -> dict[str, Any]:
             data[split][role] = str(resolved)
     if "data_dir" in data and not Path(data["data_dir"]).is_absolute():
         data["data_dir"] = str((path.parent / data["data_dir"]).resolve())
+    config["report"]["against"] = [_against_entry(item, path) for item in config["report"].get("against", [])]
     resources = config["features"].get("resources")
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
         config["features"]["resources"] = str(Path(resources))
     return config
+
+
+def _against_entry(entry: Any, path: Path) -> dict[str, Any]:
+    """Check one ``[[report.against]]`` system: ``name`` and either ``config`` (a file) or ``features``.
+
+    ``config`` names another experiment config (relative to this one); ``features`` keeps this
+    config's learner and replaces its feature sets and families (e.g. one family alone).
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise QEInputError('every [[report.against]] entry needs name = "..."', path)
+    name = entry["name"]
+    unknown = set(entry) - {"name", "config", "features"}
+    if unknown or ("config" in entry) == ("features" in entry):
+        raise QEInputError(
+            f"[[report.against]] {name!r} needs exactly one of config = FILE or features = {{...}}", path
+        )
+    if "features" in entry:
+        if not isinstance(entry["features"], dict):
+            raise QEInputError(f"[[report.against]] {name!r}: features must be a table", path)
+        _check(entry["features"], SCHEMA["features"], f"report.against.{name}.features", path)
+        return {"name": name, "features": dict(entry["features"])}
+    other = Path(entry["config"])
+    other = other if other.is_absolute() else (path.parent / other).resolve()
+    if not other.is_file():
+        raise QEInputError(f"[[report.against]] {name!r} names a missing config: {entry['config']}", path)
+    return {"name": name, "config": str(other)}
 
 
 def apply_overrides(

@@ -18,7 +18,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
 
 from qe import __version__
-from qe.config import dump_config
+from qe.config import dump_config, load_config
 from qe.data import (
     DATASETS,
     QEDataset,
@@ -31,9 +31,11 @@ from qe.data import (
 from qe.errors import QEInputError
 from qe.io import atomic_write, read_lines, write_text_atomic
 from qe.learners.factory import describe, make_learner
-from qe.metrics import evaluate
+from qe.metrics import evaluate, paired_bootstrap
 from qe.model import QEModel
 from qe.published import comparison_table
+
+BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 
 
 @dataclass
@@ -290,17 +292,60 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
     return FittedSystem(estimator, chosen, metrics, cv_pred, test_pred)
 
 
-def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
-    started = time.perf_counter()
+def fit_config(
+    config: dict[str, Any], progress: bool = True
+) -> tuple[SplitData, SplitData, FittedSystem, dict[str, Any] | None]:
+    """Build both splits, select features (if configured) and fit: (train, test, fitted, selection)."""
     train, test = build_split(config, "train", progress), build_split(config, "test", progress)
     if train.dataset.labels is None:
         raise QEInputError("the training split has no labels")
+    report = None
     if config.get("selection"):
         selected, report = select_features(config, train)
-        write_text_atomic(out / "selection.json", json.dumps(report, indent=2) + "\n")
         train.features, test.features = train.features[selected], test.features[selected]
-    fitted = fit_and_evaluate(config, train, test)
+    return train, test, fit_and_evaluate(config, train, test), report
+
+
+def against_config(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """The config of one ``[[report.against]]`` system, sharing this run's data, seed and jobs."""
+    if "config" in entry:
+        other = load_config(entry["config"])
+        other["data"], other["seed"], other["cv"] = config["data"], config["seed"], config["cv"]
+    else:
+        features = {"sets": [], "families": [], **entry["features"]}
+        for inherited in ("resources", "settings"):
+            if inherited in config["features"]:
+                features.setdefault(inherited, config["features"][inherited])
+        other = {**config, "features": features, "selection": None}
+    return {**other, "name": entry["name"], "report": {"published": False, "against": []}}
+
+
+def compare_against(
+    config: dict[str, Any], gold: np.ndarray, predictions: np.ndarray, progress: bool = True
+) -> dict[str, Any]:
+    """Fit every ``[[report.against]]`` system; paired bootstrap of ours against each on the test set."""
+    result: dict[str, Any] = {}
+    for entry in config["report"].get("against", []):
+        _, _, other, _ = fit_config(against_config(config, entry), progress)
+        result[entry["name"]] = {
+            "cv": {m: other.metrics["cv"][m] for m in ("MAE", "DeltaAvg")},
+            "test": {m: other.metrics["test"][m] for m in BOOTSTRAP_METRICS},
+            "bootstrap": {
+                metric: paired_bootstrap(gold, predictions, other.test_pred, metric).as_dict()
+                for metric in BOOTSTRAP_METRICS
+            },
+        }
+    return result
+
+
+def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    train, test, fitted, selection = fit_config(config, progress)
+    if selection is not None:
+        write_text_atomic(out / "selection.json", json.dumps(selection, indent=2) + "\n")
     metrics, estimator, chosen, test_pred = fitted.metrics, fitted.estimator, fitted.chosen, fitted.test_pred
+    if config["report"].get("against") and test.dataset.labels is not None:
+        metrics["against"] = compare_against(config, test.dataset.labels, test_pred, progress)
     description = describe(estimator)
     sig = signature(config, description, train.dataset)
     metrics["signature"] = sig
@@ -364,6 +409,24 @@ def model_manifest(
 
 
 def summary_table(config: dict[str, Any], metrics: dict[str, Any]) -> str:
-    """Our test metrics beside the published WMT12 systems (markdown)."""
+    """Our test metrics beside the published WMT12 systems, then the bootstrap tests (markdown)."""
+    against = metrics.get("against", {})
     ours = {f"{config['name']} (ours, test)": metrics["test"]}
-    return comparison_table(ours, published=config["report"]["published"])
+    ours.update({f"{name} (ours, test)": other["test"] for name, other in against.items()})
+    lines = [comparison_table(ours, published=config["report"]["published"])]
+    if against:
+        lines += [
+            "",
+            f"Paired bootstrap of {config['name']} against each (1000 test resamples; "
+            "p = share of resamples where it is not better):",
+            "",
+            "| vs | " + " | ".join(BOOTSTRAP_METRICS) + " |",
+            "|---" * (len(BOOTSTRAP_METRICS) + 1) + "|",
+        ]
+        for name, other in against.items():
+            cells = [
+                f"{t['a']:.3f} vs {t['b']:.3f}, p {t['p_value']:.3f}"
+                for t in (other["bootstrap"][m] for m in BOOTSTRAP_METRICS)
+            ]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -99,6 +99,16 @@ def test_run_writes_the_contracted_files(tmp_path, capsys):
         (lambda t: t.replace("src.txt", "nowhere.txt", 1), "names a missing file"),
         (lambda t: t.replace('name = "svr"', 'name = "svm"'), "unknown learner 'svm'"),
         (lambda t: t + "[[[", "invalid TOML"),
+        (lambda t: t + '[[report.against]]\nconfig = "toy.toml"\n', "needs name"),
+        (
+            lambda t: t + '[[report.against]]\nname = "x"\nconfig = "toy.toml"\nfeatures = {}\n',
+            "needs exactly one of config = FILE or features",
+        ),
+        (lambda t: t + '[[report.against]]\nname = "x"\nconfig = "gone.toml"\n', "names a missing config"),
+        (
+            lambda t: t + '[[report.against]]\nname = "x"\nfeatures = { famlies = [] }\n',
+            "unknown key 'report.against.x.features.famlies'",
+        ),
     ],
 )
 def test_bad_configs_exit_2_with_one_line(tmp_path, capsys, edit, message):
@@ -108,6 +118,36 @@ def test_bad_configs_exit_2_with_one_line(tmp_path, capsys, edit, message):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_run_tests_itself_against_other_systems_by_paired_bootstrap(tmp_path, capsys):
+    config = _toy_config(tmp_path)
+    constant = tmp_path / "constant.toml"
+    constant.write_text(
+        config.read_text().replace('name = "svr"\ngrid = { C = [1.0, 10.0] }', 'name = "mean"')
+    )
+    config.write_text(
+        config.read_text()
+        + '[[report.against]]\nname = "constant"\nconfig = "constant.toml"\n'
+        + '[[report.against]]\nname = "itself"\nfeatures = {}\n'
+    )
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "| **constant (ours, test)** |" in printed and "Paired bootstrap of toy against each" in printed
+    against = json.loads((out / "metrics.json").read_text())["against"]
+    # The constant system predicts the training mean for every test sentence.
+    train_mean = np.mean([float(v) for v in (tmp_path / "train/labels.txt").read_text().split()])
+    test_labels = np.array([float(v) for v in (tmp_path / "test/labels.txt").read_text().split()])
+    assert against["constant"]["bootstrap"]["MAE"]["b"] == pytest.approx(
+        np.mean(np.abs(test_labels - train_mean))
+    )
+    # The toy label is a clean function of length: the SVR beats the constant in every resample.
+    assert against["constant"]["bootstrap"]["MAE"]["p_value"] == 0.0
+    # Against an identical system (same features, learner and seed) no resample can show a win.
+    assert all(
+        test["a_wins"] == 0.0 and test["p_value"] == 1.0 for test in against["itself"]["bootstrap"].values()
+    )
 
 
 def test_bad_labels_through_the_cli_leave_no_output(tmp_path, capsys):
