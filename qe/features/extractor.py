@@ -15,7 +15,16 @@ from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch, registered_families
 
 # Modules that define the built-in families; each registers itself when imported.
-BUILTIN_FAMILY_MODULES = ["baseline17", "lm", "ibm1", "surface", "pseudoref", "linguistic", "decoder"]
+BUILTIN_FAMILY_MODULES = [
+    "baseline17",
+    "lm",
+    "ibm1",
+    "surface",
+    "pseudoref",
+    "linguistic",
+    "decoder",
+    "edits",
+]
 
 
 def load_builtin_families() -> dict[str, type[FeatureFamily]]:

@@ -10,6 +10,7 @@ kind            member names (config section)            loaded as
 ``ngrams``      ``ngrams.<key>`` (``[ngrams.<key>]``)    ``qe.resources.ngrams.NgramCounts``
 ``unigrams``    ``unigrams.<key>`` (``[unigrams.<key>]``) ``NgramCounts`` (order 1, from a truecase model)
 ``ibm1``        ``ibm1.s2t`` / ``ibm1.t2s`` (``[ibm1]``)  ``qe.resources.ibm1.IBM1Table``
+``edits``       ``edits`` (``[edits]``)                  ``qe.resources.edits.EditModel``
 ==============  =======================================  ==========================================
 
 The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
@@ -29,6 +30,11 @@ Config layout (paths relative to the data directory)::
     [ngrams.src] side = "src"  max_order = 3
     [unigrams.src]  side = "src"  truecase_model = "..."
     [ibm1]       iterations = 5  directions = ["s2t", "t2s"]  min_prob = 0.001
+    [edits]      dataset = "wmt12-en-es"  split = "train"  folds = 5  seed = 0
+
+``[edits]`` learns word-level post-editing statistics from a registered dataset's *training*
+split (its post-edits and labels), cross-fitted so that training pairs never see their own
+post-edit (see ``qe.resources.edits``); the test split is refused.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ _TOP_KEYS = {
     "ngrams",
     "unigrams",
     "ibm1",
+    "edits",
 }
 _TEXT_KEYS = {"style", "case", "normalize", "truecase_model", "src", "tgt"}
 _LM_KEYS = {"side", "order", "corpora", "binary"}
@@ -79,6 +86,7 @@ _NGRAM_KEYS = {"side", "max_order", "corpora"}
 _UNIGRAM_KEYS = {"side", "truecase_model"}
 _IBM1_KEYS = {"iterations", "directions", "corpora", "min_prob"}
 _IBM1_DIRECTIONS = ("s2t", "t2s")
+_EDITS_KEYS = {"dataset", "split", "folds", "seed"}
 
 
 # ====================================================================== loading
@@ -241,6 +249,10 @@ class ResourceBundle:
                 from qe.resources.ibm1 import IBM1Table
 
                 return IBM1Table.load(path, **options)
+            if kind == "edits":
+                from qe.resources.edits import EditModel
+
+                return EditModel.load(path)
         except QEInputError:
             raise
         except (OSError, RuntimeError, ValueError) as exc:
@@ -385,6 +397,20 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         for corpus in ibm1.get("corpora", []):
             if corpus not in corpora:
                 raise QEInputError(f"[ibm1] names unknown corpus {corpus!r}", config_path)
+    if "edits" in config:
+        edits = _check_keys(config["edits"], _EDITS_KEYS, "edits", config_path)
+        if not isinstance(edits.get("dataset"), str):
+            raise QEInputError(
+                '[edits] needs dataset = NAME (a registered dataset, e.g. "wmt12-en-es")', config_path
+            )
+        if edits.get("split", "train") == "test":
+            raise QEInputError(
+                "[edits] must learn from a training split: the test post-edits and labels would leak",
+                config_path,
+            )
+        folds = edits.get("folds", 5)
+        if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+            raise QEInputError(f"[edits] folds must be an integer >= 2 (got {folds!r})", config_path)
     config.setdefault("name", config_path.stem.removeprefix("resources-"))
     return config
 
@@ -591,6 +617,8 @@ def _build_members(
         steps.append((f"poslm.{key}", ("poslm", key, table)))
     if "ibm1" in config:
         steps.append(("ibm1", ("ibm1", "", config["ibm1"])))
+    if "edits" in config:
+        steps.append(("edits", ("edits", "", config["edits"])))
 
     members: dict[str, dict[str, Any]] = {}
     bar = tqdm(steps, desc="resources", unit="member", disable=not progress)
@@ -659,9 +687,46 @@ def _build_members(
             entry = _file_entry("unigrams", out, work, side, [], settings, t0)
             entry["summary"] = counts.info()
             members[f"unigrams.{key}"] = entry
+        elif section == "edits":
+            members["edits"] = _build_edits(table, root, processors, work, t0)
         else:
             members.update(_build_ibm1(table, corpora, tokens, work, n_jobs, progress, t0))
     return members
+
+
+def _build_edits(
+    table: dict[str, Any], root: Path, processors: dict[str, TextProcessor], work: Path, t0: float
+):
+    """The ``edits`` member: post-editing statistics of a registered dataset's training split."""
+    from qe.data import load_registered
+    from qe.resources.edits import EditModel, pair_key
+
+    dataset = load_registered(table["dataset"], table.get("split", "train"), root)
+    if dataset.post_edits is None or dataset.labels is None:
+        raise QEInputError(
+            f"[edits]: dataset {table['dataset']} has no post-edits or labels for learning edits"
+        )
+    model = EditModel.build(
+        processors["src"].tokenize_many(dataset.src),
+        processors["tgt"].tokenize_many(dataset.mt),
+        processors["tgt"].tokenize_many(dataset.post_edits),
+        dataset.labels,
+        [pair_key(s, t) for s, t in zip(dataset.src, dataset.mt, strict=True)],
+        folds=int(table.get("folds", 5)),
+        seed=int(table.get("seed", 0)),
+    )
+    out = work / "edits.json.gz"
+    model.save(out)
+    settings = {
+        "dataset": table["dataset"],
+        "split": table.get("split", "train"),
+        "data_fingerprint": dataset.fingerprint(),
+        "folds": model.info["folds"],
+        "seed": model.info["seed"],
+    }
+    entry = _file_entry("edits", out, work, None, [], settings, t0)
+    entry["summary"] = model.info
+    return entry
 
 
 def _build_ibm1(table, corpora, tokens, work: Path, n_jobs: int, progress: bool, t0: float) -> dict:
