@@ -98,18 +98,8 @@ class QEModel:
             )
         return bundle
 
-    def features(
-        self,
-        src: list[str],
-        mt: list[str],
-        *,
-        resources: Any = None,
-        n_jobs: int = 1,
-        progress: bool = False,
-    ) -> Any:
-        """The model's input feature table for raw sentence pairs."""
-        from qe.features.extractor import extract_features, make_families
-
+    def make_families(self) -> list[Any]:
+        """The model's feature families with their prediction-time settings."""
         if self.manifest.get("feature_sets"):
             raise QEInputError(
                 "this model was trained on precomputed feature tables "
@@ -117,10 +107,27 @@ class QEModel:
                 "train it on feature families instead"
             )
         from qe.experiment import split_settings
+        from qe.features.extractor import make_families
 
         settings = split_settings(self.manifest.get("family_settings", {}), "predict")
-        families = make_families(self.manifest["families"], settings)
-        ids = [str(i) for i in range(len(src))]
+        return make_families(self.manifest["families"], settings)
+
+    def features(
+        self,
+        src: list[str],
+        mt: list[str],
+        *,
+        ids: list[str] | None = None,
+        resources: Any = None,
+        families: list[Any] | None = None,
+        n_jobs: int = 1,
+        progress: bool = False,
+    ) -> Any:
+        """The model's input feature table for raw sentence pairs (``families``: reuse made ones)."""
+        from qe.features.extractor import extract_features
+
+        families = self.make_families() if families is None else families
+        ids = [str(i) for i in range(len(src))] if ids is None else ids
         table = extract_features(
             families, ids, src, mt, resources=resources, n_jobs=n_jobs, progress=progress
         )
@@ -128,6 +135,12 @@ class QEModel:
         if missing:
             raise QEInputError(f"extracted features lack {', '.join(missing[:5])} that the model needs")
         return table[self.feature_names]
+
+    def score(self, table: Any) -> np.ndarray:
+        """Scores for a feature table from :meth:`features`, clipped to the training label range."""
+        scores = np.asarray(self.estimator.predict(table.to_numpy()), dtype=np.float64)
+        bounds = self.manifest.get("label_range")
+        return np.clip(scores, *bounds) if bounds else scores
 
     def predict(
         self,
@@ -145,7 +158,4 @@ class QEModel:
             raise QEInputError("no sentences to score")
         if resources is None:
             resources = self.open_resources()
-        table = self.features(src, mt, resources=resources, n_jobs=n_jobs, progress=progress)
-        scores = self.estimator.predict(table.to_numpy())
-        bounds = self.manifest.get("label_range")
-        return np.clip(scores, *bounds) if bounds else scores
+        return self.score(self.features(src, mt, resources=resources, n_jobs=n_jobs, progress=progress))

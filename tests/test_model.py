@@ -11,7 +11,7 @@ import skops.io as sio
 
 from qe.errors import QEInputError
 from qe.learners.factory import make_learner
-from qe.model import load_model, save_model
+from qe.model import QEModel, load_model, save_model
 
 
 class Payload:
@@ -66,3 +66,15 @@ def test_pickle_payload_and_truncated_files_are_refused(tmp_path, capsys):
     assert "executed!" not in capsys.readouterr().out
     with pytest.raises(QEInputError, match="model file not found"):
         load_model(tmp_path / "missing.skops")
+
+
+def test_prediction_uses_the_settings_of_the_predict_split():
+    """Per-split family settings (e.g. decoder logs for train / test) are resolved for 'predict'."""
+    manifest = {
+        "families": ["surface"],
+        "family_settings": {"surface": {"style": "moses", "train": {"normalize": True}}},
+    }
+    (family,) = QEModel(None, [], manifest).make_families()
+    assert family.settings["style"] == "moses" and family.settings["normalize"] is False
+    with pytest.raises(QEInputError, match="precomputed feature tables"):
+        QEModel(None, [], {**manifest, "feature_sets": ["wmt12-official-bf17"]}).make_families()

@@ -13,7 +13,6 @@ are written once the last chunk is scored: N floats are read back, nothing else.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import atomic_write, sha256_file
 from qe.langid import check_language
 from qe.metrics import ranks_from_scores
 from qe.model import QEModel
@@ -111,26 +109,16 @@ class PredictTask(ChunkTask):
     resources: str | None = None
 
     def setup(self) -> Any:
-        from qe.features.extractor import make_families
-
         model = QEModel.load(self.model)
-        resources = model.open_resources(self.resources)
-        families = make_families(model.manifest["families"], model.manifest.get("family_settings", {}))
-        return model, resources, families
+        return model, model.open_resources(self.resources), model.make_families()
 
     def process(self, state: Any, chunk: Chunk) -> np.ndarray:
-        from qe.features.extractor import extract_features
-
         model, resources, families = state
-        src, mt = chunk.lines["src"], chunk.lines["mt"]
-        table = extract_features(families, chunk.ids, src, mt, resources=resources, n_jobs=1, progress=False)
+        table = model.features(
+            chunk.lines["src"], chunk.lines["mt"], ids=chunk.ids, resources=resources, families=families
+        )
         clear_text_memos(families, resources)
-        missing = [name for name in model.feature_names if name not in table.columns]
-        if missing:
-            raise QEInputError(f"extracted features lack {', '.join(missing[:5])} that the model needs")
-        scores = np.asarray(model.estimator.predict(table[model.feature_names].to_numpy()), dtype=np.float64)
-        bounds = model.manifest.get("label_range")
-        return np.clip(scores, *bounds) if bounds else scores
+        return model.score(table)
 
 
 class RankedScoresSink(AppendSink):
@@ -171,22 +159,9 @@ class RankedScoresSink(AppendSink):
         self.partial.unlink()
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def run(args: argparse.Namespace) -> int:
     model = QEModel.load(args.model)
-    if model.manifest.get("feature_sets"):
-        raise QEInputError(
-            "this model was trained on precomputed feature tables "
-            f"({', '.join(model.manifest['feature_sets'])}), so it cannot score raw text; "
-            "train it on feature families instead"
-        )
+    model.make_families()  # refuses a model trained on precomputed tables before any work
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
     langs = model.manifest.get("languages") or {}
 
@@ -204,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     )
     job = {
         "command": "predict",
-        "model_sha256": _sha256(args.model),
+        "model_sha256": sha256_file(args.model),
         "resources": resources.signature() if resources is not None else None,
         "format": args.format,
         "method": args.method if args.format == "wmt12" else None,
