@@ -511,6 +511,9 @@ def _comparison(run: RunDir) -> list[Block]:
                 *(_fmt(float(metrics["cv"][m])) for m in METRICS_SHOWN),
             ]
         )
+    against = metrics.get("against", {})
+    for other, values in against.items():
+        rows.append([f"{other} (ours, test)", *(_fmt(float(values["test"][m])) for m in METRICS_SHOWN)])
     published = (run.config or {}).get("report", {}).get("published", True)
     if published:
         for system, values in WMT12_PUBLISHED.items():
@@ -527,6 +530,30 @@ def _comparison(run: RunDir) -> list[Block]:
                 ]
             )
         )
+    if against:
+        tested = [m for m in METRICS_SHOWN if all(m in v["bootstrap"] for v in against.values())]
+        blocks += [
+            Heading("Paired bootstrap against other systems", 3),
+            Para(
+                [
+                    f"1,000 resamples of the test set; p = share of resamples in which {name} is not "
+                    "better (p < 0.05: significantly better)."
+                ]
+            ),
+            Table(
+                ["against", *tested],
+                [
+                    [
+                        other,
+                        *(
+                            f"{_fmt(t['a'])} vs {_fmt(t['b'])}, p {_fmt(t['p_value'])}"
+                            for t in (values["bootstrap"][m] for m in tested)
+                        ),
+                    ]
+                    for other, values in against.items()
+                ],
+            ),
+        ]
     detail_rows = []
     for key in DETAIL_METRICS:
         values = [metrics.get(split, {}).get(key) for split in ("test", "cv")]

@@ -312,3 +312,32 @@ def test_registered_dataset_gold_from_the_data_dir(data_dir, tmp_path):
         "Feature importances are not available: the run directory has no model.skops."
         in (run / "report.md").read_text()
     )
+
+
+def test_bootstrap_results_against_other_systems_join_the_report(runs, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(runs["m5p"], run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    bootstrap = {m: {"a": 0.6, "b": 0.7, "a_wins": 0.98, "p_value": 0.02} for m in ("MAE", "RMSE")}
+    bootstrap.update(
+        {m: {"a": 0.5, "b": 0.4, "a_wins": 0.1, "p_value": 0.9} for m in ("DeltaAvg", "Spearman")}
+    )
+    metrics["against"] = {
+        "baseline": {
+            "test": {"MAE": 0.7, "RMSE": 0.85, "DeltaAvg": 0.4, "Spearman": 0.41},
+            "bootstrap": bootstrap,
+        }
+    }
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    assert main(["report", str(run)]) == 0
+    text = (run / "report.md").read_text()
+    assert ["baseline (ours, test)", "0.700", "0.850", "0.400", "0.410"] in _md_table(text, "system")
+    assert _md_table(text, "against") == [
+        [
+            "baseline",
+            "0.600 vs 0.700, p 0.020",
+            "0.600 vs 0.700, p 0.020",
+            "0.500 vs 0.400, p 0.900",
+            "0.500 vs 0.400, p 0.900",
+        ]
+    ]
