@@ -15,8 +15,9 @@ from sklearn.utils.validation import check_is_fitted
 from qe.errors import QEInputError
 from qe.io import atomic_write
 from qe.selection.backend import parallel_backend_context
+from qe.selection.base import PathSelector
 from qe.selection.cfs import CFSSelector, cfs_merit, hall_merit
-from qe.selection.correlation import CorrelationSelector, PathSelector, correlations
+from qe.selection.correlation import CorrelationSelector, correlations
 from qe.selection.sequential import SequentialSelector, cv_score
 
 __all__ = [

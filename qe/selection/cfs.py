@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.selection.correlation import PathSelector
+from qe.selection.base import PathSelector
 
 SEARCHES = ("best_first", "greedy")
 # Weka's BestFirst counts an expansion as improving only if the merit rises by more than this.

@@ -1,8 +1,4 @@
-"""Univariate ranking of features by |Pearson| or |Spearman| correlation with the label.
-
-Also holds :class:`PathSelector`, the small base the other selectors share: input checks,
-feature labels (names when fitted on a DataFrame) and the empty-selection rule.
-"""
+"""Univariate ranking of features by |Pearson| or |Spearman| correlation with the label."""
 
 from __future__ import annotations
 
@@ -10,62 +6,11 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
-from sklearn.base import BaseEstimator
-from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from qe.errors import QEInputError
+from qe.selection.base import PathSelector
 
 METHODS = ("pearson", "spearman")
-
-
-class PathSelector(SelectorMixin, BaseEstimator):
-    """Base of the qe selectors: a boolean ``support_`` mask plus the selection ``path_``.
-
-    ``path_`` is a list of ``{"step", "feature", "score"}`` dicts in the order the search took
-    its steps; ``feature`` is the column name when fitted on a DataFrame, else the column index.
-    """
-
-    allow_empty: bool
-
-    def _check_input(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        try:
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        except ValueError as exc:
-            raise QEInputError(f"bad input for {type(self).__name__}: {exc}") from None
-        y = np.asarray(y, dtype=np.float64)
-        if y.ndim != 1:
-            raise QEInputError(f"{type(self).__name__} needs one label per row (got shape {y.shape})")
-        if X.shape[0] < 3:
-            raise QEInputError(f"{type(self).__name__} needs at least 3 rows (got {X.shape[0]})")
-        return X, y
-
-    def _label(self, index: int) -> str | int:
-        """How a column is named in ``path_``: its DataFrame name, else its index."""
-        names = getattr(self, "feature_names_in_", None)
-        return str(names[index]) if names is not None else int(index)
-
-    def _set_support(self, selected: list[int] | np.ndarray, what: str) -> None:
-        """Store the selected columns; refuse an empty selection unless ``allow_empty``."""
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[np.asarray(list(selected), dtype=np.int64)] = True
-        if not mask.any() and not self.allow_empty:
-            raise QEInputError(
-                f"selection would select nothing: {what} (set allow_empty=True to accept an empty selection)"
-            )
-        self.support_ = mask
-
-    def _get_support_mask(self) -> np.ndarray:
-        check_is_fitted(self, "support_")
-        return self.support_
-
-    def selected_features(self) -> list[str | int]:
-        """The selected columns in path order (names when fitted on a DataFrame)."""
-        check_is_fitted(self, "support_")
-        chosen = [self._label(i) for i in np.flatnonzero(self.support_)]
-        seen = [step["feature"] for step in self.path_ if step["feature"] in chosen]
-        ordered = list(dict.fromkeys(seen))
-        return ordered + [f for f in chosen if f not in ordered]
 
 
 def correlations(X: np.ndarray, y: np.ndarray, method: str = "pearson") -> np.ndarray:

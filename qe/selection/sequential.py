@@ -19,7 +19,7 @@ from sklearn.model_selection import KFold
 from qe.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
 from qe.metrics import HIGHER_IS_BETTER
-from qe.selection.correlation import PathSelector
+from qe.selection.base import PathSelector
 
 DIRECTIONS = ("forward", "backward")
 
