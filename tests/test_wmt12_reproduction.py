@@ -40,3 +40,17 @@ def test_official_m5p_matches_weka(data_dir, tmp_path):
     assert abs(test["MAE_exact"] - 0.675) <= 0.01
     assert abs(test["DeltaAvg"] - 0.561) <= 0.02
     assert "LM2" in (tmp_path / "run" / "model.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p.name for p in CONFIGS.glob("*.toml") if not p.name.startswith("resources-"))
+)
+def test_every_shipped_experiment_config_loads_and_builds_its_learner(path):
+    from qe.learners.factory import make_learner
+
+    config = load_config(CONFIGS / path)
+    learner = config["learner"]
+    make_learner(learner["name"], learner.get("params"), learner.get("grid"), scale=learner.get("scale"))
+    for entry in config["report"]["against"]:  # e.g. wmt12-best's baseline: a config that exists and loads
+        if "config" in entry:
+            load_config(entry["config"])
