@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qe.commands.predict import add_streaming_options
+from qe.commands.predict import add_streaming_options, streaming_options
 from qe.errors import QEInputError
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
@@ -183,12 +183,7 @@ def run(args: argparse.Namespace) -> int:
         task,
         sink,
         job=job,
-        chunk_size=args.chunk_size,
-        n_jobs=args.jobs,
-        backend=args.backend,
-        scheduler=args.scheduler,
-        resume=args.resume,
-        progress=not args.quiet,
         desc="features " + ",".join(names),
+        **streaming_options(args),
     )
     return 0

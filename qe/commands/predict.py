@@ -86,6 +86,18 @@ def add_streaming_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def streaming_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``run_stream`` keyword arguments set by :func:`add_streaming_options` (and ``--quiet``)."""
+    return {
+        "chunk_size": args.chunk_size,
+        "n_jobs": args.jobs,
+        "backend": args.backend,
+        "scheduler": args.scheduler,
+        "resume": args.resume,
+        "progress": not args.quiet,
+    }
+
+
 def format_scores(scores, fmt: str, method: str) -> str:
     """Output text: ``id<TAB>score`` rows, or WMT12 ``METHOD<TAB>SEGID<TAB>SCORE<TAB>RANK`` lines."""
     if fmt == "wmt12":
@@ -189,12 +201,7 @@ def run(args: argparse.Namespace) -> int:
         task,
         sink,
         job=job,
-        chunk_size=args.chunk_size,
-        n_jobs=args.jobs,
-        backend=args.backend,
-        scheduler=args.scheduler,
-        resume=args.resume,
-        progress=not args.quiet,
         check_first=check_first,
+        **streaming_options(args),
     )
     return 0
