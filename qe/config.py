@@ -131,18 +131,23 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise QEInputError("data.label_range must be [low, high] with low < high", path)
     for split in ("train", "test"):
         for role, value in data.get(split, {}).items():
-            resolved = (path.parent / value).resolve() if not Path(value).is_absolute() else Path(value)
+            resolved = _beside(path, value)
             if not resolved.exists():
                 raise QEInputError(f"data.{split}.{role} names a missing file: {value}", path)
             data[split][role] = str(resolved)
-    if "data_dir" in data and not Path(data["data_dir"]).is_absolute():
-        data["data_dir"] = str((path.parent / data["data_dir"]).resolve())
+    if "data_dir" in data:
+        data["data_dir"] = str(_beside(path, data["data_dir"]))
     config["report"]["against"] = [_against_entry(item, path) for item in config["report"].get("against", [])]
     resources = config["features"].get("resources")
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
         config["features"]["resources"] = str(Path(resources))
     return config
+
+
+def _beside(config_path: Path, value: str) -> Path:
+    """A path from a config: absolute as given, relative ones resolved against the config's folder."""
+    return Path(value) if Path(value).is_absolute() else (config_path.parent / value).resolve()
 
 
 def _against_entry(entry: Any, path: Path) -> dict[str, Any]:
@@ -164,8 +169,7 @@ def _against_entry(entry: Any, path: Path) -> dict[str, Any]:
             raise QEInputError(f"[[report.against]] {name!r}: features must be a table", path)
         _check(entry["features"], SCHEMA["features"], f"report.against.{name}.features", path)
         return {"name": name, "features": dict(entry["features"])}
-    other = Path(entry["config"])
-    other = other if other.is_absolute() else (path.parent / other).resolve()
+    other = _beside(path, entry["config"])
     if not other.is_file():
         raise QEInputError(f"[[report.against]] {name!r} names a missing config: {entry['config']}", path)
     return {"name": name, "config": str(other)}
