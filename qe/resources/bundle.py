@@ -403,12 +403,14 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
             raise QEInputError(
                 '[edits] needs dataset = NAME (a registered dataset, e.g. "wmt12-en-es")', config_path
             )
-        if edits.get("split", "train") == "test":
+        for key, default in (("split", "train"), ("folds", 5), ("seed", 0)):
+            edits.setdefault(key, default)
+        if edits["split"] == "test":
             raise QEInputError(
                 "[edits] must learn from a training split: the test post-edits and labels would leak",
                 config_path,
             )
-        folds = edits.get("folds", 5)
+        folds = edits["folds"]
         if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
             raise QEInputError(f"[edits] folds must be an integer >= 2 (got {folds!r})", config_path)
     config.setdefault("name", config_path.stem.removeprefix("resources-"))
@@ -701,7 +703,7 @@ def _build_edits(
     from qe.data import load_registered
     from qe.resources.edits import EditModel, pair_key
 
-    dataset = load_registered(table["dataset"], table.get("split", "train"), root)
+    dataset = load_registered(table["dataset"], table["split"], root)
     if dataset.post_edits is None or dataset.labels is None:
         raise QEInputError(
             f"[edits]: dataset {table['dataset']} has no post-edits or labels for learning edits"
@@ -712,14 +714,14 @@ def _build_edits(
         processors["tgt"].tokenize_many(dataset.post_edits),
         dataset.labels,
         [pair_key(s, t) for s, t in zip(dataset.src, dataset.mt, strict=True)],
-        folds=int(table.get("folds", 5)),
-        seed=int(table.get("seed", 0)),
+        folds=int(table["folds"]),
+        seed=int(table["seed"]),
     )
     out = work / "edits.json.gz"
     model.save(out)
     settings = {
         "dataset": table["dataset"],
-        "split": table.get("split", "train"),
+        "split": table["split"],
         "data_fingerprint": dataset.fingerprint(),
         "folds": model.info["folds"],
         "seed": model.info["seed"],
