@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
 from qe.features.base import PairBatch  # noqa: E402
-from qe.features.extractor import load_builtin_families  # noqa: E402
+from qe.features.registry import registered_families  # noqa: E402
 from qe.resources.bundle import ResourceBundle, build_bundle  # noqa: E402
 
 CONFIG = REPO / "configs" / "resources-wmt12-en-es.toml"
@@ -84,7 +84,7 @@ def main() -> None:
         test = load_registered("wmt12-en-es", "test", data_dir)
         batch = PairBatch(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
 
-        registry = load_builtin_families()
+        registry = registered_families()
         names = args.families.split(",") if args.families else sorted(registry)
         result: dict = {}
         for name in names:

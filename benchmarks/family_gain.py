@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 from qe.data import load_registered, load_registered_features  # noqa: E402
 from qe.errors import QEInputError  # noqa: E402
 from qe.features.cache import default_cache_dir, extract_cached  # noqa: E402
-from qe.features.extractor import load_builtin_families, make_families  # noqa: E402
+from qe.features.registry import make_families, registered_families  # noqa: E402
 from qe.io import write_text_atomic  # noqa: E402
 from qe.learners.factory import make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402
@@ -153,7 +153,7 @@ def main() -> None:
         return
 
     settings = json.loads(args.settings)
-    registry = load_builtin_families()
+    registry = registered_families()
     names = (
         [n.strip() for n in args.families.split(",") if n.strip()]
         if args.families

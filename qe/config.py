@@ -23,7 +23,6 @@ SPLIT_FILES = {
     "references": str,
     "table": str,
     "features": str,
-    "pseudo_ref": str,
 }
 SCHEMA: dict[str, Any] = {
     "name": str,
@@ -90,6 +89,14 @@ def _check(table: dict[str, Any], schema: dict[str, Any], where: str, path: Path
             raise QEInputError(f"{name!r} must be of type {expected.__name__}", path)
 
 
+def _schema_with_inputs() -> dict[str, Any]:
+    """The schema, with every input a registered feature family declares allowed in ``[data.<split>]``."""
+    from qe.features.registry import declared_inputs
+
+    split = {**SPLIT_FILES, **{item.name: str for item in declared_inputs()}}
+    return {**SCHEMA, "data": {**SCHEMA["data"], "train": split, "test": split}}
+
+
 def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(defaults)
     for key, value in values.items():
@@ -111,7 +118,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise QEInputError("config is not valid UTF-8", path) from None
     except tomllib.TOMLDecodeError as exc:
         raise QEInputError(f"invalid TOML: {exc}", path) from None
-    _check(raw, SCHEMA, "", path)
+    _check(raw, _schema_with_inputs(), "", path)
     config = _merge(DEFAULTS, raw)
     config.setdefault("name", path.stem)
     data = config.setdefault("data", {})

@@ -82,8 +82,11 @@ def load_split_dataset(config: dict[str, Any], split: str) -> QEDataset:
     return load_registered(data["dataset"], data[f"{split}_split"], data.get("data_dir"))
 
 
-def build_split(config: dict[str, Any], split: str, progress: bool = True) -> SplitData:
-    """Load a split and compute or read every feature the config asks for."""
+def build_split(
+    config: dict[str, Any], split: str, progress: bool = True, resources: Any = None
+) -> SplitData:
+    """Load a split and compute or read every feature the config asks for (``resources``: the
+    config's bundle when already open)."""
     dataset = load_split_dataset(config, split)
     data, features = config["data"], config["features"]
     tables: list[pd.DataFrame] = []
@@ -100,7 +103,7 @@ def build_split(config: dict[str, Any], split: str, progress: bool = True) -> Sp
     if extra_table:
         tables.append(load_feature_table(extra_table))
     if features["families"]:
-        table, seconds = _extract_families(config, dataset, split, progress)
+        table, seconds = _extract_families(config, dataset, split, progress, resources)
         tables.append(table)
     for table in tables:
         if len(table) != len(dataset):
@@ -123,23 +126,17 @@ def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str,
 
 
 def _extract_families(
-    config: dict[str, Any], dataset: QEDataset, split: str, progress: bool
+    config: dict[str, Any], dataset: QEDataset, split: str, progress: bool, resources: Any
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     from qe.features.cache import extract_cached
-    from qe.features.extractor import make_families
-    from qe.resources.bundle import open_bundle
 
-    features = config["features"]
-    families = make_families(features["families"], split_settings(features["settings"], split))
-    resources = open_bundle(features["resources"]) if features.get("resources") else None
+    resources = resources if resources is not None else open_bundle_of(config)
+    families, inputs = bound_families(config, split, resources)
     extra = {}
-    pseudo_ref = config["data"].get(split, {}).get("pseudo_ref")
-    if pseudo_ref:
-        extra["pseudo_ref"] = read_lines(pseudo_ref)
-        if len(extra["pseudo_ref"]) != len(dataset):
-            raise QEInputError(
-                f"has {len(extra['pseudo_ref'])} lines but the {split} data has {len(dataset)}", pseudo_ref
-            )
+    for name, path in inputs.items():
+        extra[name] = read_lines(path)
+        if len(extra[name]) != len(dataset):
+            raise QEInputError(f"has {len(extra[name])} lines but the {split} data has {len(dataset)}", path)
     table, seconds = extract_cached(
         families,
         dataset.ids,
@@ -152,6 +149,31 @@ def _extract_families(
         progress=progress,
     )
     return table, seconds
+
+
+def open_bundle_of(config: dict[str, Any]) -> Any:
+    """The config's resource bundle, or None."""
+    from qe.resources.bundle import open_bundle
+
+    resources = config["features"].get("resources")
+    return open_bundle(resources) if resources else None
+
+
+def bound_families(config: dict[str, Any], split: str, resources: Any) -> tuple[list[Any], dict[str, str]]:
+    """The config's families for one split, bound to the bundle, and the line inputs they read.
+
+    Inputs named in ``[data.<split>]`` go to the families that declare them (file inputs such as
+    decoder logs become settings); a line input that is neither given nor provided is refused.
+    """
+    from qe.features.registry import check_line_inputs, make_families, route_inputs
+
+    features = config["features"]
+    given = dict(config["data"].get(split, {}))
+    settings = split_settings(features["settings"], split)
+    lines, settings = route_inputs(features["families"], given, settings, strict=False)
+    families = [family.bind(resources) for family in make_families(features["families"], settings)]
+    check_line_inputs(families, lines, resources)
+    return families, lines
 
 
 def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str], dict[str, Any]]:
@@ -170,8 +192,11 @@ def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str]
     return [str(name) for name in report["selected"]], report
 
 
-def signature(config: dict[str, Any], estimator_description: str, train: QEDataset) -> str:
-    """Everything that changes a number, sacrebleu-style: features, data, learner, CV, versions."""
+def signature(
+    config: dict[str, Any], estimator_description: str, train: QEDataset, bundle: Any = None
+) -> str:
+    """Everything that changes a number, sacrebleu-style: features (each family's own signature),
+    data, resources, learner, CV, versions."""
     features = config["features"]
     parts = [
         f"data:{config['data'].get('dataset', 'files')}@{train.fingerprint()}",
@@ -179,12 +204,13 @@ def signature(config: dict[str, Any], estimator_description: str, train: QEDatas
     ]
     if config.get("selection"):
         parts.append(f"selection:{config['selection']['name']}")
-    if features.get("resources"):
-        from qe.resources.bundle import open_bundle
-
-        bundle = open_bundle(features["resources"])
+    bundle = bundle if bundle is not None else open_bundle_of(config)
+    if bundle is not None:
         parts.append(f"resources:{bundle.signature()}")
         parts.append(bundle.text_config("src").signature())
+    if features["families"]:
+        families, _ = bound_families(config, "train", bundle)
+        parts += [f"family:{family.signature()}" for family in families]
     parts += [
         f"learner:{estimator_description}",
         f"select:cv{config['cv']['folds']}-{config['learner']['scoring']}",
@@ -293,10 +319,12 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
 
 
 def fit_config(
-    config: dict[str, Any], progress: bool = True
+    config: dict[str, Any], progress: bool = True, resources: Any = None
 ) -> tuple[SplitData, SplitData, FittedSystem, dict[str, Any] | None]:
     """Build both splits, select features (if configured) and fit: (train, test, fitted, selection)."""
-    train, test = build_split(config, "train", progress), build_split(config, "test", progress)
+    resources = resources if resources is not None else open_bundle_of(config)
+    train = build_split(config, "train", progress, resources)
+    test = build_split(config, "test", progress, resources)
     if train.dataset.labels is None:
         raise QEInputError("the training split has no labels")
     report = None
@@ -340,14 +368,15 @@ def compare_against(
 
 def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
     started = time.perf_counter()
-    train, test, fitted, selection = fit_config(config, progress)
+    bundle = open_bundle_of(config)
+    train, test, fitted, selection = fit_config(config, progress, bundle)
     if selection is not None:
         write_text_atomic(out / "selection.json", json.dumps(selection, indent=2) + "\n")
     metrics, estimator, chosen, test_pred = fitted.metrics, fitted.estimator, fitted.chosen, fitted.test_pred
     if config["report"].get("against") and test.dataset.labels is not None:
         metrics["against"] = compare_against(config, test.dataset.labels, test_pred, progress)
     description = describe(estimator)
-    sig = signature(config, description, train.dataset)
+    sig = signature(config, description, train.dataset, bundle)
     metrics["signature"] = sig
     metrics["seconds"] = round(time.perf_counter() - started, 3)
     metrics["extraction_seconds"] = {"train": train.extraction_seconds, "test": test.extraction_seconds}
@@ -359,9 +388,9 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
         handle.write("id\tscore\n")
         for sentence_id, score in zip(test.dataset.ids, test_pred, strict=True):
             handle.write(f"{sentence_id}\t{score:.6f}\n")
-    QEModel(chosen, list(train.features.columns), model_manifest(config, sig, train, metrics["cv"])).save(
-        out / "model.skops"
-    )
+    QEModel(
+        chosen, list(train.features.columns), model_manifest(config, sig, train, metrics["cv"], bundle)
+    ).save(out / "model.skops")
     model = chosen.steps[-1][1] if hasattr(chosen, "steps") else chosen
     if hasattr(model, "export_text"):
         write_text_atomic(out / "model.txt", model.export_text(list(train.features.columns)) + "\n")
@@ -381,15 +410,11 @@ def model_manifest(
     sig: str,
     train: SplitData,
     cv: dict[str, Any],
+    bundle: Any = None,
 ) -> dict[str, Any]:
     """What a saved model needs to score raw text again: families, settings, resources, languages."""
     features = config["features"]
     bounds = label_range(config)
-    bundle = None
-    if features.get("resources"):
-        from qe.resources.bundle import open_bundle
-
-        bundle = open_bundle(features["resources"])
     return {
         "signature": sig,
         "qe_version": __version__,

@@ -98,8 +98,9 @@ class QEModel:
             )
         return bundle
 
-    def make_families(self) -> list[Any]:
-        """The model's feature families with their prediction-time settings."""
+    def make_families(self, inputs: dict[str, Any] | None = None) -> list[Any]:
+        """The model's feature families with their prediction-time settings; ``inputs`` (by input
+        name, e.g. a decoder log) are routed to the families that declare them."""
         if self.manifest.get("feature_sets"):
             raise QEInputError(
                 "this model was trained on precomputed feature tables "
@@ -107,9 +108,10 @@ class QEModel:
                 "train it on feature families instead"
             )
         from qe.experiment import split_settings
-        from qe.features.extractor import make_families
+        from qe.features.registry import make_families, route_inputs
 
         settings = split_settings(self.manifest.get("family_settings", {}), "predict")
+        _, settings = route_inputs(self.manifest["families"], inputs or {}, settings)
         return make_families(self.manifest["families"], settings)
 
     def features(
@@ -120,16 +122,18 @@ class QEModel:
         ids: list[str] | None = None,
         resources: Any = None,
         families: list[Any] | None = None,
+        extra: dict[str, list[Any]] | None = None,
         n_jobs: int = 1,
         progress: bool = False,
     ) -> Any:
-        """The model's input feature table for raw sentence pairs (``families``: reuse made ones)."""
+        """The model's input feature table for raw sentence pairs (``families``: reuse made ones;
+        ``extra``: line inputs such as a pseudo-reference, by input name)."""
         from qe.features.extractor import extract_features
 
         families = self.make_families() if families is None else families
         ids = [str(i) for i in range(len(src))] if ids is None else ids
         table = extract_features(
-            families, ids, src, mt, resources=resources, n_jobs=n_jobs, progress=progress
+            families, ids, src, mt, resources=resources, extra=extra, n_jobs=n_jobs, progress=progress
         )
         missing = [name for name in self.feature_names if name not in table.columns]
         if missing:

@@ -168,8 +168,6 @@ def test_degenerate_sentences_are_defined(bundle, src, mt):
 
 
 def test_errors():
-    with pytest.raises(QEInputError, match="unknown setting"):
-        Baseline17(compat=True)
     with pytest.raises(QEInputError, match="lexicon"):
         Baseline17(lexicon="e2f")
     with pytest.raises(QEInputError, match="quartile_min_count"):

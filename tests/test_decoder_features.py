@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from qe.errors import QEInputError
-from qe.features.base import PairBatch, registered_families
-from qe.features.decoder import CLI_OPTIONS, DecoderFamily, all_specs, settings_from_cli
+from qe.features.base import PairBatch
+from qe.features.decoder import DecoderFamily, all_specs
 
 FIX = Path(__file__).parent / "fixtures" / "moses"
 NAN = math.nan
@@ -59,8 +59,7 @@ def col(family, name):
     return [s.name for s in family.specs()].index(name)
 
 
-def test_registered_and_catalogue():
-    assert registered_families()["decoder"] is DecoderFamily
+def test_catalogue_lists_every_log_in_order():
     names = [s.name for s in all_specs()]
     assert names == NBEST_NAMES + TRACE_NAMES + SG_NAMES + WG_NAMES
     assert len(set(names)) == len(names)
@@ -234,26 +233,11 @@ def test_all_logs_together_in_column_order():
     np.testing.assert_allclose(out[1, 26:30][:3], [5 / 2, 4 / 2, 4 / 5])
 
 
-def test_settings_and_cli_helpers(tmp_path):
-    with pytest.raises(QEInputError, match="unknown decoder setting"):
-        DecoderFamily(nbset="x.nbest")
-    with pytest.raises(QEInputError, match="missing must be"):
-        DecoderFamily(nbest="x", missing="zero")
+def test_log_paths_resolve_against_base_dir(tmp_path):
     with pytest.raises(QEInputError, match="not found"):
         DecoderFamily(nbest=tmp_path / "absent.nbest").extract(batch(["0"]))
     relative = DecoderFamily(nbest="nbest_old.txt", base_dir=FIX)
     assert relative.extract(batch(["1"]))[0, 9] == 1.0
-    assert {setting for setting, _ in CLI_OPTIONS.values()} == {
-        "nbest",
-        "trace",
-        "search_graph",
-        "word_graph",
-    }
-    assert set(CLI_OPTIONS) >= {"--decoder-nbest", "--decoder-trace", "--decoder-search-graph"}
-    assert settings_from_cli({"nbest": "a.nbest", "trace": None, "search_graph": "g"}) == {
-        "nbest": "a.nbest",
-        "search_graph": "g",
-    }
 
 
 def test_docs_list_every_feature():

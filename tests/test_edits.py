@@ -126,8 +126,6 @@ def test_edits_family_uses_the_bundle_tokenizer_and_cross_fitting():
     assert values[1, 6] == 0.0
     with pytest.raises(QEInputError, match="'edits' member"):
         family.extract(batch, ResourceBundle.in_memory({}, text))
-    with pytest.raises(QEInputError, match="takes no settings"):
-        EditFeatures(folds=3)
 
 
 def test_bundle_config_refuses_edits_from_the_test_split(tmp_path, small_data):  # noqa: F811

@@ -146,8 +146,6 @@ def test_pos_setting_and_catalogue(bundle: ResourceBundle) -> None:
         IBM1Features(alignment="grow-diag")
     with pytest.raises(QEInputError, match="coverage_threshold"):
         IBM1Features(coverage_threshold=1.5)
-    with pytest.raises(QEInputError, match="unknown setting"):
-        IBM1Features(threshold=0.1)
 
 
 def test_no_nan_on_extreme_sentences(bundle: ResourceBundle) -> None:

@@ -82,10 +82,10 @@ def test_catalogue_lists_44_named_features_without_loading_spacy():
     # lists its features, and extraction fails with the install hint (other families are unaffected).
     code = (
         "import sys; sys.modules['spacy'] = None\n"
-        "from qe.features.extractor import load_builtin_families\n"
+        "from qe.features.registry import registered_families\n"
         "from qe.features.base import PairBatch\n"
         "from qe.errors import QEInputError\n"
-        "fam = load_builtin_families()['linguistic']\n"
+        "fam = registered_families()['linguistic']\n"
         "print(len(fam.catalogue()))\n"
         "try:\n"
         "    fam().extract(PairBatch(['1'], ['a'], ['b']))\n"

@@ -187,8 +187,6 @@ def test_catalogue_needs_no_resources() -> None:
 
 
 def test_bad_settings() -> None:
-    with pytest.raises(QEInputError, match="unknown setting"):
-        LMFeatures(order=3)
     with pytest.raises(QEInputError, match="pos must be"):
         LMFeatures(pos="yes")
     with pytest.raises(QEInputError, match="orders"):

@@ -19,7 +19,8 @@ from qe.commands.predict import PredictTask
 from qe.config import load_config
 from qe.errors import QEInputError
 from qe.experiment import run_experiment
-from qe.features.extractor import extract_features, make_families
+from qe.features.extractor import extract_features
+from qe.features.registry import make_families
 from qe.model import QEModel
 from qe.streaming import iter_chunks, scan_input, state_path
 from tests.conftest import write_lines

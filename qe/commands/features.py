@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qe.commands.predict import add_streaming_options, streaming_options
+from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
 from qe.errors import QEInputError
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
@@ -42,10 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FAMILY.KEY=VALUE",
         help="a family setting, e.g. baseline17.quest_compat=true (repeatable; VALUE parsed as JSON)",
     )
-    parser.add_argument("--decoder-nbest", type=Path, help="Moses n-best list for the decoder family")
-    parser.add_argument("--decoder-trace", type=Path, help="Moses 1-best trace for the decoder family")
-    parser.add_argument("--decoder-search-graph", type=Path, help="Moses search graph for the decoder family")
-    parser.add_argument("--pseudo-ref", type=Path, help="a second MT output for the pseudoref family")
+    add_input_options(parser)
     parser.add_argument("--batch-size", type=int, default=1000, help="pairs per family call within a chunk")
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -70,10 +67,10 @@ def parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
 
 def catalogue(markdown: bool = False) -> str:
     """Every registered feature: family, column name, definition, resource."""
-    from qe.features.extractor import load_builtin_families
+    from qe.features.registry import registered_families
 
     rows = []
-    for name, cls in sorted(load_builtin_families().items()):
+    for name, cls in sorted(registered_families().items()):
         for spec in cls.catalogue():
             rows.append((name, f"{name}.{spec.name}", spec.description, spec.resource or "-"))
     if markdown:
@@ -97,7 +94,7 @@ class FeatureTask(ChunkTask):
     batch_size: int = 1000
 
     def setup(self) -> Any:
-        from qe.features.extractor import make_families
+        from qe.features.registry import make_families
 
         families = make_families(self.families, json.loads(self.settings_json))
         resources = None
@@ -105,13 +102,15 @@ class FeatureTask(ChunkTask):
             from qe.resources.bundle import open_bundle
 
             resources = open_bundle(self.resources)
+        for family in families:
+            family.bind(resources)
         return families, resources
 
     def process(self, state: Any, chunk: Chunk) -> Any:
         from qe.features.extractor import extract_features
 
         families, resources = state
-        extra = {"pseudo_ref": chunk.lines["pseudo_ref"]} if "pseudo_ref" in chunk.lines else {}
+        extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
         table = extract_features(
             families,
             chunk.ids,
@@ -140,22 +139,18 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError("--out must end in .tsv or .parquet", args.out)
     if args.batch_size < 1:
         raise QEInputError(f"--batch-size must be at least 1, got {args.batch_size}")
-    from qe.features.extractor import make_families
+    from qe.features.registry import check_line_inputs, make_families, route_inputs
 
-    settings = parse_settings(args.set)
-    decoder = {
-        "nbest": args.decoder_nbest,
-        "trace": args.decoder_trace,
-        "search_graph": args.decoder_search_graph,
-    }
-    settings.setdefault("decoder", {}).update({k: str(v) for k, v in decoder.items() if v is not None})
     names = tuple(f.strip() for f in args.families.split(",") if f.strip())
-    columns = [column for family in make_families(names, settings) for column in family.column_names()]
+    lines, settings = route_inputs(list(names), given_inputs(args), parse_settings(args.set))
     resources = None
     if args.resources is not None:
         from qe.resources.bundle import open_bundle
 
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
+    families = [family.bind(resources) for family in make_families(names, settings)]
+    check_line_inputs(families, lines, resources)
+    columns = [column for family in families for column in family.column_names()]
     output = "parquet" if args.out.suffix == ".parquet" else "tsv"
     task = FeatureTask(
         names,
@@ -168,9 +163,7 @@ def run(args: argparse.Namespace) -> int:
         sink: Sink = ParquetSink(args.out)
     else:
         sink = TextSink(args.out, lambda chunk, text: text, "\t".join(columns) + "\n")
-    inputs = {"src": args.src, "mt": args.mt}
-    if args.pseudo_ref is not None:
-        inputs["pseudo_ref"] = args.pseudo_ref
+    inputs = {"src": args.src, "mt": args.mt, **lines}
     job = {
         "command": "features",
         "families": list(names),

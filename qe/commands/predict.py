@@ -13,6 +13,7 @@ are written once the last chunk is scored: N floats are read back, nothing else.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
 from qe.io import atomic_write, sha256_file
 from qe.langid import check_language
 from qe.metrics import ranks_from_scores
 from qe.model import QEModel
 from qe.streaming import (
-    DEFAULT_CHUNK_SIZE,
     AppendSink,
     Chunk,
     ChunkTask,
@@ -60,42 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resources", type=Path, help="resource bundle (default: the one the model names)")
     parser.add_argument("--method", default="QE_qe", help="METHOD column of the wmt12 format (TEAM_DESC)")
     parser.add_argument("--no-language-check", action="store_true", help="skip the language check")
+    add_input_options(parser)
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
-
-
-def add_streaming_options(parser: argparse.ArgumentParser) -> None:
-    """The options shared by the streaming commands (predict, features)."""
-    parser.add_argument(
-        "--chunk-size",
-        type=int,
-        default=DEFAULT_CHUNK_SIZE,
-        help=f"pairs read and processed at a time (default {DEFAULT_CHUNK_SIZE})",
-    )
-    parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
-    parser.add_argument(
-        "--backend",
-        choices=["loky", "dask"],
-        default="loky",
-        help="loky: processes on this machine; dask: a Dask cluster (local unless --scheduler)",
-    )
-    parser.add_argument("--scheduler", help="address of a Dask scheduler, e.g. tcp://host:8786 (dask only)")
-    parser.add_argument(
-        "--resume", action="store_true", help="continue an interrupted run writing --out from its last chunk"
-    )
-
-
-def streaming_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``run_stream`` keyword arguments set by :func:`add_streaming_options` (and ``--quiet``)."""
-    return {
-        "chunk_size": args.chunk_size,
-        "n_jobs": args.jobs,
-        "backend": args.backend,
-        "scheduler": args.scheduler,
-        "resume": args.resume,
-        "progress": not args.quiet,
-    }
 
 
 def format_scores(scores, fmt: str, method: str) -> str:
@@ -119,15 +88,24 @@ class PredictTask(ChunkTask):
 
     model: str
     resources: str | None = None
+    file_inputs_json: str = "{}"
 
     def setup(self) -> Any:
         model = QEModel.load(self.model)
-        return model, model.open_resources(self.resources), model.make_families()
+        resources = model.open_resources(self.resources)
+        families = [f.bind(resources) for f in model.make_families(json.loads(self.file_inputs_json))]
+        return model, resources, families
 
     def process(self, state: Any, chunk: Chunk) -> np.ndarray:
         model, resources, families = state
+        extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
         table = model.features(
-            chunk.lines["src"], chunk.lines["mt"], ids=chunk.ids, resources=resources, families=families
+            chunk.lines["src"],
+            chunk.lines["mt"],
+            ids=chunk.ids,
+            resources=resources,
+            families=families,
+            extra=extra,
         )
         clear_text_memos(families, resources)
         return model.score(table)
@@ -172,9 +150,16 @@ class RankedScoresSink(AppendSink):
 
 
 def run(args: argparse.Namespace) -> int:
+    from qe.features.registry import check_line_inputs, route_inputs
+
     model = QEModel.load(args.model)
-    model.make_families()  # refuses a model trained on precomputed tables before any work
+    given = given_inputs(args)
+    lines, _ = route_inputs(model.manifest.get("families", []), given, {})
+    file_inputs = {name: str(path) for name, path in given.items() if name not in lines}
+    # refuses a model trained on precomputed tables, and bad inputs, before any work
+    families = model.make_families(file_inputs)
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
+    check_line_inputs([f.bind(resources) for f in families], lines, resources)
     langs = model.manifest.get("languages") or {}
 
     def check_first(chunk: Chunk) -> None:
@@ -187,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         sink = TextSink(args.out, lambda chunk, scores: format_tsv_rows(chunk.start, scores), TSV_HEADER)
     task = PredictTask(
-        str(args.model.resolve()), None if args.resources is None else str(args.resources.resolve())
+        str(args.model.resolve()),
+        None if args.resources is None else str(args.resources.resolve()),
+        json.dumps(file_inputs, sort_keys=True),
     )
     job = {
         "command": "predict",
@@ -195,9 +182,10 @@ def run(args: argparse.Namespace) -> int:
         "resources": resources.signature() if resources is not None else None,
         "format": args.format,
         "method": args.method if args.format == "wmt12" else None,
+        "file_inputs": file_inputs,
     }
     run_stream(
-        {"src": args.src, "mt": args.mt},
+        {"src": args.src, "mt": args.mt, **lines},
         task,
         sink,
         job=job,

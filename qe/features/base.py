@@ -1,12 +1,32 @@
-"""The feature-family contract: a named set of documented features computed over batches of pairs."""
+"""The feature-family plug-in contract: a named set of documented features computed over batches of pairs.
+
+A family is one module in ``qe/features/`` (or an installed package's ``qe.feature_families`` entry
+point) holding one ``FeatureFamily`` subclass decorated with ``@register_family``. The class declares:
+
+- ``setting_specs``: every setting with its default and allowed values (``Setting``); the base class
+  fills defaults, refuses unknown keys and bad values with one line naming the family, the key and
+  what is allowed, and builds ``signature()`` from the settings that change values;
+- ``inputs``: per-pair inputs beyond source and MT (``PairInput``, e.g. a pseudo-reference or a
+  decoder log), which ``qe features``, ``qe run`` (``[data.<split>]``) and ``qe predict`` all accept
+  under the same names;
+- ``member_settings``: settings whose values name the resource-bundle members it reads, so a bundle
+  that lacks one is refused by ``bind`` before any work;
+- ``fresh_state()``: per-process caches, left out when the family is pickled for a worker.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+
+from qe.errors import QEInputError
 
 
 @dataclass(frozen=True)
@@ -23,8 +43,8 @@ class PairBatch:
     """A batch of sentence pairs handed to a family.
 
     ``ids`` are the dataset's sentence ids (used to match external logs such as Moses n-best
-    lists); ``src`` / ``mt`` are the raw sentences; ``extra`` carries optional per-dataset
-    material (e.g. a pseudo-reference) keyed by name, each a list aligned with ``ids``.
+    lists); ``src`` / ``mt`` are the raw sentences; ``extra`` carries the per-pair inputs the
+    families declare (e.g. ``pseudo_ref``) keyed by name, each a list aligned with ``ids``.
     """
 
     ids: list[str]
@@ -36,29 +56,262 @@ class PairBatch:
         return len(self.ids)
 
 
+# ====================================================================== settings
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One family setting: default, a one-line doc, which values are allowed (a check and its wording).
+
+    ``affects_values=False`` marks speed knobs (worker counts, batch sizes) left out of signatures.
+    """
+
+    default: Any
+    doc: str
+    check: Callable[[Any], bool] | None = None
+    allowed: str = "any value"
+    affects_values: bool = True
+    options: tuple[Any, ...] = ()  # the allowed values, for settings that are a choice
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is allowed (the default always is)."""
+        return self.check is None or value == self.default or bool(self.check(value))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def choice(default: Any, options: tuple[Any, ...], doc: str) -> Setting:
+    """One of ``options`` (compared with ``==``; booleans are not numbers)."""
+
+    def check(value: Any) -> bool:
+        return any(value == o and type(value) is type(o) for o in options)
+
+    return Setting(
+        default, doc, check, "one of " + ", ".join(json.dumps(o) for o in options), options=options
+    )
+
+
+def flag(default: bool, doc: str) -> Setting:
+    """true or false."""
+    return Setting(default, doc, lambda v: isinstance(v, bool), "true or false")
+
+
+def integer(
+    default: Any,
+    doc: str,
+    low: int | None = None,
+    high: int | None = None,
+    *,
+    also: tuple[Any, ...] = (),
+    affects_values: bool = True,
+) -> Setting:
+    """An integer in [low, high] (either bound optional), or one of the literal values ``also``."""
+
+    def check(value: Any) -> bool:
+        if any(value == a and type(value) is type(a) for a in also):
+            return True
+        return _is_int(value) and (low is None or value >= low) and (high is None or value <= high)
+
+    words = "an integer" + (f" >= {low}" if low is not None and high is None else "")
+    if high is not None:
+        words = f"an integer from {low} to {high}" if low is not None else f"an integer <= {high}"
+    if also:
+        words += " or " + " or ".join(json.dumps(a) for a in also)
+    return Setting(default, doc, check, words, affects_values)
+
+
+def number(default: Any, doc: str, low: float, high: float, *, high_open: bool = False) -> Setting:
+    """A finite number in [low, high] (or [low, high) with ``high_open``)."""
+
+    def check(value: Any) -> bool:
+        return _is_number(value) and low <= value and (value < high if high_open else value <= high)
+
+    return Setting(default, doc, check, f"a number in [{low:g}, {high:g}{')' if high_open else ']'}")
+
+
+def string(default: str | None, doc: str, *, optional: bool = False) -> Setting:
+    """A non-empty string (or null with ``optional``): names, paths, language codes."""
+
+    def check(value: Any) -> bool:
+        return (isinstance(value, str) and bool(value.strip())) or (optional and value is None)
+
+    return Setting(default, doc, check, "a non-empty string" + (" or unset" if optional else ""))
+
+
+def path(default: str | None, doc: str) -> Setting:
+    """A file or directory path (a string or path object), or unset."""
+
+    def check(value: Any) -> bool:
+        return value is None or (isinstance(value, str | os.PathLike) and bool(str(value).strip()))
+
+    return Setting(default, doc, check, "a path or unset")
+
+
+def toml_table(default: dict | None, doc: str) -> Setting:
+    """A TOML table (checked further by the family), or unset."""
+    return Setting(default, doc, lambda v: v is None or isinstance(v, dict), "a table or unset")
+
+
+# ====================================================================== per-pair inputs
+
+
+@dataclass(frozen=True)
+class PairInput:
+    """An input a family needs besides source and MT, under one name everywhere.
+
+    ``kind="lines"``: a text file with one line per pair (``batch.extra[name]``); ``kind="file"``:
+    a log matched by sentence id, handed to the family as the setting ``setting`` (default ``name``)
+    of the split it belongs to. ``provider`` names a bundle member that can supply the input when no
+    file is given (e.g. ``mt2`` translates the source into a pseudo-reference). ``option`` is the
+    command-line flag of ``qe features`` and ``qe predict``.
+    """
+
+    name: str
+    help: str
+    kind: Literal["lines", "file"] = "lines"
+    provider: str | None = None
+    setting: str | None = None
+    option: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """The command-line option, e.g. ``--pseudo-ref``."""
+        return self.option or "--" + self.name.replace("_", "-")
+
+    @property
+    def setting_name(self) -> str:
+        """For ``kind="file"``: the family setting the path goes to."""
+        return self.setting or self.name
+
+
+# ====================================================================== the family
+
+
+def _render(value: Any) -> str:
+    """A compact, stable text form of a setting value for signatures."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
 class FeatureFamily(ABC):
-    """Base class of every family; subclasses set ``name`` and implement ``specs`` and ``extract``."""
+    """Base class of every family: settings, inputs, resources and pickling are handled here.
+
+    Subclasses set ``name`` and ``setting_specs`` and implement ``specs`` and ``extract``; they may
+    override ``__init__`` (derived state: call ``super().__init__``), ``bind`` (resolve settings
+    against the bundle: call ``super().bind``), ``check_ids``, ``fresh_state`` and
+    ``signature_details`` (values that change features but are not settings, e.g. library versions).
+    """
 
     name: ClassVar[str]
+    setting_specs: ClassVar[dict[str, Setting]] = {}
+    inputs: ClassVar[tuple[PairInput, ...]] = ()
+    member_settings: ClassVar[tuple[str, ...]] = ()
+    needs_bundle: ClassVar[bool] = False
 
     def __init__(self, **settings: Any) -> None:
-        self.settings = settings
+        self.settings = self.validate_settings(settings)
+        self.__dict__.update(self.fresh_state())
 
-    @abstractmethod
-    def specs(self) -> list[FeatureSpec]:
-        """The features this family produces, in column order."""
+    # ------------------------------------------------------------------ settings
 
-    @abstractmethod
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
-        """Return an array of shape ``(len(batch), len(self.specs()))`` of floats."""
+    @classmethod
+    def validate_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """Defaults filled in; unknown keys and bad values refused, naming the key and what is allowed."""
+        schema = cls.setting_specs
+        unknown = sorted(set(settings) - set(schema))
+        if unknown:
+            known = ", ".join(sorted(schema)) or "none"
+            raise QEInputError(f"{cls.name}: unknown setting(s) {', '.join(unknown)} (known: {known})")
+        merged = {key: spec.default for key, spec in schema.items()}
+        for key, value in settings.items():
+            if not schema[key].accepts(value):
+                raise QEInputError(f"{cls.name}: {key} must be {schema[key].allowed}, got {value!r}")
+            merged[key] = value
+        return merged
+
+    def fresh_state(self) -> dict[str, Any]:
+        """Per-process attributes (caches, loaded models) with their empty values; not pickled."""
+        return {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, **self.fresh_state()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ resources and inputs
 
     def bind(self, resources: Any) -> FeatureFamily:
-        """Resolve settings that depend on the resource bundle (e.g. ``pos="auto"``); a no-op here."""
+        """Check the bundle has the members this family reads (and resolve bundle-dependent settings
+        in subclasses); returns self. Called once, before column names are taken."""
+        if resources is None:
+            if self.needs_bundle:
+                members = ", ".join(self.required_members()) or "its members"
+                raise QEInputError(f"{self.name} needs a resource bundle ({members})")
+            return self
+        if hasattr(resources, "names"):
+            missing = [m for m in self.required_members() if m not in resources]
+            if missing:
+                known = ", ".join(resources.names()) or "none"
+                raise QEInputError(
+                    f"{self.name} needs bundle member(s) {', '.join(missing)} that the bundle lacks "
+                    f"(has: {known})",
+                    getattr(resources, "path", None),
+                )
         return self
+
+    def required_members(self) -> list[str]:
+        """Bundle members this family reads, from its ``member_settings``."""
+        return [self.settings[key] for key in self.member_settings if self.settings.get(key)]
 
     def check_ids(self, ids: list[str]) -> None:
         """Refuse a dataset that the family's external inputs (e.g. decoder logs) do not match."""
         return None
+
+    def input_lines(self, batch: PairBatch, name: str, resources: Any = None) -> list[str]:
+        """The batch's lines of a declared input, checked (one string per pair); from the input's
+        provider member when no file was given."""
+        spec = next((i for i in self.inputs if i.name == name), None)
+        if name not in batch.extra:
+            if spec is not None and spec.provider and resources is not None and spec.provider in resources:
+                return resources.get(spec.provider).provide(name, batch)
+            hint = f"pass {spec.flag} FILE" if spec else "it was not given"
+            if spec is not None and spec.provider:
+                hint += f" or give the resource bundle a {spec.provider!r} member"
+            raise QEInputError(f"{self.name}: no {name} input given ({hint})")
+        values = list(batch.extra[name])
+        if len(values) != len(batch):
+            raise QEInputError(
+                f"{self.name}: {len(values)} {name} lines for {len(batch)} pairs "
+                "(the files must have the same number of lines)"
+            )
+        for i, value in enumerate(values):
+            if not isinstance(value, str):
+                raise QEInputError(
+                    f"{self.name}: {name} for sentence {batch.ids[i]!r} is not text ({type(value).__name__})"
+                )
+        return values
+
+    # ------------------------------------------------------------------ features
+
+    @abstractmethod
+    def specs(self) -> list[FeatureSpec]:
+        """The features this family produces, in column order (after ``bind`` where it matters)."""
+
+    @abstractmethod
+    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+        """Return an array of shape ``(len(batch), len(self.specs()))`` of floats."""
 
     @classmethod
     def catalogue(cls) -> list[FeatureSpec]:
@@ -70,18 +323,15 @@ class FeatureFamily(ABC):
         """Column names as they appear in feature tables: ``family.feature``."""
         return [f"{self.name}.{spec.name}" for spec in self.specs()]
 
+    def signature(self) -> str:
+        """``name(key=value,...)`` over the settings that change values, plus ``signature_details``."""
+        parts = [
+            f"{key}={_render(self.settings[key])}"
+            for key, spec in sorted(self.setting_specs.items())
+            if spec.affects_values
+        ]
+        return f"{self.name}({','.join(parts + self.signature_details())})"
 
-_REGISTRY: dict[str, type[FeatureFamily]] = {}
-
-
-def register_family(cls: type[FeatureFamily]) -> type[FeatureFamily]:
-    """Class decorator adding a family to the registry under its ``name``."""
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"feature family {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def registered_families() -> dict[str, type[FeatureFamily]]:
-    """All registered families by name (importing qe.features registers the built-in ones)."""
-    return dict(_REGISTRY)
+    def signature_details(self) -> list[str]:
+        """Extra ``key=value`` parts for the signature (resolved settings, library versions)."""
+        return []

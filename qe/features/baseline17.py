@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, flag, integer, string, toml_table
+from qe.features.registry import register_family
 from qe.resources.ngrams import DEFAULT_MIN_COUNT, NgramCounts
 from qe.text import TextConfig, TextProcessor
 
@@ -88,25 +89,24 @@ SPECS = [
     FeatureSpec("mt_punctuation", "1075: punctuation marks in the target", None),
 ]
 
-DEFAULTS: dict[str, Any] = {
-    "quest_compat": False,
-    "ngram_counts": "auto",  # "auto" | "truecase-model" | "corpus"
-    "lexicon": "s2t",  # "s2t" | "t2s-inverted"
-    "lm_oov": "score",  # "score" (<unk> probability) | "skip" (SRILM, closed vocabulary)
-    "quartile_min_count": "auto",  # "auto" (2 for truecase-model counts, 3 otherwise) or an int >= 1
-    "src_lm": "lm.src",
-    "tgt_lm": "lm.tgt",
-    "ngrams": "ngrams.src",
-    "unigrams": "unigrams.src",
-    "ibm1_s2t": "ibm1.s2t",
-    "ibm1_t2s": "ibm1.t2s",
-    "src_text": None,  # a TextConfig table overriding the bundle's source text settings
-    "tgt_text": None,
-}
-_CHOICES = {
-    "ngram_counts": ("auto", "truecase-model", "corpus"),
-    "lexicon": ("s2t", "t2s-inverted"),
-    "lm_oov": ("score", "skip"),
+SETTINGS = {
+    "quest_compat": flag(False, "count punctuation (features 16, 17) as QuEst does, bug for bug"),
+    "ngram_counts": choice(
+        "auto", ("auto", "truecase-model", "corpus"), "where unigram counts come from (see module docstring)"
+    ),
+    "lexicon": choice("s2t", ("s2t", "t2s-inverted"), "IBM1 table for features 7 and 8"),
+    "lm_oov": choice("score", ("score", "skip"), "unknown words: <unk> probability, or left out (SRILM)"),
+    "quartile_min_count": integer(
+        "auto", "n-grams seen fewer times count as unseen (auto: 2 truecase, 3 corpus)", 1, also=("auto",)
+    ),
+    "src_lm": string("lm.src", "bundle member: source KenLM model"),
+    "tgt_lm": string("lm.tgt", "bundle member: target KenLM model"),
+    "ngrams": string("ngrams.src", "bundle member: source n-gram counts"),
+    "unigrams": string("unigrams.src", "bundle member: truecase-model unigram counts"),
+    "ibm1_s2t": string("ibm1.s2t", "bundle member: IBM1 t(target | source)"),
+    "ibm1_t2s": string("ibm1.t2s", "bundle member: IBM1 t(source | target)"),
+    "src_text": toml_table(None, "a TextConfig table overriding the bundle's source text settings"),
+    "tgt_text": toml_table(None, "the same for the target side"),
 }
 TRUECASE_MIN_COUNT = 2
 
@@ -141,52 +141,32 @@ class Baseline17(FeatureFamily):
 
     name = "baseline17"
 
-    def __init__(self, **settings: Any) -> None:
-        unknown = sorted(set(settings) - set(DEFAULTS))
-        if unknown:
-            raise QEInputError(
-                f"baseline17: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
-            )
-        merged = {**DEFAULTS, **settings}
-        for key, choices in _CHOICES.items():
-            if merged[key] not in choices:
-                raise QEInputError(
-                    f"baseline17: {key} must be one of {', '.join(choices)}, got {merged[key]!r}"
-                )
-        min_count = merged["quartile_min_count"]
-        if min_count != "auto" and (
-            isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1
-        ):
-            raise QEInputError(
-                f"baseline17: quartile_min_count must be 'auto' or an integer >= 1, got {min_count!r}"
-            )
-        super().__init__(**merged)
-        self._cache: dict[tuple, Any] = {}
+    setting_specs = SETTINGS
+    needs_bundle = True
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_cache"] = {}
-        state["_cache_owner"] = None
-        return state
+    def fresh_state(self) -> dict[str, Any]:
+        """Lookups prepared for one bundle (rebuilt in each worker)."""
+        return {"_cache": {}, "_cache_owner": None}
+
+    def required_members(self) -> list[str]:
+        """LMs, n-gram counts, the IBM1 table of the chosen lexicon, and truecase unigrams if forced."""
+        s = self.settings
+        members = [s["src_lm"], s["tgt_lm"], s["ngrams"]]
+        members.append(s["ibm1_s2t"] if s["lexicon"] == "s2t" else s["ibm1_t2s"])
+        if s["ngram_counts"] == "truecase-model":
+            members.append(s["unigrams"])
+        return members
 
     def specs(self) -> list[FeatureSpec]:
         """The 17 features in the official column order."""
         return list(SPECS)
-
-    def signature(self) -> str:
-        """Settings that change values, for run signatures."""
-        s = self.settings
-        return (
-            f"baseline17(compat={int(bool(s['quest_compat']))},counts={s['ngram_counts']},"
-            f"lexicon={s['lexicon']},oov={s['lm_oov']},min_count={s['quartile_min_count']})"
-        )
 
     # ------------------------------------------------------------------ resources
 
     def _bundle_key(self, resources: Any) -> int:
         # Prepared lookups belong to one bundle: a different bundle object starts a fresh cache
         # (holding a reference also keeps id() from being reused while the cache lives).
-        if getattr(self, "_cache_owner", None) is not resources:
+        if self._cache_owner is not resources:
             self._cache = {}
             self._cache_owner = resources
         return id(resources)

@@ -11,7 +11,7 @@ no entry raises ``QEInputError`` (``missing="error"``, the default) or gets NaN 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,18 @@ from qe.decoder.search_graph import (
 )
 from qe.decoder.trace import TraceStats, count_untranslated, read_trace_phrases, summarize_trace
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import (
+    FeatureFamily,
+    FeatureSpec,
+    PairBatch,
+    PairInput,
+    choice,
+    integer,
+    path,
+    string,
+    toml_table,
+)
+from qe.features.registry import register_family
 
 NBEST = "moses n-best"
 TRACE = "moses trace"
@@ -111,29 +122,36 @@ LOGS: tuple[tuple[str, tuple[FeatureSpec, ...]], ...] = (
     ("word_graph", WORD_GRAPH_SPECS),
 )
 
-# What the ``qe features`` command line exposes: option -> (setting, help).
-CLI_OPTIONS: dict[str, tuple[str, str]] = {
-    "--decoder-nbest": ("nbest", "Moses n-best list (-n-best-list) for the dataset's sentences"),
-    "--decoder-trace": ("trace", "Moses 1-best trace with segmentation marks (-t / -report-segmentation)"),
-    "--decoder-search-graph": ("search_graph", "Moses search graph (-output-search-graph)"),
-    "--decoder-word-graph": ("word_graph", "Moses word graph (-output-word-graph)"),
-}
-
 _NBEST_SIZE = [spec.name for spec in NBEST_SPECS].index("nbest_size")
 
 MISSING_POLICIES = ("error", "nan")
 
-_KNOWN_SETTINGS = {
-    "nbest",
-    "trace",
-    "search_graph",
-    "word_graph",
-    "feature_map",
-    "missing",
-    "id_offset",
-    "unknown_prefix",
-    "moses_input",
-    "base_dir",
+INPUTS = (
+    PairInput(
+        "nbest",
+        "Moses n-best list (-n-best-list) of the dataset's sentences",
+        "file",
+        option="--decoder-nbest",
+    ),
+    PairInput(
+        "trace",
+        "Moses 1-best trace with segmentation marks (-t / -report-segmentation)",
+        "file",
+        option="--decoder-trace",
+    ),
+    PairInput(
+        "search_graph", "Moses search graph (-output-search-graph)", "file", option="--decoder-search-graph"
+    ),
+    PairInput("word_graph", "Moses word graph (-output-word-graph)", "file", option="--decoder-word-graph"),
+)
+SETTINGS = {
+    **{item.name: path(None, item.help) for item in INPUTS},
+    "feature_map": toml_table(None, "MF1-MF8 score references (see qe.decoder.nbest.FeatureMap)"),
+    "missing": choice("error", MISSING_POLICIES, "a sentence without a log entry: error, or NaN features"),
+    "id_offset": integer(0, "Moses sentence id of dataset id 0"),
+    "unknown_prefix": string(None, "Moses -mark-unknown prefix", optional=True),
+    "moses_input": path(None, "the tokenized text Moses translated (for untranslated words)"),
+    "base_dir": path(None, "folder that relative log paths are resolved against"),
 }
 
 
@@ -160,36 +178,32 @@ class DecoderFamily(FeatureFamily):
 
     name = "decoder"
 
+    setting_specs = SETTINGS
+    inputs = INPUTS
+
     def __init__(self, **settings: Any) -> None:
-        unknown = sorted(set(settings) - _KNOWN_SETTINGS)
-        if unknown:
-            raise QEInputError(
-                f"unknown decoder setting(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(_KNOWN_SETTINGS))}"
-            )
         super().__init__(**settings)
-        base = Path(settings["base_dir"]) if settings.get("base_dir") else None
+        settings = self.settings
+        base = Path(settings["base_dir"]) if settings["base_dir"] else None
         self.paths: dict[str, Path] = {}
         for key, _ in LOGS:
-            if settings.get(key):
-                path = Path(settings[key])
-                self.paths[key] = base / path if base is not None and not path.is_absolute() else path
-        self.missing = settings.get("missing", "error")
-        if self.missing not in MISSING_POLICIES:
-            raise QEInputError(f"decoder setting missing must be 'error' or 'nan', not {self.missing!r}")
-        try:
-            self.id_offset = int(settings.get("id_offset", 0))
-        except (TypeError, ValueError):
-            raise QEInputError(
-                f"decoder setting id_offset must be an integer: {settings['id_offset']!r}"
-            ) from None
-        self.feature_map = FeatureMap(settings.get("feature_map"))
-        self.unknown_prefix: str | None = settings.get("unknown_prefix") or None
-        moses_input = settings.get("moses_input")
+            if settings[key]:
+                log_path = Path(settings[key])
+                self.paths[key] = (
+                    base / log_path if base is not None and not log_path.is_absolute() else log_path
+                )
+        self.missing = settings["missing"]
+        self.id_offset = settings["id_offset"]
+        self.feature_map = FeatureMap(settings["feature_map"])
+        self.unknown_prefix: str | None = settings["unknown_prefix"] or None
+        moses_input = settings["moses_input"]
         if moses_input and base is not None and not Path(moses_input).is_absolute():
             moses_input = base / moses_input
         self.moses_input: Path | None = Path(moses_input) if moses_input else None
-        self._indexes: dict[str, LogIndex] | None = None
+
+    def fresh_state(self) -> dict[str, Any]:
+        """The per-sentence log summaries (read again in each worker)."""
+        return {"_indexes": None}
 
     # -- catalogue ------------------------------------------------------------------------------
 
@@ -369,19 +383,11 @@ class DecoderFamily(FeatureFamily):
         ]
 
 
-def settings_from_cli(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Decoder settings from parsed CLI values keyed by setting name (``nbest``, ``trace`` ...),
-    dropping the ones not given."""
-    return {key: options[key] for key, _ in CLI_OPTIONS.values() if options.get(key)}
-
-
 __all__ = [
-    "CLI_OPTIONS",
     "NBEST_SPECS",
     "SEARCH_GRAPH_SPECS",
     "TRACE_SPECS",
     "WORD_GRAPH_SPECS",
     "DecoderFamily",
     "all_specs",
-    "settings_from_cli",
 ]

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch
+from qe.features.registry import register_family
 from qe.resources.edits import N_FEATURES
 
 SPECS = [
@@ -52,10 +53,11 @@ class EditFeatures(FeatureFamily):
 
     name = "edits"
 
-    def __init__(self, **settings: Any) -> None:
-        if settings:
-            raise QEInputError(f"edits: takes no settings (got {', '.join(sorted(settings))})")
-        super().__init__()
+    needs_bundle = True
+
+    def required_members(self) -> list[str]:
+        """The bundle's post-editing statistics."""
+        return ["edits"]
 
     def specs(self) -> list[FeatureSpec]:
         """All edit features, in column order."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -12,44 +10,7 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, PairBatch, registered_families
-
-# Modules that define the built-in families; each registers itself when imported.
-BUILTIN_FAMILY_MODULES = [
-    "baseline17",
-    "lm",
-    "ibm1",
-    "surface",
-    "pseudoref",
-    "linguistic",
-    "decoder",
-    "edits",
-]
-
-
-def load_builtin_families() -> dict[str, type[FeatureFamily]]:
-    """Import every built-in family module that exists and return the registry."""
-    for name in BUILTIN_FAMILY_MODULES:
-        try:
-            importlib.import_module(f"qe.features.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"qe.features.{name}":
-                raise
-    return registered_families()
-
-
-def make_families(
-    names: Iterable[str], settings: dict[str, dict[str, Any]] | None = None
-) -> list[FeatureFamily]:
-    """Instantiate families by name with their per-family settings."""
-    registry = load_builtin_families()
-    settings = settings or {}
-    families = []
-    for name in names:
-        if name not in registry:
-            raise QEInputError(f"unknown feature family {name!r} (known: {', '.join(sorted(registry))})")
-        families.append(registry[name](**settings.get(name, {})))
-    return families
+from qe.features.base import FeatureFamily, PairBatch
 
 
 def _extract_batch(families: list[FeatureFamily], batch: PairBatch, resources: Any) -> np.ndarray:

@@ -37,18 +37,21 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, number, string
+from qe.features.registry import register_family
 from qe.resources import pos as pos_resources
 from qe.resources.ibm1 import MIN_PROB, NULL
 
-DEFAULTS: dict[str, Any] = {
-    "pos": "auto",  # True | False | "auto"
-    "coverage_threshold": 0.1,
-    "alignment": "intersect",  # "intersect" | "s2t" | "t2s"
-    "s2t": "ibm1.s2t",
-    "t2s": "ibm1.t2s",
-}
 ALIGNMENTS = ("intersect", "s2t", "t2s")
+SETTINGS = {
+    "pos": choice("auto", (True, False, "auto"), "POS-agreement features: on, off, or when both sides tag"),
+    "coverage_threshold": number(
+        0.1, "t(.|.) above which a word counts as covered", 0.0, 1.0, high_open=True
+    ),
+    "alignment": choice("intersect", ALIGNMENTS, "how one-to-one links are found"),
+    "s2t": string("ibm1.s2t", "bundle member: IBM1 t(target | source)"),
+    "t2s": string("ibm1.t2s", "bundle member: IBM1 t(source | target)"),
+}
 
 BASE_SPECS = [
     FeatureSpec(
@@ -89,25 +92,6 @@ POS_SPECS = [
         "ibm1.s2t+ibm1.t2s+spacy",
     ),
 ]
-
-
-def _check_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(settings) - set(DEFAULTS))
-    if unknown:
-        raise QEInputError(
-            f"ibm1: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
-        )
-    merged = {**DEFAULTS, **settings}
-    if merged["pos"] not in (True, False, "auto"):
-        raise QEInputError(f'ibm1: pos must be true, false or "auto", got {merged["pos"]!r}')
-    if merged["alignment"] not in ALIGNMENTS:
-        raise QEInputError(
-            f"ibm1: alignment must be one of {', '.join(ALIGNMENTS)}, got {merged['alignment']!r}"
-        )
-    threshold = merged["coverage_threshold"]
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold < 1.0:
-        raise QEInputError(f"ibm1: coverage_threshold must be a number in [0, 1), got {threshold!r}")
-    return merged
 
 
 def one_to_one_links(s2t: list[int], t2s: list[int], mode: str = "intersect") -> list[tuple[int, int]]:
@@ -156,17 +140,18 @@ class IBM1Features(FeatureFamily):
 
     name = "ibm1"
 
-    def __init__(self, **settings: Any) -> None:
-        merged = _check_settings(settings)
-        super().__init__(**merged)
-        self._pos_resolved: bool = merged["pos"] is True
-        self._taggers: dict[str, str] = {}
-        self._cache: dict[tuple, Any] = {}
+    setting_specs = SETTINGS
+    member_settings = ("s2t", "t2s")
+    needs_bundle = True
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_cache"] = {}
-        return state
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._pos_resolved: bool = self.settings["pos"] is True  # "auto" is resolved by bind
+        self._taggers: dict[str, str] = {}
+
+    def fresh_state(self) -> dict[str, Any]:
+        """Memoised lexicon rows (rebuilt in each worker)."""
+        return {"_cache": {}}
 
     @classmethod
     def catalogue(cls) -> list[FeatureSpec]:
@@ -175,6 +160,7 @@ class IBM1Features(FeatureFamily):
 
     def bind(self, resources: Any) -> IBM1Features:
         """Resolve ``pos="auto"`` against a bundle's languages (see the module docstring); returns self."""
+        super().bind(resources)
         if self.settings["pos"] == "auto":
             self._pos_resolved = resources is not None and all(
                 pos_resources.bundle_has_tagger(resources, side) for side in ("src", "tgt")
@@ -196,16 +182,10 @@ class IBM1Features(FeatureFamily):
         """The seven IBM1 features, then the four POS-agreement ones if ``use_pos``."""
         return BASE_SPECS + (POS_SPECS if self.use_pos else [])
 
-    def signature(self) -> str:
-        """Settings (and the POS taggers when used) that change values."""
-        s = self.settings
-        parts = [
-            f"threshold={s['coverage_threshold']:g}",
-            f"alignment={s['alignment']}",
-            f"pos={int(self.use_pos)}",
-        ]
-        parts += [f"tagger.{side}={name}" for side, name in sorted(self._taggers.items())]
-        return f"ibm1({','.join(parts)})"
+    def signature_details(self) -> list[str]:
+        """The resolved POS switch and, when used, the taggers."""
+        parts = [f"pos_used={int(self.use_pos)}"]
+        return parts + [f"tagger.{side}={name}" for side, name in sorted(self._taggers.items())]
 
     # ------------------------------------------------------------------ extraction
 

