@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import tomli_w
 
 from qe.cli import main
 from qe.errors import QEInputError
@@ -160,3 +161,36 @@ def test_cli_checks_the_pseudo_reference_line_count(tmp_path, capsys):
     assert header.split("\t")[:2] == ["pseudoref.bleu", "pseudoref.bleu_nobp"]
     assert len(rows) == 2
     assert float(rows[0].split("\t")[0]) == pytest.approx(100)  # identical to its pseudo-reference
+
+
+def test_a_model_with_pseudoref_takes_the_same_input_in_qe_run_and_qe_predict(tmp_path, capsys):
+    src = [f"the cat number {i} sat on the mat" for i in range(12)]
+    mt = [f"el gato número {i} se sentó en la alfombra" for i in range(12)]
+    pseudo = [f"el gato {i} estaba en la alfombra" for i in range(12)]
+    for name, lines in (("src", src), ("mt", mt), ("pseudo", pseudo)):
+        write_lines(tmp_path / f"{name}.txt", lines)
+    write_lines(tmp_path / "labels.txt", [str(1 + i % 5) for i in range(12)])
+    split = {"src": "src.txt", "mt": "mt.txt", "labels": "labels.txt", "pseudo_ref": "pseudo.txt"}
+    config = tmp_path / "config.toml"
+    config.write_text(
+        tomli_w.dumps(
+            {
+                "data": {"train": split, "test": split, "label_range": [1, 5]},
+                "features": {"families": ["pseudoref", "surface"]},
+                "learner": {"name": "mean"},
+                "cv": {"folds": 3},
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
+    model = str(tmp_path / "run" / "model.skops")
+    base = ["predict", "--model", model, "--src", str(tmp_path / "src.txt"), "--mt", str(tmp_path / "mt.txt")]
+    capsys.readouterr()
+    assert main([*base, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "pseudoref needs pseudo_ref" in err and "pass --pseudo-ref FILE" in err
+    assert main([*base, "--pseudo-ref", str(tmp_path / "pseudo.txt"), "--quiet"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 13  # header + 12 scores
+    assert main([*base, "--decoder-nbest", str(tmp_path / "src.txt"), "--quiet"]) == 2
+    assert "none of the families pseudoref, surface uses it" in capsys.readouterr().err
