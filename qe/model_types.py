@@ -88,6 +88,8 @@ MODEL_NODES = frozenset(
 )
 # Types that may appear as values (skops TypeNode: the key types of a dict), not as objects.
 KEY_TYPES = frozenset({"builtins.str"})
+# The bit generator a numpy Generator is rebuilt with: skops stores its class name as a string.
+BIT_GENERATORS = frozenset({"PCG64"})
 
 MAX_SCHEMA_BYTES = 256 << 20  # a schema larger than this is not one qe wrote
 
@@ -126,4 +128,15 @@ def refused_entries(data: bytes) -> tuple[list[str], list[str]]:
             refused.add(f"{kind} {full}")
         elif full not in (KEY_TYPES if loader == "TypeNode" else MODEL_TYPES):
             refused.add(f"type {full}" if loader == "TypeNode" else full)
+        elif loader == "RandomGeneratorNode" and _bit_generator(item) not in BIT_GENERATORS:
+            refused.add(f"bit generator numpy.random.{_bit_generator(item)}")
     return sorted(refused), sorted(present)
+
+
+def _bit_generator(node: dict[str, Any]) -> str | None:
+    """The class name a Generator node's state gives for its bit generator (where skops reads it)."""
+    try:
+        name = json.loads(node["content"]["bit_generator"]["content"]["bit_generator"]["content"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return name if isinstance(name, str) else None

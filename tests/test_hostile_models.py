@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -94,13 +95,21 @@ def test_hostile_model_is_refused_by_predict_and_load(tmp_path, capsys, payload)
     assert not marker.exists()
 
 
-def test_a_function_as_a_value_of_a_trusted_type_is_refused(tmp_path):
-    """Even inside types qe saves, a function (here ``numpy.save``) is never a value a model may hold."""
+def test_callables_inside_trusted_types_are_refused(tmp_path):
+    """Even inside types qe saves, a function (here ``numpy.save``) is never a value a model may hold,
+    nor a numpy attribute named as a Generator's bit generator (skops would call it)."""
     scaler = StandardScaler().fit(np.zeros((3, 1)))
     scaler.with_mean = np.save
+    scaler.rng_ = np.random.default_rng(0)
     path = tmp_path / "callable.skops"
     _dump(path, Pipeline([("scale", scaler), ("model", _dummy())]))
-    with pytest.raises(QEInputError, match=r"function numpy\.save"):
+    with zipfile.ZipFile(path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    files["schema.json"] = files["schema.json"].replace(b'"\\"PCG64\\""', b'"\\"seed\\""')
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    with pytest.raises(QEInputError, match=r"bit generator numpy\.random\.seed.*function numpy\.save"):
         load_model(path)
 
 
