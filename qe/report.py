@@ -264,9 +264,8 @@ def _check_data_paths(config: dict[str, Any], run_dir: Path, data_dir: str | Pat
     for key, value in named.items():
         if not isinstance(value, str) or not any(Path(value).resolve().is_relative_to(r) for r in roots):
             raise QEInputError(
-                f"config.toml names {key} = {value!r}, outside the run directory and the data directory "
-                f"({root}), "
-                "so it is not read; pass --data-dir with the folder that holds it",
+                f"config.toml names {key} = {value!r}, outside the run directory and the data "
+                f"directory ({root}), so it is not read; pass --data-dir with the folder that holds it",
                 run_dir / "config.toml",
             )
 
