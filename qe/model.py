@@ -3,55 +3,111 @@
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import skops.io as sio
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
 
 from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write
+from qe.model_types import MODEL_TYPES, refused_entries
 
-# Types a model file may contain; anything else is refused before loading.
-TRUSTED_PREFIXES = ("sklearn.", "numpy.", "scipy.", "qe.learners.")
+__all__ = ["MODEL_TYPES", "QEModel", "load_model", "prediction_only", "save_model"]
+
+SHOWN_REFUSED = 6  # refused entries named in an error
+
+
+def prediction_only(estimator: Any, _memo: dict[int, Any] | None = None) -> Any:
+    """``estimator`` without hyperparameter searches, for saving: a fitted search becomes its refitted
+    best estimator and an unfitted one (an ensemble member's template) its estimator, so the model
+    holds no scorer functions. Predictions are unchanged; the original is not modified."""
+    memo = {} if _memo is None else _memo
+    if id(estimator) in memo:
+        return memo[id(estimator)]
+    if isinstance(estimator, GridSearchCV | RandomizedSearchCV):
+        inner = getattr(estimator, "best_estimator_", estimator.estimator)
+        out = prediction_only(inner, memo)
+    elif isinstance(estimator, list | tuple):
+        items = [prediction_only(item, memo) for item in estimator]
+        same = all(a is b for a, b in zip(items, estimator, strict=True))
+        out = estimator if same else type(estimator)(items)
+    elif isinstance(estimator, dict):
+        values = {key: prediction_only(value, memo) for key, value in estimator.items()}
+        out = estimator if all(values[k] is estimator[k] for k in estimator) else values
+    elif isinstance(estimator, BaseEstimator):
+        state = {key: prediction_only(value, memo) for key, value in vars(estimator).items()}
+        out = estimator
+        if any(state[key] is not value for key, value in vars(estimator).items()):
+            out = type(estimator).__new__(type(estimator))
+            out.__dict__.update(state)
+    else:
+        out = estimator
+    memo[id(estimator)] = out
+    return out
+
+
+def _refused_message(refused: list[str]) -> str:
+    more = f" and {len(refused) - SHOWN_REFUSED} more" if len(refused) > SHOWN_REFUSED else ""
+    return ", ".join(refused[:SHOWN_REFUSED]) + more
 
 
 def save_model(path: str | Path, estimator: Any, feature_names: list[str], manifest: dict[str, Any]) -> None:
-    """Write the estimator, its input feature names and a JSON manifest into one skops file, atomically."""
+    """Write the estimator, its input feature names and a JSON manifest into one skops file, atomically.
+
+    Refuses (before writing) an estimator holding anything :func:`load_model` would refuse.
+    """
     payload = {
-        "estimator": estimator,
+        "estimator": prediction_only(estimator),
         "feature_names": list(feature_names),
         "manifest_json": json.dumps(manifest),
     }
+    try:
+        data = sio.dumps(payload)
+    except Exception as exc:  # skops refuses some objects with TypeError, others overflow the stack
+        raise QEInputError(f"cannot save this learner as a skops file ({type(exc).__name__})", path) from None
+    refused, _ = refused_entries(data)
+    if refused:
+        raise QEInputError(
+            f"cannot save this learner: it holds {_refused_message(refused)}, which a qe model file "
+            "may not contain (see qe.model_types)",
+            path,
+        )
     with atomic_write(path, "wb") as handle:
-        handle.write(sio.dumps(payload))
-
-
-def _untrusted(types: list[str]) -> list[str]:
-    return [name for name in types if not name.startswith(TRUSTED_PREFIXES)]
+        handle.write(data)
 
 
 def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
-    """Load ``(estimator, feature_names, manifest)``, refusing files with types outside the allowlist."""
+    """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES`` and any
+    callable before anything in the file is imported or built."""
     path = Path(path)
     if not path.is_file():
         raise QEInputError("model file not found", path)
     try:
-        types = sio.get_untrusted_types(file=path)
-    except (zipfile.BadZipFile, json.JSONDecodeError, KeyError, OSError, ValueError, EOFError) as exc:
-        raise QEInputError(f"not a readable qe model file (truncated or corrupt?): {exc}", path) from None
-    refused = _untrusted(types)
+        data = path.read_bytes()  # read once: the bytes checked are the bytes loaded
+        refused, present = refused_entries(data)
+    except Exception as exc:  # zipfile, zlib and json raise many types for a damaged file
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise QEInputError(f"not a readable qe model file (truncated or corrupt?): {reason}", path) from None
     if refused:
-        raise QEInputError(f"model file holds untrusted types, refusing to load: {', '.join(refused)}", path)
+        found = _refused_message(refused)
+        raise QEInputError(f"model file holds untrusted types or callables, refusing to load: {found}", path)
     try:
-        payload = sio.load(path, trusted=types)
+        payload = sio.loads(data, trusted=present)
     except Exception as exc:  # skops raises many types for corrupt content
-        raise QEInputError(f"cannot load model file: {exc}", path) from None
+        raise QEInputError(f"cannot load model file: {type(exc).__name__}", path) from None
     if not isinstance(payload, dict) or not {"estimator", "feature_names", "manifest_json"} <= set(payload):
         raise QEInputError("not a qe model file (missing estimator / feature names / manifest)", path)
-    return payload["estimator"], list(payload["feature_names"]), json.loads(payload["manifest_json"])
+    try:
+        manifest = json.loads(payload["manifest_json"])
+    except (TypeError, json.JSONDecodeError):
+        raise QEInputError("not a qe model file (unreadable manifest)", path) from None
+    if not isinstance(manifest, dict):
+        raise QEInputError("not a qe model file (the manifest is not an object)", path)
+    return payload["estimator"], list(payload["feature_names"]), manifest
 
 
 class QEModel:

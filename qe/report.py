@@ -165,6 +165,16 @@ def _check_ablation(ablation: dict[str, Any], path: Path) -> None:
         raise QEInputError("corrupt ablation.json: 'systems' must map names to objects", path)
 
 
+def _own_file(folder: Path, name: str) -> Path | None:
+    """``folder/name`` if it is a file of that folder, None if absent; a link leading out is refused."""
+    path = folder / name
+    if not path.is_file():
+        return None
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise QEInputError(f"{name} is a link to a file outside {folder}, refusing to read it", path)
+    return path
+
+
 def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> RunDir:
     """Read a run directory (``metrics.json`` ...) and/or an ablation directory (``ablation.json``).
 
@@ -174,39 +184,39 @@ def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> Run
     path = Path(run_dir)
     if not path.is_dir():
         raise QEInputError("run directory not found", path)
-    metrics_path, ablation_path = path / "metrics.json", path / "ablation.json"
-    if ablation_dir is not None:
-        ablation_path = Path(ablation_dir) / "ablation.json"
-        if not ablation_path.is_file():
-            raise QEInputError("not an ablation directory (no ablation.json)", ablation_dir)
-    if not metrics_path.is_file() and not ablation_path.is_file():
+    metrics_path = _own_file(path, "metrics.json")
+    ablation_path = _own_file(path if ablation_dir is None else Path(ablation_dir), "ablation.json")
+    if ablation_dir is not None and ablation_path is None:
+        raise QEInputError("not an ablation directory (no ablation.json)", ablation_dir)
+    if metrics_path is None and ablation_path is None:
         raise QEInputError("not a run directory (no metrics.json or ablation.json)", path)
     metrics = None
-    if metrics_path.is_file():
+    if metrics_path is not None:
         metrics = _read_json(metrics_path, "metrics.json")
         _check_metrics(metrics, metrics_path)
     ablation = None
-    if ablation_path.is_file():
+    if ablation_path is not None:
         ablation = _read_json(ablation_path, "ablation.json")
         _check_ablation(ablation, ablation_path)
     config = None
-    config_path = path / "config.toml"
-    if config_path.is_file():
+    config_path = _own_file(path, "config.toml")
+    if config_path is not None:
         try:
             config = tomllib.loads(config_path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise QEInputError(f"corrupt config.toml: {exc}", config_path) from None
     predictions = None
-    if metrics is not None and (path / "predictions.tsv").is_file():
-        predictions = read_predictions(path / "predictions.tsv")
+    predictions_path = _own_file(path, "predictions.tsv")
+    if metrics is not None and predictions_path is not None:
+        predictions = read_predictions(predictions_path)
     selection = None
-    if (path / "selection.json").is_file():
-        selection = _read_json(path / "selection.json", "selection.json")
+    if (selection_path := _own_file(path, "selection.json")) is not None:
+        selection = _read_json(selection_path, "selection.json")
         if not isinstance(selection.get("path"), list):
-            raise QEInputError("corrupt selection.json: no 'path' list", path / "selection.json")
+            raise QEInputError("corrupt selection.json: no 'path' list", selection_path)
     model_text = None
-    if (path / "model.txt").is_file():
-        model_text = (path / "model.txt").read_text(encoding="utf-8", errors="replace").rstrip("\n")
+    if (model_path := _own_file(path, "model.txt")) is not None:
+        model_text = model_path.read_text(encoding="utf-8", errors="replace").rstrip("\n")
     return RunDir(path, config, metrics, predictions, selection, model_text, ablation)
 
 
@@ -223,6 +233,7 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     config = json.loads(json.dumps(run.config))  # a private copy
     if data_dir is not None:
         config.setdefault("data", {})["data_dir"] = str(data_dir)
+    _check_data_paths(config, run.path, data_dir)
     try:
         dataset = load_split_dataset(config, "test")
     except KeyError as exc:
@@ -237,6 +248,34 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     if list(dataset.ids) != ids:
         raise QEInputError("predictions.tsv ids do not match the test split's ids", run.path)
     return None if dataset.labels is None else np.asarray(dataset.labels, dtype=np.float64)
+
+
+def _check_data_paths(config: dict[str, Any], run_dir: Path, data_dir: str | Path | None) -> None:
+    """Refuse test data named by config.toml outside the run directory and the data directory
+    (``--data-dir``, else ``$QE_DATA_DIR``): an edited config.toml must not make a report read other files."""
+    from qe.data import resolve_data_dir
+
+    root = resolve_data_dir(data_dir)
+    roots = (run_dir.resolve(), root.resolve())
+    data = config.get("data", {}) if isinstance(config.get("data"), dict) else {}
+    named = {f"data.test.{role}": value for role, value in (data.get("test") or {}).items()}
+    if data_dir is None and "data_dir" in data:
+        named["data.data_dir"] = data["data_dir"]
+    for key, value in named.items():
+        if not isinstance(value, str) or not any(Path(value).resolve().is_relative_to(r) for r in roots):
+            raise QEInputError(
+                f"config.toml names {key} = {value!r}, outside the run directory and the data "
+                f"directory ({root}), so it is not read; pass --data-dir with the folder that holds it",
+                run_dir / "config.toml",
+            )
+
+
+def _reason(exc: QEInputError) -> str:
+    """An error as a report may show it: one pointing at a line of a file gives only the place (its
+    message may quote that line, and a report is shared)."""
+    if exc.line is None:
+        return str(exc)
+    return f"{exc.path}:{exc.line} could not be read (qe report printed why)"
 
 
 # --------------------------------------------------------------------------- analyses
@@ -278,10 +317,10 @@ def model_importances(run: RunDir) -> tuple[list[str], np.ndarray] | str:
     """``(feature names, importances)`` of a tree ensemble, else a sentence saying why there are none."""
     from qe.model import QEModel
 
-    model_path = run.path / "model.skops"
-    if not model_path.is_file():
-        return "Feature importances are not available: the run directory has no model.skops."
     try:
+        model_path = _own_file(run.path, "model.skops")
+        if model_path is None:
+            return "Feature importances are not available: the run directory has no model.skops."
         model = QEModel.load(model_path)
     except QEInputError as exc:
         return f"Feature importances are not available: the model could not be loaded ({exc})."
@@ -726,8 +765,8 @@ def build_report(
             try:
                 gold = gold_labels(run, data_dir)
             except QEInputError as exc:
-                reason = f"Gold labels could not be read, so no error analysis: {exc}"
-                notes.append(reason)
+                reason = f"Gold labels could not be read, so no error analysis: {_reason(exc)}"
+                notes.append(f"Gold labels could not be read, so no error analysis: {exc}")
         blocks += _errors_section(run, gold, reason, figures)
     blocks += _selection_section(run, figures)
     blocks += _model_section(run, figures)
@@ -841,15 +880,32 @@ def render_html(blocks: list[Block], title: str) -> str:
 
 
 def write_report(
-    run_dir: str | Path, *, data_dir: str | Path | None = None, ablation_dir: str | Path | None = None
+    run_dir: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    ablation_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Write ``report.md``, ``report.html`` and ``report_files/*.png`` into the run directory.
+    """Write ``report.md``, ``report.html`` and ``report_files/*.png`` into the run directory (or
+    ``out_dir``).
 
     Returns ``{"markdown": path, "html": path, "figures": [paths], "notes": [...]}``; each file is
     written atomically, figures first so the pages never link a missing image.
     """
     run_dir = Path(run_dir)
     report = build_report(run_dir, data_dir=data_dir, ablation_dir=ablation_dir)
+    target = run_dir if out_dir is None else Path(out_dir)
+    try:
+        return _write(report, target)
+    except OSError as exc:
+        raise QEInputError(
+            f"cannot write the report here ({exc.strerror or type(exc).__name__}); "
+            "pass --out DIR to write it elsewhere",
+            target,
+        ) from None
+
+
+def _write(report: Report, run_dir: Path) -> dict[str, Any]:
     figures_dir = run_dir / FIGURES_DIR
     written = []
     for name, data in report.figures.items():

@@ -176,11 +176,21 @@ def test_config_errors(tmp_path, small_data):
         build(tmp_path, small_data, no_lang)
 
 
+def restamp(bundle: Path, member: str) -> None:
+    """Record a member file's current size and sha256 in the manifest (a corrupt file, built so)."""
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    entry = manifest["members"][member]
+    data = (bundle / entry["file"]).read_bytes()
+    entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+
+
 def test_missing_or_corrupt_member_files(tmp_path, small_data):
     build(tmp_path, small_data, small_config())
     out = tmp_path / "out"
     (out / "ngrams.src.tsv.gz").unlink()
     (out / "ibm1.s2t.txt").write_text("house casa not-a-number\n")
+    restamp(out, "ibm1.s2t")
     bundle = ResourceBundle(out)
     with pytest.raises(QEInputError, match="missing") as info:
         bundle.get("ngrams.src")
@@ -201,6 +211,7 @@ def test_corrupt_language_model_is_named(tmp_path, small_data):
     build(tmp_path, small_data, small_config(with_lm=True))
     lm_file = tmp_path / "out" / "lm.src.bin"
     lm_file.write_bytes(b"\x00garbage" * 10)
+    restamp(tmp_path / "out", "lm.src")
     with pytest.raises(QEInputError) as info:
         ResourceBundle(tmp_path / "out")["lm.src"].log10_prob(["a"])
     assert info.value.path.endswith("lm.src.bin")

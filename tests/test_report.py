@@ -117,7 +117,7 @@ def test_label_bands_and_residuals_by_hand():
 
 def test_report_tables_match_the_run_files(runs, capsys):
     run = runs["svr"]
-    assert main(["report", str(run)]) == 0
+    assert main(["report", str(run), "--data-dir", str(runs["root"])]) == 0  # the test data is there
     assert "report.md" in capsys.readouterr().out
     text = (run / "report.md").read_text()
     metrics = json.loads((run / "metrics.json").read_text())
@@ -158,7 +158,7 @@ def test_report_tables_match_the_run_files(runs, capsys):
     assert not (run / "report_files/importances.png").exists()
     # a second report is byte-identical
     before = (run / "report.md").read_bytes(), (run / "report_files/scatter.png").read_bytes()
-    assert main(["report", str(run)]) == 0
+    assert main(["report", str(run), "--data-dir", str(runs["root"])]) == 0
     assert ((run / "report.md").read_bytes(), (run / "report_files/scatter.png").read_bytes()) == before
 
 
@@ -254,7 +254,7 @@ def test_missing_gold_labels_give_a_note_not_a_failure(runs, tmp_path, capsys):
     shutil.copytree(runs["svr"], run)
     config = run / "config.toml"
     config.write_text(config.read_text().replace("test/labels.txt", "test/gone.txt"))
-    assert main(["report", str(run)]) == 0
+    assert main(["report", str(run), "--data-dir", str(runs["root"])]) == 0
     err = capsys.readouterr().err
     assert err.startswith("qe: warning: Gold labels could not be read") and "gone.txt" in err
     text = (run / "report.md").read_text()

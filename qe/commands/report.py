@@ -17,18 +17,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "report.html and PNG figures in report_files/ into it.",
     )
     parser.add_argument("run_dir", type=Path, help="run directory written by `qe run` or `qe ablate`")
-    parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="folder with the datasets (default: $QE_DATA_DIR); the report reads test data only from "
+        "here and from the run directory",
+    )
     parser.add_argument(
         "--ablation", type=Path, metavar="DIR", help="add the results of a `qe ablate` output directory"
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="write the report into DIR instead of the run directory"
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    written = write_report(args.run_dir, data_dir=args.data_dir, ablation_dir=args.ablation)
+    written = write_report(args.run_dir, data_dir=args.data_dir, ablation_dir=args.ablation, out_dir=args.out)
     for note in written["notes"]:
         print(f"qe: warning: {note}", file=sys.stderr)
     print(f"report: {written['markdown']}")
     print(f"report: {written['html']}")
-    print(f"figures: {len(written['figures'])} in {Path(args.run_dir) / 'report_files'}")
+    print(f"figures: {len(written['figures'])} in {written['markdown'].parent / 'report_files'}")
     return 0

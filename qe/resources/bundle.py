@@ -93,11 +93,18 @@ _EDITS_KEYS = {"dataset", "split", "folds", "seed"}
 
 _PROCESS_CACHE: dict[tuple, Any] = {}  # loaded members shared by all bundles of this process
 _PROCESS_CACHE_SIZE = 16
+# Digest of each member file version (resolved path, size, mtime_ns) checked in this process.
+_VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
 def clear_loaded_members() -> None:
     """Forget the members loaded in this process (they stay alive while a bundle holds them)."""
     _PROCESS_CACHE.clear()
+
+
+def clear_verified_members() -> None:
+    """Forget which member files were checked against their sha256 in this process."""
+    _VERIFIED.clear()
 
 
 class ResourceBundle:
@@ -213,17 +220,14 @@ class ResourceBundle:
     def _load_shared(self, name: str, options: dict[str, Any], key: tuple) -> Any:
         """Load through a per-process cache, so joblib workers (which receive the bundle without its
         loaded members) load each member file once, not once per batch."""
-        self._require(name)
-        path = self.path / self.manifest["members"][name]["file"]
-        try:
-            stat = path.stat()
-        except OSError:
-            return self._load(name, options)  # reports the missing file
+        path = self.member_path(name)
+        stat = path.stat()
+        self._verify(name, path, stat)
         shared_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, key)
         if shared_key not in _PROCESS_CACHE:
             if len(_PROCESS_CACHE) >= _PROCESS_CACHE_SIZE:
                 _PROCESS_CACHE.pop(next(iter(_PROCESS_CACHE)))
-            _PROCESS_CACHE[shared_key] = self._load(name, options)
+            _PROCESS_CACHE[shared_key] = self._load(name, path, options)
         return _PROCESS_CACHE[shared_key]
 
     def _require(self, name: str) -> None:
@@ -231,13 +235,44 @@ class ResourceBundle:
             known = ", ".join(self.names()) or "none"
             raise QEInputError(f"bundle has no resource {name!r} (has: {known})", self.path)
 
-    def _load(self, name: str, options: dict[str, Any]) -> Any:
+    def member_path(self, name: str) -> Path:
+        """The file of a member: a plain file name inside the bundle (no directory part, no ``..``, no
+        link leading out of the bundle), else ``QEInputError`` naming the member; it must exist."""
         self._require(name)
-        entry = self.manifest["members"][name]
-        path = self.path / entry["file"]
+        file = self.manifest["members"][name].get("file")
+        if not isinstance(file, str) or file in ("", ".", "..") or any(c in file for c in "/\\\0"):
+            raise QEInputError(
+                f"bundle member {name!r} must name a plain file inside the bundle", self.path / MANIFEST
+            )
+        path = self.path / file
         if not path.is_file():
             raise QEInputError(f"resource file of {name!r} is missing", path)
-        kind = entry["kind"]
+        if not path.resolve().is_relative_to(self.path.resolve()):
+            raise QEInputError(f"bundle member {name!r} is a link to a file not inside the bundle", path)
+        return path
+
+    def _verify(self, name: str, path: Path, stat: os.stat_result) -> None:
+        """Check a member file against the size and sha256 in the manifest; the digest of each file
+        version (path, size, mtime) is computed once per process."""
+        entry = self.manifest["members"][name]
+        expected = entry.get("sha256")
+        if not isinstance(expected, str):
+            raise QEInputError(f"bundle member {name!r} has no sha256 in the manifest", self.path / MANIFEST)
+        version = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if version not in _VERIFIED:
+            if stat.st_size != entry.get("bytes", stat.st_size):
+                _VERIFIED[version] = "size differs"
+            else:
+                _VERIFIED[version] = sha256_file(path)
+        if _VERIFIED[version] != expected:
+            raise QEInputError(
+                f"resource {name!r} does not match the sha256 in the bundle manifest "
+                "(changed, swapped or truncated since the bundle was built); rebuild the bundle",
+                path,
+            )
+
+    def _load(self, name: str, path: Path, options: dict[str, Any]) -> Any:
+        kind = self.manifest["members"][name]["kind"]
         try:
             if kind == "kenlm":
                 from qe.resources.lm import LanguageModel
@@ -256,7 +291,7 @@ class ResourceBundle:
         except QEInputError:
             raise
         except (OSError, RuntimeError, ValueError) as exc:
-            raise QEInputError(f"cannot load resource {name!r}: {exc}", path) from None
+            raise QEInputError(f"cannot load resource {name!r} ({type(exc).__name__})", path) from None
         raise QEInputError(f"unknown resource kind {kind!r} for {name!r}", self.path / MANIFEST)
 
 

@@ -219,7 +219,7 @@ class EditModel:
             with gzip.open(path, "rb") as handle:
                 payload = json.loads(handle.read().decode("utf-8"))
             if payload.get("format") != FORMAT:
-                raise ValueError(f"format is {payload.get('format')!r}, expected {FORMAT}")
+                raise QEInputError(f"not a qe edit model (expected the format {FORMAT})", path)
             return cls(
                 EditStats(**payload["full"]),
                 [EditStats(**f) for f in payload["folds"]],
@@ -235,4 +235,5 @@ class EditModel:
             TypeError,
             AttributeError,
         ) as exc:
-            raise QEInputError(f"not a readable edit model ({exc.__class__.__name__}: {exc})", path) from None
+            # the exception's text may quote the file: only its class is shown
+            raise QEInputError(f"not a readable edit model ({exc.__class__.__name__})", path) from None

@@ -303,9 +303,9 @@ class IBM1Table:
             try:
                 p = float(fields[2])
             except ValueError:
-                raise QEInputError(f"probability is not a number: {fields[2]!r}", path, number) from None
+                raise QEInputError("probability is not a number", path, number) from None
             if not 0.0 <= p <= 1.0 + 1e-6:
-                raise QEInputError(f"probability outside [0, 1]: {fields[2]!r}", path, number)
+                raise QEInputError("probability outside [0, 1]", path, number)
             if p < min_prob:
                 continue
             rows.append(src_index.setdefault(fields[0], len(src_index)))

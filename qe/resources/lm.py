@@ -350,7 +350,17 @@ def _load_kenlm(path: str, size: int, mtime_ns: int) -> Any:
         raise QEInputError("not a valid KenLM model (ARPA or binary)", path) from None
     except Exception as exc:  # kenlm raises OSError for unreadable, truncated or malformed files
         reason = re.sub(r"^Cannot read model '.*?' \(", "", str(exc)).rstrip(")")
-        raise QEInputError(f"not a valid KenLM model (ARPA or binary): {_shorten(reason)}", path) from None
+        raise QEInputError(
+            f"not a valid KenLM model (ARPA or binary): {_without_content(reason)}", path
+        ) from None
+
+
+def _without_content(reason: str) -> str:
+    """A KenLM load error without the text it quotes from the file (e.g. its first line)."""
+    head, quoted, _ = reason.partition('first non-empty line was "')
+    if quoted:
+        head += "its first non-empty line is not \\data\\ (not an ARPA file)"
+    return _shorten(head.split('"', 1)[0])
 
 
 def clear_model_cache() -> None:

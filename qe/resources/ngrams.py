@@ -176,7 +176,8 @@ class NgramCounts:
             with gzip.open(path, "rb") as handle:
                 data = handle.read()
         except (OSError, EOFError) as exc:
-            raise QEInputError(f"not a readable gzip n-gram count file ({exc})", path) from None
+            reason = type(exc).__name__  # not its text: that may quote the file's first bytes
+            raise QEInputError(f"not a readable gzip n-gram count file ({reason})", path) from None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -201,7 +202,7 @@ class NgramCounts:
                 try:
                     order = int(line[1 : -len("-grams:")])
                 except ValueError:
-                    raise QEInputError(f"bad section line {line!r}", path, number) from None
+                    raise QEInputError("bad section line (expected '\\N-grams:')", path, number) from None
                 skip = wanted is not None and order not in wanted
                 current = None if skip else tables.setdefault(order, {})
                 continue
@@ -213,7 +214,7 @@ class NgramCounts:
             try:
                 count = int(count_text)
             except ValueError:
-                raise QEInputError(f"count is not an integer: {count_text!r}", path, number) from None
+                raise QEInputError("count is not an integer", path, number) from None
             if count >= min_count:
                 current[gram] = count
         if not tables:
@@ -254,7 +255,7 @@ def load_truecase_counts(path: str | Path) -> NgramCounts:
         for word, count_text in zip(fields[::2], fields[1::2], strict=True):
             match = _TRUECASE_COUNT.fullmatch(count_text)
             if match is None:
-                raise QEInputError(f"bad count {count_text!r} (expected '(n)' or '(n/total)')", path, number)
+                raise QEInputError("bad count (expected '(n)' or '(n/total)')", path, number)
             count = int(match.group(1))
             key = word.lower()
             counts[key] = counts.get(key, 0) + count

@@ -1,0 +1,195 @@
+"""Hostile resource bundles: member paths stay inside the bundle, member files match their sha256,
+and no loader echoes file content in an error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import qe.resources.bundle as bundle_module
+from qe.cli import main
+from qe.errors import QEInputError
+from qe.resources.bundle import ResourceBundle, clear_loaded_members
+from qe.resources.edits import EditModel
+from qe.resources.ibm1 import IBM1Table
+from qe.resources.ngrams import NgramCounts, load_truecase_counts
+from tests.conftest import write_lines
+from tests.test_bundle import build, needs_kenlm, small_config, small_data  # noqa: F401 (fixture)
+
+SECRET = "SECRET-TOKEN-1234"
+# A file outside the bundle whose first line an IBM1 loader that echoes its input would print.
+SECRET_LINE = f"house casa {SECRET}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_caches():
+    clear_loaded_members()
+    bundle_module.clear_verified_members()
+    yield
+    clear_loaded_members()
+    bundle_module.clear_verified_members()
+
+
+@pytest.fixture()
+def bundle_dir(tmp_path, small_data):  # noqa: F811 (the fixture imported above)
+    config = small_config(ibm1={"iterations": 3, "directions": ["s2t", "t2s"], "min_prob": 0.0})
+    build(tmp_path, small_data, config)
+    return tmp_path / "out"
+
+
+def _set_member_file(bundle: Path, member: str, value: str) -> None:
+    manifest_path = bundle / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["members"][member]["file"] = value
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def _features(tmp_path: Path, bundle: Path, capsys) -> tuple[int, str]:
+    src = write_lines(tmp_path / "in.en", ["The house is small ."])
+    mt = write_lines(tmp_path / "in.es", ["La casa es pequeña ."])
+    argv = ["features", "--src", str(src), "--mt", str(mt), "--resources", str(bundle)]
+    capsys.readouterr()
+    code = main([*argv, "--families", "ibm1", "--out", str(tmp_path / "f.tsv"), "--quiet"])
+    return code, capsys.readouterr().err.strip()
+
+
+# ---------------------------------------------------------------------------------- 2. member paths
+
+
+@pytest.mark.parametrize("kind", ["absolute", "dotdot", "symlink"])
+def test_member_paths_leading_out_of_the_bundle_are_refused(tmp_path, bundle_dir, capsys, kind):
+    secret = write_lines(tmp_path / "secret.txt", [SECRET_LINE])
+    if kind == "absolute":
+        _set_member_file(bundle_dir, "ibm1.s2t", str(secret))
+    elif kind == "dotdot":
+        _set_member_file(bundle_dir, "ibm1.s2t", os.path.relpath(secret, bundle_dir))
+    else:
+        (bundle_dir / "ibm1.s2t.txt").unlink()
+        (bundle_dir / "ibm1.s2t.txt").symlink_to(secret)
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "'ibm1.s2t'" in err and "inside the bundle" in err
+    assert SECRET not in err
+    with pytest.raises(QEInputError, match=r"ibm1\.s2t") as info:
+        ResourceBundle(bundle_dir).get("ibm1.s2t")
+    assert SECRET not in str(info.value)
+
+
+def test_etc_passwd_as_a_member_file_is_refused_without_reading_it(bundle_dir, tmp_path, capsys):
+    for value in ("/etc/passwd", "../../../../../../../../etc/passwd"):
+        _set_member_file(bundle_dir, "ibm1.t2s", value)
+        code, err = _features(tmp_path, bundle_dir, capsys)
+        assert code == 2 and "'ibm1.t2s'" in err and "root:" not in err
+
+
+def _link(member: Path, target: Path) -> None:
+    """Replace a member file by a symbolic link to ``target`` holding the same bytes."""
+    target.write_bytes(member.read_bytes())
+    member.unlink()
+    member.symlink_to(target)
+
+
+def test_a_link_to_the_same_table_loads_inside_the_bundle_and_is_refused_outside(tmp_path, bundle_dir):
+    """Same bytes (the sha256 matches): only where the link leads decides."""
+    member = bundle_dir / "ibm1.s2t.txt"
+    _link(member, bundle_dir / "copy.txt")
+    assert ResourceBundle(bundle_dir)["ibm1.s2t"].translations("cat")
+    clear_loaded_members()
+    _link(member, tmp_path / "outside.txt")
+    with pytest.raises(QEInputError, match=r"'ibm1\.s2t'.*inside the bundle"):
+        ResourceBundle(bundle_dir).get("ibm1.s2t")
+
+
+def test_loaders_never_echo_file_content(tmp_path):
+    """Errors name the file and line, never the bytes found there (a bundle may name any file)."""
+    cases = []
+    ibm1 = write_lines(tmp_path / "ibm1.txt", [SECRET_LINE])
+    cases.append(lambda: IBM1Table.load(ibm1))
+    outside = write_lines(tmp_path / "ibm1-range.txt", ["house casa 1234567.5"])
+    cases.append(lambda: IBM1Table.load(outside))
+    plain = write_lines(tmp_path / "plain.gz", [SECRET_LINE])
+    cases.append(lambda: NgramCounts.load(plain))
+    header = json.dumps({"format": "qe-ngram-counts/1"})
+    for body in ([f"\\{SECRET}-grams:"], ["\\1-grams:", f"house\t{SECRET}"]):
+        table = tmp_path / f"ngrams{len(cases)}.tsv.gz"
+        table.write_bytes(gzip.compress(("\n".join([header, *body]) + "\n").encode()))
+        cases.append(lambda table=table: NgramCounts.load(table))
+    truecase = write_lines(tmp_path / "truecase.en", [f"the ({SECRET})"])
+    cases.append(lambda: load_truecase_counts(truecase))
+    edits = tmp_path / "edits.json.gz"
+    edits.write_bytes(gzip.compress(json.dumps({"format": SECRET}).encode()))
+    cases.append(lambda: EditModel.load(edits))
+    for case in cases:
+        with pytest.raises(QEInputError) as info:
+            case()
+        assert SECRET not in str(info.value) and "1234567" not in str(info.value)
+
+
+@needs_kenlm
+def test_kenlm_loader_never_echoes_file_content(tmp_path):
+    from qe.resources.lm import LanguageModel
+
+    text = write_lines(tmp_path / "not-a-model.arpa", [SECRET_LINE, "more"])
+    with pytest.raises(QEInputError, match="not a valid KenLM model") as info:
+        LanguageModel(text).log10_prob(["house"])
+    assert SECRET not in str(info.value) and info.value.path == str(text)
+
+
+# ---------------------------------------------------------------------------------- 3. member sha256
+
+
+def test_a_swapped_member_is_refused(tmp_path, bundle_dir, capsys):
+    """Two valid IBM1 tables: swapping them gave silently different scores."""
+    s2t, t2s = bundle_dir / "ibm1.s2t.txt", bundle_dir / "ibm1.t2s.txt"
+    data_s2t, data_t2s = s2t.read_bytes(), t2s.read_bytes()
+    s2t.write_bytes(data_t2s)
+    t2s.write_bytes(data_s2t)
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "sha256" in err and ("'ibm1.s2t'" in err or "'ibm1.t2s'" in err)
+    with pytest.raises(QEInputError, match=r"'ibm1\.s2t'.*sha256"):
+        ResourceBundle(bundle_dir).get("ibm1.s2t")
+
+
+def test_a_truncated_member_is_refused(tmp_path, bundle_dir, capsys):
+    table = bundle_dir / "ibm1.s2t.txt"
+    lines = table.read_text().splitlines(keepends=True)
+    table.write_text("".join(lines[: len(lines) // 2]))  # still a valid table, with fewer entries
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "'ibm1.s2t'" in err and "sha256" in err
+
+
+def test_a_swapped_ngram_table_is_refused(bundle_dir):
+    ngrams, unigrams = bundle_dir / "ngrams.src.tsv.gz", bundle_dir / "unigrams.src.tsv.gz"
+    ngrams.write_bytes(unigrams.read_bytes())
+    with pytest.raises(QEInputError, match=r"'ngrams\.src'.*sha256") as info:
+        ResourceBundle(bundle_dir).get("ngrams.src")
+    assert info.value.path.endswith("ngrams.src.tsv.gz")
+
+
+def test_each_member_is_hashed_once_per_process_and_file_version(bundle_dir, monkeypatch):
+    calls = []
+    real = bundle_module.sha256_file
+    monkeypatch.setattr(bundle_module, "sha256_file", lambda path: calls.append(path) or real(path))
+    for _ in range(3):  # new bundle objects (as a worker gets per batch) and options: hashed once
+        bundle = ResourceBundle(bundle_dir)
+        bundle.get("ngrams.src")
+        bundle.get("ngrams.src", min_count=2)
+    assert len(calls) == 1
+    member = bundle_dir / "ngrams.src.tsv.gz"
+    stat = member.stat()
+    os.utime(member, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # a new file version
+    ResourceBundle(bundle_dir).get("ngrams.src")
+    assert len(calls) == 2
+
+
+def test_a_manifest_without_a_member_sha256_is_refused(bundle_dir):
+    manifest = json.loads((bundle_dir / "manifest.json").read_text())
+    del manifest["members"]["ibm1.s2t"]["sha256"]
+    (bundle_dir / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(QEInputError, match=r"'ibm1\.s2t'.*sha256"):
+        ResourceBundle(bundle_dir).get("ibm1.s2t")

@@ -1,0 +1,245 @@
+"""Hostile model files: a skops tree may hold only the exact types qe saves, never a callable.
+
+The two payloads below were found on a build that trusted every ``sklearn.`` / ``numpy.`` type:
+a pipeline of ``FunctionTransformer`` steps ran arbitrary Python at ``qe predict``, another wrote
+a file anywhere. Both must be refused before anything in them runs.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skops.io as sio
+from sklearn.datasets import dump_svmlight_file
+from sklearn.dummy import DummyRegressor
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.utils._testing import assert_run_python_script_without_output
+
+from qe import __version__
+from qe.cli import main
+from qe.config import load_config
+from qe.errors import QEInputError
+from qe.learners.factory import LEARNERS, make_learner
+from qe.model import MODEL_TYPES, QEModel, load_model, save_model
+from tests.conftest import write_lines
+
+MANIFEST = {
+    "qe_version": __version__,
+    "families": ["surface"],
+    "family_settings": {},
+    "feature_sets": [],
+    "resources": None,
+    "label_range": None,
+}
+
+
+def _dump(path, estimator) -> None:
+    """Write a model file the way an attacker would: skops itself, no qe check on the way."""
+    payload = {
+        "estimator": estimator,
+        "feature_names": ["surface.src_tokens"],
+        "manifest_json": json.dumps(MANIFEST),
+    }
+    path.write_bytes(sio.dumps(payload))
+
+
+def _dummy() -> DummyRegressor:
+    return DummyRegressor().fit(np.zeros((2, 1)), [1.0, 2.0])
+
+
+def _code_execution(marker) -> Pipeline:
+    """full_like fills an object array with source code, take picks it, the sklearn test helper runs it."""
+    code = f"open({str(marker)!r}, 'w').write('pwned')"
+    return Pipeline(
+        [
+            ("fill", FunctionTransformer(np.full_like, kw_args={"fill_value": code, "dtype": "O"})),
+            ("take", FunctionTransformer(np.take, kw_args={"indices": 0})),
+            ("run", FunctionTransformer(assert_run_python_script_without_output)),
+            ("model", _dummy()),
+        ]
+    )
+
+
+def _file_write(marker) -> Pipeline:
+    """dump_svmlight_file writes the feature rows to any path the file names."""
+    return Pipeline(
+        [
+            ("dump", FunctionTransformer(dump_svmlight_file, kw_args={"y": [0.0], "f": str(marker)})),
+            ("model", _dummy()),
+        ]
+    )
+
+
+@pytest.mark.parametrize("payload", [_code_execution, _file_write], ids=["exec", "write"])
+def test_hostile_model_is_refused_by_predict_and_load(tmp_path, capsys, payload):
+    marker = tmp_path / "pwned"
+    model = tmp_path / "evil.skops"
+    _dump(model, payload(marker))
+    src = write_lines(tmp_path / "src.txt", ["The house is small ."])
+    mt = write_lines(tmp_path / "mt.txt", ["La casa es pequeña ."])
+    argv = ["predict", "--model", str(model), "--src", str(src), "--mt", str(mt)]
+    assert main([*argv, "--no-language-check", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"qe: error: {model}: ")
+    assert "FunctionTransformer" in err
+    assert not marker.exists()
+    with pytest.raises(QEInputError, match="FunctionTransformer"):
+        QEModel.load(model)
+    assert not marker.exists()
+
+
+def test_callables_inside_trusted_types_are_refused(tmp_path):
+    """Even inside types qe saves, a function (here ``numpy.save``) is never a value a model may hold,
+    nor a numpy attribute named as a Generator's bit generator (skops would call it)."""
+    scaler = StandardScaler().fit(np.zeros((3, 1)))
+    scaler.with_mean = np.save
+    scaler.rng_ = np.random.default_rng(0)
+    path = tmp_path / "callable.skops"
+    _dump(path, Pipeline([("scale", scaler), ("model", _dummy())]))
+    with zipfile.ZipFile(path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    files["schema.json"] = files["schema.json"].replace(b'"\\"PCG64\\""', b'"\\"seed\\""')
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    with pytest.raises(QEInputError, match=r"bit generator numpy\.random\.seed.*function numpy\.save"):
+        load_model(path)
+
+
+def test_only_exact_types_are_listed():
+    """The list names classes, never a module prefix."""
+    assert all(not name.endswith(".") and "*" not in name for name in MODEL_TYPES)
+    assert "sklearn.preprocessing._function_transformer.FunctionTransformer" not in MODEL_TYPES
+
+
+# Every learner the factory can build, with the settings that change what its fitted tree holds.
+FACTORY_SPECS: list[tuple[str, dict]] = [
+    ("svr", {}),
+    ("svr", {"grid": "default"}),
+    ("svr", {"grid": {"C": [1.0, 3.0]}, "scoring": "DeltaAvg"}),
+    ("svr", {"params": {"kernel": "poly", "degree": 2}}),
+    ("random_forest", {"params": {"n_estimators": 5}}),
+    ("random_forest", {"params": {"n_estimators": 5, "oob_score": True, "max_samples": 0.5}}),
+    ("m5p", {}),
+    ("m5p", {"params": {"build_regression_tree": True, "unsmoothed": True}, "scale": True}),
+    ("mean", {}),
+    ("extra_trees", {"params": {"n_estimators": 5}}),
+    ("gradient_boosting", {"params": {"max_iter": 10}}),
+    ("gradient_boosting", {"params": {"max_iter": 10, "loss": "absolute_error", "early_stopping": True}}),
+    ("gradient_boosting", {"params": {"max_iter": 10, "loss": "quantile", "quantile": 0.5}}),
+    ("gradient_boosting", {"params": {"max_iter": 10, "loss": "poisson"}}),
+    ("kernel_ridge", {}),
+    ("kernel_ridge", {"params": {"kernel": "laplacian"}}),
+    ("gp", {}),
+    ("gp", {"params": {"linear": True, "ard": True, "restarts": 1}}),
+    (
+        "average",
+        {
+            "params": {
+                "members": [
+                    {"name": "svr", "grid": {"C": [1.0, 3.0]}, "scoring": "Spearman"},
+                    {"name": "m5p"},
+                    {"name": "random_forest", "params": {"n_estimators": 5}},
+                ],
+                "combine": "rank",
+            }
+        },
+    ),
+    (
+        "stack",
+        {
+            "params": {
+                "members": [
+                    {"name": "svr", "grid": {"C": [1.0, 3.0]}},
+                    {"name": "extra_trees", "params": {"n_estimators": 5}},
+                    {"name": "gradient_boosting", "params": {"max_iter": 10}},
+                    {"name": "aux_stack"},
+                ],
+                "cv": 3,
+            }
+        },
+    ),
+    ("aux_stack", {"params": {"final": {"name": "kernel_ridge"}, "aux": {"name": "gp"}, "n_repeats": 2}}),
+]
+
+
+def test_the_specs_cover_every_factory_learner():
+    assert {name for name, _ in FACTORY_SPECS} == set(LEARNERS)
+
+
+@pytest.mark.parametrize(
+    "name,spec", FACTORY_SPECS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(FACTORY_SPECS)]
+)
+def test_every_factory_learner_saves_and_loads(tmp_path, name, spec):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 3))
+    y = np.abs(x.sum(axis=1) + rng.normal(0, 0.1, 60)) + 1
+    target = np.column_stack([y, x[:, 0]]) if name in ("average", "stack", "aux_stack") else y
+    params, grid, scoring = spec.get("params"), spec.get("grid"), spec.get("scoring", "MAE")
+    estimator = make_learner(name, params, grid, scale=spec.get("scale"), scoring=scoring)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(x, target)
+    chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+    path = tmp_path / "m.skops"
+    save_model(path, chosen, ["a", "b", "c"], MANIFEST)
+    loaded, names, manifest = load_model(path)
+    assert names == ["a", "b", "c"] and manifest == MANIFEST
+    assert np.array_equal(loaded.predict(x), chosen.predict(x))
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.mark.parametrize(
+    "config_name", sorted(p.name for p in CONFIGS.glob("*.toml") if not p.name.startswith("resources-"))
+)
+def test_every_shipped_config_learner_saves_and_loads(tmp_path, config_name):
+    learner = load_config(CONFIGS / config_name)["learner"]
+    params = dict(learner.get("params") or {})
+    if "n_repeats" in params:
+        params["n_repeats"] = 1  # more repeats only add copies of the same types
+    estimator = make_learner(
+        learner["name"], params, learner.get("grid"), scale=learner.get("scale"), cv_folds=3
+    )
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(50, 4))
+    y = x @ [1.0, 0.5, 0.0, -0.5] + 3
+    target = np.column_stack([y, x[:, :2]]) if learner.get("aux_targets") else y
+    estimator.fit(x, target)
+    chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+    save_model(tmp_path / "m.skops", chosen, ["a", "b", "c", "d"], MANIFEST)
+    loaded, _, _ = load_model(tmp_path / "m.skops")
+    assert np.array_equal(loaded.predict(x), chosen.predict(x))
+
+
+def test_save_refuses_what_load_would_refuse(tmp_path):
+    """qe never writes a model file it would not load: a callable anywhere stops the save."""
+    pipeline = Pipeline([("log", FunctionTransformer(np.log1p)), ("model", _dummy())])
+    with pytest.raises(QEInputError, match=r"cannot save this learner.*function numpy\.log1p"):
+        save_model(tmp_path / "m.skops", pipeline, ["a"], MANIFEST)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_grid_searches_inside_ensembles_are_saved_as_their_best_pipeline(tmp_path):
+    """A member's grid search holds scorer functions: the saved model keeps its refitted best pipeline."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(40, 2))
+    y = x[:, 0] * 2 + 1
+    members = [{"name": "svr", "grid": {"C": [0.1, 10.0]}, "scoring": "DeltaAvg"}, {"name": "mean"}]
+    model = make_learner("average", {"members": members}).fit(x, y)
+    save_model(tmp_path / "m.skops", model, ["a", "b"], MANIFEST)
+    loaded, _, _ = load_model(tmp_path / "m.skops")
+    ensemble, original = loaded.steps[-1][1], model.steps[-1][1]
+    assert isinstance(original.estimators_[0], GridSearchCV)  # the fitted model is left as it was
+    saved = ensemble.estimators_[0]
+    assert isinstance(saved, Pipeline)
+    assert saved.get_params()["model__C"] == original.estimators_[0].best_params_["model__C"]
+    assert np.array_equal(loaded.predict(x), model.predict(x))

@@ -1,0 +1,140 @@
+"""Hostile run directories: ``qe report`` reads only files of the run and of the data directory, never
+embeds another file's content, and fails with one line on a directory it cannot write."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from qe.cli import main
+from qe.data import DATASET_FOLDERS, DATASETS
+from tests.conftest import write_lines
+
+SECRET = "SECRET-TOKEN-5678"
+METRICS = {"test": {"MAE": 0.9, "RMSE": 1.0, "DeltaAvg": 0.0, "Spearman": 0.0}}
+
+
+def _run_dir(folder: Path, config: str) -> Path:
+    """A hand-made run directory: its config, one prediction and metrics."""
+    folder.mkdir()
+    (folder / "config.toml").write_text(config)
+    (folder / "predictions.tsv").write_text("id\tscore\n0\t3.000000\n")
+    (folder / "metrics.json").write_text(json.dumps(METRICS))
+    return folder
+
+
+@pytest.fixture()
+def data_root(tmp_path, monkeypatch) -> Path:
+    """The data directory the user trusts ($QE_DATA_DIR); the secret lives elsewhere."""
+    root = tmp_path / "data"
+    root.mkdir()
+    monkeypatch.setenv("QE_DATA_DIR", str(root))
+    return root
+
+
+def _outputs(run: Path, err: str) -> str:
+    return (run / "report.md").read_text() + (run / "report.html").read_text() + err
+
+
+def test_an_edited_config_cannot_make_the_report_read_other_files(tmp_path, data_root, capsys):
+    """config.toml names a secret file as the test split: it used to be read and quoted in report.md."""
+    secret = write_lines(tmp_path / "secret.txt", [SECRET])
+    config = f'name = "x"\n[data.test]\nsrc = "{secret}"\nmt = "{secret}"\nlabels = "{secret}"\n'
+    run = _run_dir(tmp_path / "run", config)
+    assert main(["report", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert SECRET not in _outputs(run, err)
+    assert "outside the run directory and the data directory" in err
+    assert "Gold labels could not be read" in (run / "report.md").read_text()
+
+
+def test_a_config_data_dir_outside_the_data_directory_is_not_read(tmp_path, data_root, capsys):
+    """A registered dataset looked up in a folder the run names (here holding a secret as labels)."""
+    elsewhere = tmp_path / "elsewhere"
+    for role, entry in DATASETS["wmt12-en-es"].splits["test"].items():
+        target = elsewhere / DATASET_FOLDERS["wmt12-en-es"] / entry.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_lines(target, [SECRET if role == "labels" else "a sentence ."])
+    config = f'name = "x"\n[data]\ndataset = "wmt12-en-es"\ntest_split = "test"\ndata_dir = "{elsewhere}"\n'
+    run = _run_dir(tmp_path / "run", config)
+    assert main(["report", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert SECRET not in _outputs(run, err) and "data_dir" in err
+
+
+@pytest.mark.parametrize("name", ["model.txt", "config.toml", "predictions.tsv"])
+def test_run_files_linked_out_of_the_run_directory_are_refused(tmp_path, data_root, capsys, name):
+    secret = write_lines(tmp_path / "secret.txt", [SECRET])
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    (run / name).unlink(missing_ok=True)
+    (run / name).symlink_to(secret)
+    assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and name in err and "outside" in err and SECRET not in err
+    assert not (run / "report.md").exists()
+
+
+def test_a_bad_line_in_a_data_file_is_named_not_quoted_in_the_report(tmp_path, data_root, capsys):
+    """Inside the data directory too: the report names the file and line, never the line's text."""
+    src = write_lines(data_root / "src.txt", ["a sentence ."])
+    labels = write_lines(data_root / "labels.txt", [SECRET])
+    config = f'name = "x"\n[data.test]\nsrc = "{src}"\nmt = "{src}"\nlabels = "{labels}"\n'
+    run = _run_dir(tmp_path / "run", config)
+    assert main(["report", str(run)]) == 0
+    capsys.readouterr()
+    text = (run / "report.md").read_text() + (run / "report.html").read_text()
+    assert SECRET not in text and "labels.txt:1" in text
+
+
+@contextlib.contextmanager
+def _read_only(folder: Path):
+    """Make ``folder`` unwritable: a read-only mode, or (for root, whom modes do not stop) the
+    immutable attribute; skip when neither works here."""
+    attempts = [
+        (lambda: folder.chmod(stat.S_IRUSR | stat.S_IXUSR), lambda: folder.chmod(stat.S_IRWXU)),
+        (
+            lambda: subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False),
+            lambda: subprocess.run(["chattr", "-i", str(folder)], capture_output=True, check=False),
+        ),
+    ]
+    for apply, undo in attempts:
+        apply()
+        try:
+            (folder / ".probe").touch()
+        except OSError:
+            try:
+                yield
+            finally:
+                undo()
+            return
+        (folder / ".probe").unlink()
+        undo()
+    pytest.skip("cannot make a folder read-only here")
+
+
+def test_a_read_only_run_directory_gives_one_line_or_a_report_elsewhere(tmp_path, data_root, capsys):
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    with _read_only(run):
+        assert main(["report", str(run)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--out" in err and str(run) in err
+        out = tmp_path / "elsewhere"
+        assert main(["report", str(run), "--out", str(out)]) == 0
+        assert (out / "report.md").is_file() and (out / "report.html").is_file()
+        assert not (run / "report.md").exists()
+
+
+def test_an_unwritable_output_gives_one_line(tmp_path, data_root, capsys):
+    """A report written where a file stands (as root, read-only folders do not stop writes)."""
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    blocker = write_lines(tmp_path / "a-file", ["not a folder"])
+    assert main(["report", str(run), "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("qe: error: ") and "cannot write the report" in err
