@@ -652,6 +652,15 @@ def run_stream(
             if target is not None:
                 state_path(target).unlink(missing_ok=True)
             raise
+        except OSError as exc:  # e.g. the disk is full: one line; the chunks recorded so far are kept
+            bar.close()
+            resumable = target is not None and state_path(target).exists()
+            with contextlib.suppress(OSError):
+                sink.close() if resumable else sink.discard()
+            if isinstance(exc, BrokenPipeError):  # the reader of standard output went away
+                raise
+            hint = f"; rerun with --resume to continue writing {target}" if resumable else ""
+            raise QEInputError(f"{exc.strerror or exc}{hint}", exc.filename or target) from None
         except BaseException:
             bar.close()
             sink.close()

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -289,6 +290,15 @@ def test_out_that_is_an_existing_directory(tmp_path, surface_model, capsys, comm
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("command", ["features", "predict"])
+def test_out_that_is_a_pipe_is_not_replaced(tmp_path, surface_model, capsys, command):  # noqa: F811
+    out = tmp_path / "pipe.tsv"
+    os.mkfifo(out)
+    _one_line_error(capsys, _stream_argv(command, tmp_path, surface_model, out), "not a regular file")
+    assert stat.S_ISFIFO(os.lstat(out).st_mode)
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
 def _unwritable_dir(tmp_path: Path) -> Path:
     """A directory nobody may create files in: chmod 0o555, or (root ignores modes) sysfs."""
     if os.geteuid() != 0:
@@ -443,11 +453,11 @@ def test_sigterm_during_run_is_one_line_and_leaves_no_staging(tmp_path):
 
 
 def test_sigterm_during_features_keeps_what_resume_needs(tmp_path):
-    src = write_lines(tmp_path / "in.en", _sentences(20000, EN, 1))
-    mt = write_lines(tmp_path / "in.es", _sentences(20000, ES, 2))
+    src = write_lines(tmp_path / "in.en", _sentences(4000, EN, 1))
+    mt = write_lines(tmp_path / "in.es", _sentences(4000, ES, 2))
     out = tmp_path / "out.tsv"
     argv = [sys.executable, "-m", "qe", "features", "--families", "surface", "--src", str(src)]
-    argv += ["--mt", str(mt), "--out", str(out), "--quiet", "--chunk-size", "200"]
+    argv += ["--mt", str(mt), "--out", str(out), "--quiet", "--chunk-size", "400"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -460,7 +470,7 @@ def test_sigterm_during_features_keeps_what_resume_needs(tmp_path):
     assert proc.returncode in (130, 143)
     assert err.strip().splitlines()[-1] == "qe: interrupted" and "--resume" in err
     assert subprocess.run([*argv, "--resume"], env=env, capture_output=True).returncode == 0
-    assert len(out.read_text().splitlines()) == 20001
+    assert len(out.read_text().splitlines()) == 4001
 
 
 def _processes() -> dict[int, tuple[int, str, str]]:
@@ -490,8 +500,8 @@ def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):  # n
     if command == "run":
         argv = ["run", str(_slow_config(tmp_path)), "--output-dir", str(tmp_path / "run"), "--jobs", "2"]
     else:
-        src = write_lines(tmp_path / "in.en", _sentences(40000, EN, 1))
-        mt = write_lines(tmp_path / "in.es", _sentences(40000, ES, 2))
+        src = write_lines(tmp_path / "in.en", _sentences(10000, EN, 1))
+        mt = write_lines(tmp_path / "in.es", _sentences(10000, ES, 2))
         if command == "features":
             argv = ["features", "--families", "surface"]
         else:
@@ -505,27 +515,25 @@ def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):  # n
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    workers: set[int] = set()
+    children: dict[int, str] = {}  # workers, and the resource trackers joblib starts beside them
     try:
 
         def two_workers() -> bool:
-            workers.update(
-                pid
-                for pid, (ppid, _, cmd) in _processes().items()
-                if ppid == proc.pid and "popen_loky_posix" in cmd
-            )
-            return len(_alive(workers)) >= 2
+            table = _processes()
+            children.update({pid: cmd for pid, (ppid, _, cmd) in table.items() if ppid == proc.pid})
+            return len(_alive({pid for pid, cmd in children.items() if "popen_loky_posix" in cmd})) >= 2
 
         _wait(two_workers, "two loky workers started", proc)
         time.sleep(1.0)  # let them load their state and start working
         proc.kill()
         proc.wait()
         deadline = time.monotonic() + 5
-        while _alive(workers) and time.monotonic() < deadline:
+        while _alive(set(children)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _alive(workers) == set(), "loky workers outlived their killed parent"
+        left = {pid: children[pid] for pid in _alive(set(children))}
+        assert left == {}, "processes outlived their killed parent"
     finally:
-        for pid in _alive(workers):
+        for pid in _alive(set(children)):
             os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()

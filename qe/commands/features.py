@@ -16,6 +16,7 @@ from typing import Any
 
 from qe.commands.predict import add_streaming_options, streaming_options
 from qe.errors import QEInputError
+from qe.outputs import check_output_file
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
@@ -140,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError("--out must end in .tsv or .parquet", args.out)
     if args.batch_size < 1:
         raise QEInputError(f"--batch-size must be at least 1, got {args.batch_size}")
+    inputs = [args.src, args.mt, args.pseudo_ref, args.decoder_nbest, args.decoder_trace]
+    check_output_file(args.out, [*inputs, args.decoder_search_graph])
     from qe.features.extractor import make_families
 
     settings = parse_settings(args.set)

@@ -25,6 +25,7 @@ from qe.io import atomic_write, sha256_file
 from qe.langid import check_language
 from qe.metrics import ranks_from_scores
 from qe.model import QEModel
+from qe.outputs import check_output_file
 from qe.streaming import (
     DEFAULT_CHUNK_SIZE,
     AppendSink,
@@ -172,6 +173,8 @@ class RankedScoresSink(AppendSink):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        check_output_file(args.out, [args.model, args.src, args.mt])
     model = QEModel.load(args.model)
     model.make_families()  # refuses a model trained on precomputed tables before any work
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
