@@ -14,6 +14,7 @@ from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluat
 from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
 from qe.outputs import staged_dir
+from qe.workers import exit_with_parent_everywhere
 
 SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
@@ -55,6 +56,7 @@ def run_ablation(
 
     ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
     """
+    exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]
     with staged_dir(output_dir, "ablation", overwrite=overwrite, inputs=protected) as staging:
         train, test = build_split(config, "train", progress), build_split(config, "test", progress)

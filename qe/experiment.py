@@ -34,6 +34,7 @@ from qe.metrics import evaluate, paired_bootstrap
 from qe.model import QEModel
 from qe.outputs import staged_dir
 from qe.published import comparison_table
+from qe.workers import exit_with_parent_everywhere
 
 BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 
@@ -235,6 +236,7 @@ def run_experiment(
 
     ``inputs`` are further files the run reads (e.g. the config file): the output never holds one.
     """
+    exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]
     with staged_dir(output_dir, "run", overwrite=overwrite, inputs=protected) as staging:
         return _run(config, staging, progress)

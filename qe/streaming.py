@@ -576,7 +576,9 @@ def run_stream(
     from tqdm.auto import tqdm
 
     from qe.selection.backend import parallel_backend_context
+    from qe.workers import exit_with_parent_everywhere
 
+    exit_with_parent_everywhere()
     started = time.perf_counter()
     if chunk_size < 1:
         raise QEInputError(f"--chunk-size must be at least 1, got {chunk_size}")

@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch, registered_families
+from qe.workers import exit_with_parent_everywhere
 
 # Modules that define the built-in families; each registers itself when imported.
 BUILTIN_FAMILY_MODULES = [
@@ -69,6 +70,7 @@ def extract_features(
     progress: bool = True,
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature."""
+    exit_with_parent_everywhere()  # workers end with this process, even if it is killed
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}

@@ -58,6 +58,7 @@ from qe.io import atomic_write, sha256_file
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
+from qe.workers import exit_with_parent_everywhere
 
 MANIFEST = "manifest.json"
 FORMAT = "qe-resource-bundle/1"
@@ -491,6 +492,7 @@ def build_bundle(
         more = f" ({len(overlaps) - 1} more corpus file(s) overlap too)" if len(overlaps) > 1 else ""
         raise QEInputError(first.reason() + more, first.corpus, first.lines[0])
 
+    exit_with_parent_everywhere()
     with staged_dir(output, "bundle", overwrite=overwrite, inputs=inputs) as work:
         members = _build_members(
             config, config_path, root, corpora, text, work, n_jobs, progress, token_cache_dir
