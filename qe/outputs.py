@@ -151,17 +151,6 @@ def _read_marker(folder: Path) -> str | None:
     return None
 
 
-def _entries(folder: Path, prefix: str = "") -> Iterator[tuple[str, bool]]:
-    """Every entry under ``folder`` as (relative posix path, is a real directory), never following links."""
-    with os.scandir(folder) as scan:
-        for entry in sorted(scan, key=lambda e: e.name):
-            rel = prefix + entry.name
-            is_dir = entry.is_dir(follow_symlinks=False)
-            yield rel, is_dir
-            if is_dir:
-                yield from _entries(Path(entry.path), rel + "/")
-
-
 def _owned(kind: str, folder: Path) -> tuple[set[str], set[str]]:
     """The files and the folders a directory of this kind may hold."""
     files = set(_KIND_FILES[kind]) | {MARKER}
@@ -207,10 +196,18 @@ def recognise(folder: str | Path, expected: str | None = None) -> tuple[str | No
     if kind is None:
         return None, sorted(names)
     files, folders = _owned(kind, folder)
-    foreign = [rel for rel, is_dir in _entries(folder) if not _is_owned(rel, is_dir, kind, files, folders)]
-    # a foreign folder's content is foreign too: name the folder only
-    foreign = [rel for rel in foreign if not any(rel.startswith(other + "/") for other in foreign)]
-    return kind, foreign
+
+    def foreign(where: Path, prefix: str) -> Iterator[str]:
+        """Entries qe did not write, never following links nor entering a foreign folder."""
+        with os.scandir(where) as scan:
+            for entry in sorted(scan, key=lambda e: e.name):
+                rel, is_dir = prefix + entry.name, entry.is_dir(follow_symlinks=False)
+                if not _is_owned(rel, is_dir, kind, files, folders):
+                    yield rel
+                elif is_dir:
+                    yield from foreign(Path(entry.path), rel + "/")
+
+    return kind, list(foreign(folder, ""))
 
 
 def _listing(names: list[str]) -> str:
