@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from qe.config import dump_config
-from qe.experiment import (
-    SplitData,
-    build_split,
-    fit_and_evaluate,
-    prepare_output_dir,
-    publish_output_dir,
-)
+from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluate
 from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
+from qe.outputs import staged_dir
+from qe.workers import exit_with_parent_everywhere
 
 SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
@@ -53,11 +50,15 @@ def run_ablation(
     overwrite: bool = False,
     progress: bool = True,
     bootstrap_samples: int = 1000,
+    inputs: Iterable[str | Path] = (),
 ) -> dict[str, Any]:
-    """Fit every variant (hyperparameters by CV on train), test each against the full system."""
-    output_dir = Path(output_dir)
-    staging = prepare_output_dir(output_dir, overwrite)
-    try:
+    """Fit every variant (hyperparameters by CV on train), test each against the full system.
+
+    ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
+    """
+    exit_with_parent_everywhere()
+    protected = [*inputs, *config_inputs(config)]
+    with staged_dir(output_dir, "ablation", overwrite=overwrite, inputs=protected) as staging:
         train, test = build_split(config, "train", progress), build_split(config, "test", progress)
         variants = ablation_variants(family_groups(list(train.features.columns)))
         systems: dict[str, Any] = {}
@@ -90,12 +91,6 @@ def run_ablation(
         write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
         write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")
         save_ablation_chart(result, staging / "ablation.png")
-        publish_output_dir(staging, output_dir)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return result
 
 

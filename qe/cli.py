@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Callable
 
 from qe import __version__
-from qe.errors import QEInputError
+from qe.errors import QEInputError, Terminated
 
 # Each module in qe/commands/ defines ``register(subparsers)`` which adds its parser and sets
 # ``func`` (taking the parsed namespace, returning an exit code).
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    restore = _terminate_like_ctrl_c()
     try:
         return int(args.func(args) or 0)
     except QEInputError as exc:
@@ -48,9 +52,31 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (e.g. `| head`): not an error
         return 0
-    except KeyboardInterrupt:
+    except OSError as exc:  # the system refused a file operation (disk full, read-only, name too long)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"qe: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
         print("qe: interrupted", file=sys.stderr)
-        return 130
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        restore()
+
+
+def _terminate_like_ctrl_c() -> Callable[[], None]:
+    """Turn SIGTERM into :class:`Terminated` (a KeyboardInterrupt) while a command runs, so that it
+    cleans up as after Ctrl-C; a second SIGTERM ends the process at once. Returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:  # ignored by whoever started us: keep it so
+        return lambda: None
+
+    def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

@@ -20,3 +20,7 @@ class QEInputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
         return f"{where}{self.message}"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that it unwinds (removing staged output) like Ctrl-C."""

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import platform
-import shutil
-import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,9 @@ from qe.io import atomic_write, read_lines, write_text_atomic
 from qe.learners.factory import describe, make_learner
 from qe.metrics import evaluate, paired_bootstrap
 from qe.model import QEModel
+from qe.outputs import staged_dir
 from qe.published import comparison_table
+from qe.workers import exit_with_parent_everywhere
 
 BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 
@@ -223,34 +224,48 @@ def signature(
     return "|".join(parts)
 
 
-def prepare_output_dir(output_dir: Path, overwrite: bool) -> Path:
-    """Refuse a directory that already holds a run (unless ``overwrite``); return a staging folder."""
-    if output_dir.exists() and any(output_dir.iterdir()) and not overwrite:
-        raise QEInputError("output directory already holds a run; pass --overwrite to replace it", output_dir)
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+def config_inputs(config: dict[str, Any]) -> list[Path]:
+    """The files and folders a run of ``config`` reads (data files and directory, resource bundle,
+    decoder logs, other configs): an output directory must never hold one of them."""
+    found: list[Path] = []
 
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str) and value and Path(value).exists():
+            found.append(Path(value))
 
-def publish_output_dir(staging: Path, output_dir: Path) -> None:
-    """Move a finished staging folder into place, so an interrupted run leaves no half-written run."""
-    if output_dir.exists():
-        shutil.rmtree(output_dir)
-    staging.rename(output_dir)
+    data, features = config["data"], config["features"]
+    walk([data.get("train", {}), data.get("test", {}), data.get("data_dir")])
+    walk([features.get("resources"), features.get("settings", {})])
+    walk([entry.get("config") for entry in config["report"].get("against", [])])
+    if "dataset" in data:
+        from qe.data import resolve_data_dir
+
+        found.append(resolve_data_dir(data.get("data_dir")))
+    return found
 
 
 def run_experiment(
-    config: dict[str, Any], output_dir: str | Path, *, overwrite: bool = False, progress: bool = True
+    config: dict[str, Any],
+    output_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    inputs: Iterable[str | Path] = (),
 ) -> dict[str, Any]:
-    """Train on the training split (choices by CV), evaluate on test, write the run directory."""
-    output_dir = Path(output_dir)
-    staging = prepare_output_dir(output_dir, overwrite)
-    try:
-        result = _run(config, staging, progress)
-        publish_output_dir(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return result
+    """Train on the training split (choices by CV), evaluate on test, write the run directory.
+
+    ``inputs`` are further files the run reads (e.g. the config file): the output never holds one.
+    """
+    exit_with_parent_everywhere()
+    protected = [*inputs, *config_inputs(config)]
+    with staged_dir(output_dir, "run", overwrite=overwrite, inputs=protected) as staging:
+        return _run(config, staging, progress)
 
 
 @dataclass

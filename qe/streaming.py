@@ -576,7 +576,9 @@ def run_stream(
     from tqdm.auto import tqdm
 
     from qe.selection.backend import parallel_backend_context
+    from qe.workers import exit_with_parent_everywhere
 
+    exit_with_parent_everywhere()
     started = time.perf_counter()
     if chunk_size < 1:
         raise QEInputError(f"--chunk-size must be at least 1, got {chunk_size}")
@@ -652,6 +654,15 @@ def run_stream(
             if target is not None:
                 state_path(target).unlink(missing_ok=True)
             raise
+        except OSError as exc:  # e.g. the disk is full: one line; the chunks recorded so far are kept
+            bar.close()
+            resumable = target is not None and state_path(target).exists()
+            with contextlib.suppress(OSError):
+                sink.close() if resumable else sink.discard()
+            if isinstance(exc, BrokenPipeError):  # the reader of standard output went away
+                raise
+            hint = f"; rerun with --resume to continue writing {target}" if resumable else ""
+            raise QEInputError(f"{exc.strerror or exc}{hint}", exc.filename or target) from None
         except BaseException:
             bar.close()
             sink.close()

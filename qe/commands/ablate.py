@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         progress=not args.quiet,
         bootstrap_samples=args.bootstrap_samples,
+        inputs=[args.config],
     )
     print(ablation_table(result))
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 
 from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
 from qe.errors import QEInputError
+from qe.outputs import check_output_file
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
@@ -141,8 +142,11 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError(f"--batch-size must be at least 1, got {args.batch_size}")
     from qe.features.registry import check_line_inputs, make_families, route_inputs
 
+    given = given_inputs(args)
+    check_output_file(args.out, [args.src, args.mt, *given.values()])
+
     names = tuple(f.strip() for f in args.families.split(",") if f.strip())
-    lines, settings = route_inputs(list(names), given_inputs(args), parse_settings(args.set))
+    lines, settings = route_inputs(list(names), given, parse_settings(args.set))
     resources = None
     if args.resources is not None:
         from qe.resources.bundle import open_bundle

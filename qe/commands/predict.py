@@ -27,6 +27,7 @@ from qe.io import atomic_write, sha256_file
 from qe.langid import check_language
 from qe.metrics import ranks_from_scores
 from qe.model import QEModel
+from qe.outputs import check_output_file
 from qe.streaming import (
     AppendSink,
     Chunk,
@@ -152,6 +153,8 @@ class RankedScoresSink(AppendSink):
 def run(args: argparse.Namespace) -> int:
     from qe.features.registry import check_line_inputs, route_inputs
 
+    if args.out is not None:
+        check_output_file(args.out, [args.model, args.src, args.mt, *given_inputs(args).values()])
     model = QEModel.load(args.model)
     given = given_inputs(args)
     lines, _ = route_inputs(model.manifest.get("families", []), given, {})

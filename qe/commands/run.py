@@ -30,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
-    metrics = run_experiment(config, args.output_dir, overwrite=args.overwrite, progress=not args.quiet)
+    metrics = run_experiment(
+        config, args.output_dir, overwrite=args.overwrite, progress=not args.quiet, inputs=[args.config]
+    )
     if args.json:
         print(json.dumps(metrics, indent=2))
         return 0

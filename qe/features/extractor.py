@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch
+from qe.workers import exit_with_parent_everywhere
 
 
 def _extract_batch(families: list[FeatureFamily], batch: PairBatch, resources: Any) -> np.ndarray:
@@ -30,6 +31,7 @@ def extract_features(
     progress: bool = True,
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature."""
+    exit_with_parent_everywhere()  # workers end with this process, even if it is killed
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}

@@ -42,8 +42,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import time
 import tomllib
 from collections.abc import Iterable
@@ -57,8 +55,10 @@ from tqdm.auto import tqdm
 from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write, sha256_file
+from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
+from qe.workers import exit_with_parent_everywhere
 
 MANIFEST = "manifest.json"
 FORMAT = "qe-resource-bundle/1"
@@ -496,8 +496,8 @@ def build_bundle(
     config = read_bundle_config(config_path)
     root = resolve_data_dir(data_dir)
     output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config["name"]
-    if output.exists() and not overwrite:
-        raise QEInputError("output exists (pass --overwrite to replace it)", output)
+    inputs = [config_path, *_input_files(config, root), root]
+    check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
     text = _text_configs(config, config_path)
 
     # ---- read and check the corpora
@@ -527,9 +527,8 @@ def build_bundle(
         more = f" ({len(overlaps) - 1} more corpus file(s) overlap too)" if len(overlaps) > 1 else ""
         raise QEInputError(first.reason() + more, first.corpus, first.lines[0])
 
-    output.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{output.name}.build-", dir=output.parent))
-    try:
+    exit_with_parent_everywhere()
+    with staged_dir(output, "bundle", overwrite=overwrite, inputs=inputs) as work:
         members = _build_members(
             config, config_path, root, corpora, text, work, n_jobs, progress, token_cache_dir
         )
@@ -571,13 +570,19 @@ def build_bundle(
             json.dump(manifest, handle, indent=2, sort_keys=True, ensure_ascii=False)
             handle.write("\n")
         _share_permissions(work)
-        if output.exists():
-            shutil.rmtree(output)
-        os.replace(work, output)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return ResourceBundle(output)
+
+
+def _input_files(config: dict[str, Any], root: Path) -> list[Path]:
+    """The files a bundle config reads (corpora, evaluation files, truecase models): the bundle
+    directory must never hold one."""
+    files = [_resolve(root, path) for table in config["corpora"].values() for path in table.values()]
+    files += [_resolve(root, path) for path in config.get("leakage", {}).get("eval_files", [])]
+    tables = [config.get("text", {}), *config.get("text", {}).values(), *config.get("unigrams", {}).values()]
+    files += [
+        _resolve(root, t["truecase_model"]) for t in tables if isinstance(t, dict) and "truecase_model" in t
+    ]
+    return files
 
 
 def _share_permissions(folder: Path) -> None:

@@ -1,0 +1,302 @@
+"""Where qe may write: output paths are checked before any work, and a directory is replaced only if qe
+wrote it, atomically (built beside it, then swapped in), so no command ever deletes a user's files.
+
+A directory qe writes (a run, an ablation, a resource bundle) holds a marker file, ``.qe-output``,
+naming its kind. Directories written before the marker existed are recognised by their files
+(a run: ``config.toml``, ``metrics.json`` and ``signature.txt``; an ablation: ``config.toml`` and
+``ablation.json``; a bundle: a ``manifest.json`` of the bundle format). Whatever its marker, a
+directory holding a file qe does not write there is never replaced; nor is the working directory
+or one of its parents, or a directory holding one of the command's inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from qe import __version__
+from qe.errors import QEInputError
+from qe.io import write_text_atomic
+
+MARKER = ".qe-output"
+MARKER_FORMAT = "qe-output/1"
+# qe writes hidden files named after an output beside it (".NAME.state.json.XXXXXXXX.tmp" is the
+# longest): the output's own name must leave room for them.
+SIBLING_ROOM = 32
+
+KIND_NAMES = {"run": "run", "ablation": "run of qe ablate", "bundle": "resource bundle"}
+_KIND_FILES = {
+    "run": {
+        "config.toml",
+        "signature.txt",
+        "metrics.json",
+        "predictions.tsv",
+        "model.skops",
+        "model.txt",
+        "selection.json",
+        "report.md",
+        "report.html",
+    },
+    "ablation": {"config.toml", "ablation.json", "ablation.md", "ablation.png"},
+    "bundle": {"manifest.json"},
+}
+# Without a marker (written by an earlier version): the files that identify each kind.
+_LEGACY_SIGNS = {
+    "run": {"config.toml", "metrics.json", "signature.txt"},
+    "ablation": {"config.toml", "ablation.json"},
+    "bundle": {"manifest.json"},
+}
+REPORT_FIGURES = "report_files"  # qe report's figures in a run directory (PNG files)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest part of ``path`` (itself or a parent) that exists."""
+    for candidate in (path, *path.parents):
+        with contextlib.suppress(OSError):
+            if os.path.lexists(candidate):
+                return candidate
+    return Path(".")
+
+
+def check_name(path: Path) -> None:
+    """Refuse a path whose last part is too long for the file system once qe's hidden
+    sibling files are named after it, or whose parent is not a directory."""
+    ancestor = _existing_ancestor(path.parent)
+    try:
+        name_max = os.pathconf(ancestor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            raise QEInputError(
+                f"file name too long: a part of the path is {size} bytes (at most {name_max})", path
+            )
+    size, room = len(os.fsencode(path.name)), name_max - SIBLING_ROOM
+    if size > room:
+        raise QEInputError(
+            f"output name too long: {size} bytes, at most {room} "
+            "(qe writes hidden files named after the output beside it)",
+            path,
+        )
+    if not ancestor.is_dir():
+        raise QEInputError(f"cannot write here: {ancestor} is not a directory", path)
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_file(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
+    """Refuse an output file that is (or links to) one of ``inputs``, is a directory or a device or
+    pipe (the finished output is renamed onto it), or cannot be named."""
+    path = Path(path)
+    check_name(path)
+    for item in inputs:
+        if item is not None and (_same_file(path, Path(item)) or _real(path) == _real(item)):
+            raise QEInputError(f"is an input of this command ({item}); refusing to write over it", path)
+    if path.is_dir():
+        raise QEInputError("is a directory; give a file name for the output", path)
+    if path.exists() and not path.is_file():  # a device, a pipe: replacing it would destroy it
+        raise QEInputError(
+            "is not a regular file; qe replaces its output file when done, so name a file "
+            "(or leave out --out to write to standard output where the command allows it)",
+            path,
+        )
+
+
+def _bundle_files(folder: Path) -> set[str] | None:
+    """The member files a bundle's manifest names (None if there is no readable bundle manifest)."""
+    from qe.resources.bundle import FORMAT
+
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return None
+    members = manifest.get("members")
+    if not isinstance(members, dict):
+        return None
+    return {
+        str(m["file"]) for m in members.values() if isinstance(m, dict) and isinstance(m.get("file"), str)
+    }
+
+
+def _read_marker(folder: Path) -> str | None:
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if (
+        isinstance(marker, dict)
+        and marker.get("format") == MARKER_FORMAT
+        and marker.get("kind") in KIND_NAMES
+    ):
+        return marker["kind"]
+    return None
+
+
+def _owned(kind: str, folder: Path) -> tuple[set[str], set[str]]:
+    """The files and the folders a directory of this kind may hold."""
+    files = set(_KIND_FILES[kind]) | {MARKER}
+    folders: set[str] = set()
+    if kind == "bundle":
+        members = _bundle_files(folder) or set()
+        files |= members
+        folders = {parent.as_posix() for member in members for parent in Path(member).parents} - {"."}
+    elif kind == "run":
+        folders = {REPORT_FIGURES}
+    return files, folders
+
+
+def _is_owned(rel: str, is_dir: bool, kind: str, files: set[str], folders: set[str]) -> bool:
+    if is_dir:
+        return rel in folders
+    parent, _, name = rel.rpartition("/")
+    if name.startswith(".") and name.endswith(".tmp"):  # left by an interrupted atomic write of a file
+        stem = name[1:-4].rpartition(".")[0]
+        rel, name = (f"{parent}/{stem}" if parent else stem), stem
+    if rel in files:
+        return True
+    return kind == "run" and parent == REPORT_FIGURES and name.endswith(".png")
+
+
+def recognise(folder: str | Path, expected: str | None = None) -> tuple[str | None, list[str]]:
+    """The kind of qe output a non-empty ``folder`` holds (or None), and the entries qe did not write.
+
+    The marker names the kind; without one the kind is guessed from the files (``expected`` first).
+    """
+    folder = Path(folder)
+    names = {entry.name for entry in folder.iterdir()}
+    kind = _read_marker(folder)
+    if kind is None and MARKER not in names:
+        order = [expected] if expected in KIND_NAMES else []
+        order += [k for k in KIND_NAMES if k != expected]
+        for candidate in order:
+            if _LEGACY_SIGNS[candidate] <= names and (
+                candidate != "bundle" or _bundle_files(folder) is not None
+            ):
+                kind = candidate
+                break
+    if kind is None:
+        return None, sorted(names)
+    files, folders = _owned(kind, folder)
+
+    def foreign(where: Path, prefix: str) -> Iterator[str]:
+        """Entries qe did not write, never following links nor entering a foreign folder."""
+        with os.scandir(where) as scan:
+            for entry in sorted(scan, key=lambda e: e.name):
+                rel, is_dir = prefix + entry.name, entry.is_dir(follow_symlinks=False)
+                if not _is_owned(rel, is_dir, kind, files, folders):
+                    yield rel
+                elif is_dir:
+                    yield from foreign(Path(entry.path), rel + "/")
+
+    return kind, list(foreign(folder, ""))
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(names[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def check_output_dir(
+    path: str | Path, kind: str, *, overwrite: bool = False, inputs: Iterable[str | Path | None] = ()
+) -> None:
+    """Refuse (nothing touched) an output directory qe must not replace; see the module docstring.
+
+    An absent or empty directory is fine; one holding a ``kind`` output of qe's needs ``overwrite``.
+    """
+    path = Path(path)
+    check_name(path)
+    if path.is_symlink():
+        raise QEInputError("is a symbolic link; give the directory it points to", path)
+    real, cwd = _real(path), _real(Path.cwd())
+    if real == cwd or real in cwd.parents:
+        raise QEInputError(
+            "is the working directory or one of its parents; qe writes only a new directory", path
+        )
+    for item in inputs:
+        if item is not None and (real == _real(item) or real in _real(item).parents):
+            what = "is" if real == _real(item) else f"holds {item},"
+            raise QEInputError(f"{what} an input of this command; choose another output directory", path)
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise QEInputError("exists and is not a directory", path)
+    if not any(path.iterdir()):
+        return
+    found, foreign = recognise(path, kind)
+    if foreign:
+        raise QEInputError(
+            f"holds {_listing(foreign)}, which qe did not write; refusing to touch it "
+            "(choose a new output directory)",
+            path,
+        )
+    if found != kind:
+        raise QEInputError(
+            f"holds a {KIND_NAMES[found]}, not a {KIND_NAMES[kind]}; refusing to replace it", path
+        )
+    if not overwrite:
+        raise QEInputError(
+            f"output directory already holds a {KIND_NAMES[kind]}; pass --overwrite to replace it", path
+        )
+
+
+def _swap_in(staging: Path, path: Path) -> None:
+    """Put ``staging`` in the place of ``path``: the old directory is renamed away, then deleted."""
+    if not path.exists() or not any(path.iterdir()):
+        try:
+            os.rename(staging, path)  # replaces an empty directory atomically
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise QEInputError(
+                    "was filled by someone else while qe was working; not replaced", path
+                ) from None
+            raise
+        return
+    old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(path, old)
+    try:
+        os.rename(staging, path)
+    except BaseException:
+        os.rename(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_dir(
+    path: str | Path, kind: str, *, overwrite: bool = False, inputs: Iterable[str | Path | None] = ()
+) -> Iterator[Path]:
+    """Yield an empty hidden folder beside ``path`` to write the output into; when the block ends
+    normally it replaces ``path`` (checked again first). On an error or an interruption the folder
+    is removed and ``path`` is left as it was."""
+    path, inputs = Path(path), list(inputs)
+    check_output_dir(path, kind, overwrite=overwrite, inputs=inputs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        marker = {"format": MARKER_FORMAT, "kind": kind, "qe_version": __version__}
+        write_text_atomic(staging / MARKER, json.dumps(marker) + "\n")
+        yield staging
+        check_output_dir(path, kind, overwrite=overwrite, inputs=inputs)  # it may have changed meanwhile
+        _swap_in(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
