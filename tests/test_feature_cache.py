@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, number
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, Setting, number
 from qe.features.cache import default_cache_dir, extract_cached
 
 pytest.importorskip("pyarrow", reason="pyarrow (the 'parquet' extra) is needed for the feature cache")
@@ -23,7 +23,9 @@ class CountingFamily(FeatureFamily):
     """Source characters and ``factor`` x MT characters; counts its extract calls."""
 
     name = "counting"
-    setting_specs = {"factor": number(1.0, "multiplies the MT characters", 0.0, 10.0)}
+    setting_specs: ClassVar[dict[str, Setting]] = {
+        "factor": number(1.0, "multiplies the MT characters", 0.0, 10.0)
+    }
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
