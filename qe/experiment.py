@@ -154,10 +154,21 @@ def _extract_families(
     return table, seconds
 
 
+def check_folds(config: dict[str, Any], n_rows: int) -> None:
+    """Refuse more cross-validation folds than training rows (a config error, named with its file)."""
+    folds = config["cv"]["folds"]
+    if folds > n_rows:
+        raise QEInputError(
+            f"cv.folds = {folds}: expected an integer from 2 to {n_rows} (the number of training rows)",
+            config.get("config_file"),
+        )
+
+
 def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str], dict[str, Any]]:
     """Fit the configured selector on the training features only; the chosen columns and its report."""
     from qe.selection import make_selector, selection_report
 
+    check_folds(config, len(train.dataset))
     spec = config["selection"]
     params = dict(spec.get("params", {}))
     if spec["name"] in ("forward", "backward"):
@@ -258,6 +269,7 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
     """Fit the configured learner (hyperparameters by CV on train), CV-predict train, predict test."""
     learner = config["learner"]
     seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
+    check_folds(config, len(train.dataset))
     x_train, y_train = train.features.to_numpy(), train.dataset.labels
     estimator = make_learner(
         learner["name"],
