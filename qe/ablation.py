@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from qe.config import dump_config
+from qe.errors import QEInputError
 from qe.experiment import (
     SplitData,
     build_split,
@@ -21,6 +22,8 @@ from qe.metrics import paired_bootstrap
 
 SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
+# p-values come in steps of 1 / samples: with fewer than 20 none could fall below 0.05.
+MIN_BOOTSTRAP_SAMPLES = 20
 
 
 def family_groups(columns: list[str]) -> dict[str, list[str]]:
@@ -55,6 +58,15 @@ def run_ablation(
     bootstrap_samples: int = 1000,
 ) -> dict[str, Any]:
     """Fit every variant (hyperparameters by CV on train), test each against the full system."""
+    if (
+        isinstance(bootstrap_samples, bool)
+        or not isinstance(bootstrap_samples, int)
+        or (bootstrap_samples < MIN_BOOTSTRAP_SAMPLES)
+    ):
+        raise QEInputError(
+            f"--bootstrap-samples must be an integer >= {MIN_BOOTSTRAP_SAMPLES} (p-values come in steps "
+            f"of 1/samples; 1000 is usual), got {bootstrap_samples!r}"
+        )
     output_dir = Path(output_dir)
     staging = prepare_output_dir(output_dir, overwrite)
     try:
