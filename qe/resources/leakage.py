@@ -46,7 +46,7 @@ def normalize_for_overlap(line: str) -> str:
 def _near_table(texts: Iterable[str]) -> dict[int, str]:
     """``str.translate`` table for the characters of ``texts``: digits -> 0, punctuation / symbols -> ' '."""
     table: dict[int, str] = {}
-    for char in set().union(*map(set, texts)):
+    for char in set("".join(texts)):
         category = unicodedata.category(char)
         if category == "Nd":
             table[ord(char)] = "0"
@@ -179,13 +179,12 @@ class EvalSentences:
         low, high = length_ratio_bounds(threshold)
         for begin in range(0, len(texts), BLOCK):
             block = texts[begin : begin + BLOCK]
-            rows, cols = [], []
-            for row, text in enumerate(block):
-                for column in {vocabulary[w] for w in text.split() if w in vocabulary}:
-                    rows.append(row)
-                    cols.append(column)
+            indptr, indices = [0], []
+            for text in block:
+                indices.extend({vocabulary[w] for w in text.split() if w in vocabulary})
+                indptr.append(len(indices))
             present = sparse.csr_matrix(
-                (np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(block), len(vocabulary))
+                (np.ones(len(indices), dtype=np.int32), indices, indptr), shape=(len(block), len(vocabulary))
             )
             shared = (present @ matrix).tocoo()
             block_sizes = np.array([len(text.replace(" ", "")) for text in block], dtype=np.float64)
