@@ -333,8 +333,9 @@ def build_bundle(
     """Build every member of a bundle config into ``output`` (default ``models/resources/<name>``).
 
     Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
-    sides of a parallel corpus have the same number of lines, and no corpus line occurs in the
-    ``[leakage] eval_files`` (unless ``allow_overlap``). The bundle is built in a temporary
+    sides of a parallel corpus have the same number of lines, and no corpus line copies or nearly
+    copies a line of the ``[leakage] eval_files`` (unless ``allow_overlap``; see
+    ``qe.resources.leakage``). The bundle is built in a temporary
     directory beside ``output`` and moved into place at the end.
     """
     from qe.data import resolve_data_dir
