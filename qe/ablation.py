@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from qe.config import dump_config
+from qe.errors import QEInputError
 from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluate
 from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
@@ -18,6 +19,8 @@ from qe.workers import exit_with_parent_everywhere
 
 SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
+# p-values come in steps of 1 / samples: with fewer than 20 none could fall below 0.05.
+MIN_BOOTSTRAP_SAMPLES = 20
 
 
 def family_groups(columns: list[str]) -> dict[str, list[str]]:
@@ -56,6 +59,15 @@ def run_ablation(
 
     ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
     """
+    if (
+        isinstance(bootstrap_samples, bool)
+        or not isinstance(bootstrap_samples, int)
+        or (bootstrap_samples < MIN_BOOTSTRAP_SAMPLES)
+    ):
+        raise QEInputError(
+            f"--bootstrap-samples must be an integer >= {MIN_BOOTSTRAP_SAMPLES} (p-values come in steps "
+            f"of 1/samples; 1000 is usual), got {bootstrap_samples!r}"
+        )
     exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]
     with staged_dir(output_dir, "ablation", overwrite=overwrite, inputs=protected) as staging:

@@ -1,4 +1,5 @@
-"""Experiment configs: TOML files checked against a schema (unknown keys and missing files refused)."""
+"""Experiment configs: TOML files checked against ``qe.schema.EXPERIMENT`` (unknown keys, wrong types
+or ranges and missing files refused), completed with defaults, learner and selector checked."""
 
 from __future__ import annotations
 
@@ -10,52 +11,8 @@ from typing import Any
 import tomli_w
 
 from qe.errors import QEInputError
-
-ANY = object()  # a leaf whose value is checked by the code that uses it
-
-# The schema: a dict is a table with exactly these optional keys; a type is a leaf's type;
-# ``ANY`` accepts any value; a ("table-of", schema) accepts any key names mapping to ``schema``.
-SPLIT_FILES = {
-    "src": str,
-    "mt": str,
-    "labels": str,
-    "post_edits": str,
-    "references": str,
-    "table": str,
-    "features": str,
-}
-SCHEMA: dict[str, Any] = {
-    "name": str,
-    "description": str,
-    "seed": int,
-    "data": {
-        "dataset": str,
-        "data_dir": str,
-        "train_split": str,
-        "test_split": str,
-        "label_range": list,
-        "train": SPLIT_FILES,
-        "test": SPLIT_FILES,
-    },
-    "features": {
-        "sets": list,
-        "families": list,
-        "resources": str,
-        "settings": ("table-of", ANY),
-    },
-    "learner": {
-        "name": str,
-        "params": ("table-of", ANY),
-        "grid": ANY,
-        "scale": bool,
-        "scoring": str,
-        "clip": bool,
-        "aux_targets": list,  # training-only supervision for aux-aware learners (qe.learners.aux)
-    },
-    "selection": {"name": str, "params": ("table-of", ANY)},
-    "cv": {"folds": int, "n_jobs": int},
-    "report": {"published": bool, "against": list},
-}
+from qe.io import require_file
+from qe.schema import EXPERIMENT, FEATURES, check
 
 DEFAULTS: dict[str, Any] = {
     "seed": 42,
@@ -65,36 +22,6 @@ DEFAULTS: dict[str, Any] = {
     "cv": {"folds": 5, "n_jobs": 1},
     "report": {"published": True},
 }
-
-
-def _check(table: dict[str, Any], schema: dict[str, Any], where: str, path: Path) -> None:
-    for key, value in table.items():
-        name = f"{where}.{key}" if where else key
-        if key not in schema:
-            known = ", ".join(sorted(schema))
-            raise QEInputError(f"unknown key {name!r} (known here: {known})", path)
-        expected = schema[key]
-        if expected is ANY:
-            continue
-        if isinstance(expected, tuple):
-            if not isinstance(value, dict):
-                raise QEInputError(f"{name!r} must be a table", path)
-            continue
-        if isinstance(expected, dict):
-            if not isinstance(value, dict):
-                raise QEInputError(f"{name!r} must be a table", path)
-            _check(value, expected, name, path)
-            continue
-        if (expected is int and isinstance(value, bool)) or not isinstance(value, expected):
-            raise QEInputError(f"{name!r} must be of type {expected.__name__}", path)
-
-
-def _schema_with_inputs() -> dict[str, Any]:
-    """The schema, with every input a registered feature family declares allowed in ``[data.<split>]``."""
-    from qe.features.registry import declared_inputs
-
-    split = {**SPLIT_FILES, **{item.name: str for item in declared_inputs()}}
-    return {**SCHEMA, "data": {**SCHEMA["data"], "train": split, "test": split}}
 
 
 def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -109,18 +36,17 @@ def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read, validate and complete a config; relative file paths are resolved against its folder."""
-    path = Path(path)
-    if not path.is_file():
-        raise QEInputError("config file not found", path)
+    path = require_file(path, "config file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a leading BOM is dropped
     except UnicodeDecodeError:
         raise QEInputError("config is not valid UTF-8", path) from None
     except tomllib.TOMLDecodeError as exc:
         raise QEInputError(f"invalid TOML: {exc}", path) from None
-    _check(raw, _schema_with_inputs(), "", path)
+    check(EXPERIMENT, raw, path)
     config = _merge(DEFAULTS, raw)
     config.setdefault("name", path.stem)
+    config["config_file"] = str(path.resolve())
     data = config.setdefault("data", {})
     if "dataset" not in data and not ("train" in data and "test" in data):
         raise QEInputError(
@@ -133,9 +59,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise QEInputError(
             "[features] needs sets = [...] or families = [...] (or data.*.features tables)", path
         )
-    label_range = data.get("label_range")
-    if label_range is not None and (len(label_range) != 2 or label_range[0] >= label_range[1]):
-        raise QEInputError("data.label_range must be [low, high] with low < high", path)
     for split in ("train", "test"):
         for role, value in data.get(split, {}).items():
             resolved = _beside(path, value)
@@ -149,7 +72,63 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
         config["features"]["resources"] = str(Path(resources))
+    _check_learner_and_selector(config, path)
+    check_family_settings(config["features"], path)
     return config
+
+
+def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
+    """Each ``[features.settings.<family>]`` checked by its family (for every split), naming the key
+    as ``features.settings.<family>.<key>`` and the config file."""
+    from qe.features.registry import family_class
+
+    def known(name: str, key: str) -> Any:
+        try:
+            return family_class(name)
+        except QEInputError as exc:
+            raise QEInputError(f"{key}: {exc.message}", path) from None
+
+    for name in features["families"]:
+        known(name, "features.families")
+    for split in ("train", "test"):
+        for family, values in split_settings(features["settings"], split).items():
+            where = f"features.settings.{family}"
+            known(family, where).validate_settings(values, where, path)
+
+
+def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str, dict[str, Any]]:
+    """Per-family settings for one split: a family's ``train`` / ``test`` sub-table (e.g. the decoder
+    logs of that split) overrides its shared settings."""
+    resolved = {}
+    for family, values in settings.items():
+        merged = {k: v for k, v in values.items() if k not in ("train", "test")}
+        merged.update(values.get(split, {}))
+        resolved[family] = merged
+    return resolved
+
+
+def _check_learner_and_selector(config: dict[str, Any], path: Path) -> None:
+    """Build the learner and the selector once (nothing is fitted), so that a bad name or parameter
+    (checked against scikit-learn's parameter constraints) is reported now, naming the config file."""
+    from qe.learners.factory import make_learner
+
+    learner = config["learner"]
+    try:
+        make_learner(
+            learner["name"],
+            learner.get("params"),
+            learner.get("grid"),
+            scale=learner.get("scale"),
+            cv_folds=config["cv"]["folds"],
+            seed=config["seed"],
+            scoring=learner["scoring"],
+        )
+        if config.get("selection"):
+            from qe.selection import make_selector
+
+            make_selector(config["selection"]["name"], **config["selection"].get("params", {}))
+    except QEInputError as exc:
+        raise QEInputError(exc.message, path) from None
 
 
 def _beside(config_path: Path, value: str) -> Path:
@@ -174,7 +153,7 @@ def _against_entry(entry: Any, path: Path) -> dict[str, Any]:
     if "features" in entry:
         if not isinstance(entry["features"], dict):
             raise QEInputError(f"[[report.against]] {name!r}: features must be a table", path)
-        _check(entry["features"], SCHEMA["features"], f"report.against.{name}.features", path)
+        FEATURES.check(entry["features"], f"report.against.{name}.features", path)
         return {"name": name, "features": dict(entry["features"])}
     other = _beside(path, entry["config"])
     if not other.is_file():
@@ -188,7 +167,9 @@ def apply_overrides(
     """Command-line overrides of a loaded config: the data directory and the number of parallel jobs."""
     if data_dir:
         config["data"]["data_dir"] = str(data_dir)
-    if jobs:
+    if jobs is not None:
+        if jobs < 1 and jobs != -1:
+            raise QEInputError(f"--jobs must be a number of processes >= 1, or -1 for all cores (got {jobs})")
         config["cv"]["n_jobs"] = jobs
 
 

@@ -1,4 +1,8 @@
-"""Datasets: reading parallel files, TSV / JSONL tables and registered datasets, with validation."""
+"""Datasets: reading parallel files, TSV / JSONL tables and registered datasets, with validation.
+
+Every text file is read through ``qe.io.read_lines``: strict UTF-8, CRLF accepted, a leading
+byte-order mark dropped (so a BOM never sticks to the first sentence, label or TSV header).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from qe.errors import QEInputError
-from qe.io import read_lines, sha256_file
+from qe.io import read_lines, require_file, sha256_file
 
 
 @dataclass
@@ -254,8 +258,7 @@ def load_feature_table(path: str | Path, names: list[str] | None = None) -> pd.D
     """
     path = Path(path)
     if path.suffix == ".parquet":
-        if not path.is_file():
-            raise QEInputError("file not found", path)
+        require_file(path)
         try:
             return pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises many types for corrupt files

@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
 
 from qe import __version__
-from qe.config import dump_config, load_config
+from qe.config import dump_config, load_config, split_settings
 from qe.data import (
     DATASETS,
     QEDataset,
@@ -115,17 +115,6 @@ def build_split(
     return SplitData(dataset=dataset, features=table, extraction_seconds=seconds)
 
 
-def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str, dict[str, Any]]:
-    """Per-family settings for one split: a family's ``train`` / ``test`` sub-table (e.g. the decoder
-    logs of that split) overrides its shared settings."""
-    resolved = {}
-    for family, values in settings.items():
-        merged = {k: v for k, v in values.items() if k not in ("train", "test")}
-        merged.update(values.get(split, {}))
-        resolved[family] = merged
-    return resolved
-
-
 def _extract_families(
     config: dict[str, Any], dataset: QEDataset, split: str, progress: bool, resources: Any
 ) -> tuple[pd.DataFrame, dict[str, float]]:
@@ -177,10 +166,21 @@ def bound_families(config: dict[str, Any], split: str, resources: Any) -> tuple[
     return families, lines
 
 
+def check_folds(config: dict[str, Any], n_rows: int) -> None:
+    """Refuse more cross-validation folds than training rows (a config error, named with its file)."""
+    folds = config["cv"]["folds"]
+    if folds > n_rows:
+        raise QEInputError(
+            f"cv.folds = {folds}: expected an integer from 2 to {n_rows} (the number of training rows)",
+            config.get("config_file"),
+        )
+
+
 def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str], dict[str, Any]]:
     """Fit the configured selector on the training features only; the chosen columns and its report."""
     from qe.selection import make_selector, selection_report
 
+    check_folds(config, len(train.dataset))
     spec = config["selection"]
     params = dict(spec.get("params", {}))
     if spec["name"] in ("forward", "backward"):
@@ -299,6 +299,7 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
     """Fit the configured learner (hyperparameters by CV on train), CV-predict train, predict test."""
     learner = config["learner"]
     seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
+    check_folds(config, len(train.dataset))
     x_train, y_train = train.features.to_numpy(), train.dataset.labels
     estimator = make_learner(
         learner["name"],

@@ -1,4 +1,4 @@
-"""Safe file reading (strict UTF-8, line numbers in errors) and atomic writing."""
+"""Safe file reading (strict UTF-8, a leading BOM dropped, line numbers in errors) and atomic writing."""
 
 from __future__ import annotations
 
@@ -12,13 +12,29 @@ from typing import IO
 
 from qe.errors import QEInputError
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def require_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` if it is a regular file; else one clear error: not found, a directory, or not a file."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise QEInputError(f"is a directory, not a {what}", path)
+    if path.exists():
+        raise QEInputError(f"is not a regular {what}", path)
+    raise QEInputError(f"{what} not found", path)
+
 
 def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str]:
-    """Read a text file as UTF-8 lines (CRLF accepted), refusing invalid bytes and blank lines."""
-    path = Path(path)
-    if not path.is_file():
-        raise QEInputError("file not found", path)
-    data = path.read_bytes()
+    """Read a text file as UTF-8 lines (CRLF accepted), refusing invalid bytes and blank lines.
+
+    A leading UTF-8 byte-order mark (as some editors write) is dropped, so it never becomes part
+    of the first line's first word.
+    """
+    path = require_file(path)
+    data = path.read_bytes().removeprefix(UTF8_BOM)
     if not data:
         raise QEInputError("file is empty", path)
     lines = data.split(b"\n")
@@ -36,6 +52,27 @@ def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str
             raise QEInputError("blank line", path, number)
         out.append(text)
     return out
+
+
+def read_text_lines(path: str | Path, what: str = "corpus") -> list[str]:
+    """All lines of a UTF-8 text file, blank ones kept as '' (corpora, evaluation files).
+
+    Refuses a missing, empty or non-UTF-8 file naming it as ``what``; drops a leading BOM.
+    """
+    path = require_file(path, f"{what} file")
+    data = path.read_bytes().removeprefix(UTF8_BOM)
+    if not data.strip():
+        raise QEInputError(f"{what} file is empty", path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise QEInputError(
+            f"{what} is not UTF-8 (invalid byte)", path, data.count(b"\n", 0, exc.start) + 1
+        ) from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 @contextlib.contextmanager

@@ -179,6 +179,8 @@ def paired_bootstrap(
     seed: int = 12345,
 ) -> BootstrapResult:
     """Koehn-style paired bootstrap resampling (1000 samples as in the WMT12 findings)."""
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
     gold, pred_a = _pair(gold, pred_a)
     _, pred_b = _pair(gold, pred_b)
     function = METRIC_FUNCTIONS[metric]

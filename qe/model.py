@@ -163,7 +163,7 @@ class QEModel:
                 f"({', '.join(self.manifest['feature_sets'])}), so it cannot score raw text; "
                 "train it on feature families instead"
             )
-        from qe.experiment import split_settings
+        from qe.config import split_settings
         from qe.features.registry import make_families, route_inputs
 
         settings = split_settings(self.manifest.get("family_settings", {}), "predict")

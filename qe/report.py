@@ -159,6 +159,13 @@ def _check_metrics(metrics: dict[str, Any], path: Path) -> None:
         raise QEInputError("corrupt metrics.json: neither 'test' nor 'cv' metrics", path)
 
 
+def read_metrics(path: Path) -> dict[str, Any]:
+    """A run's ``metrics.json``, refusing (one line naming it) anything but numeric test / CV metrics."""
+    metrics = _read_json(path, "metrics.json")
+    _check_metrics(metrics, path)
+    return metrics
+
+
 def _check_ablation(ablation: dict[str, Any], path: Path) -> None:
     systems = ablation.get("systems")
     if not isinstance(systems, dict) or not all(isinstance(s, dict) for s in systems.values()):
@@ -190,10 +197,7 @@ def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> Run
         raise QEInputError("not an ablation directory (no ablation.json)", ablation_dir)
     if metrics_path is None and ablation_path is None:
         raise QEInputError("not a run directory (no metrics.json or ablation.json)", path)
-    metrics = None
-    if metrics_path is not None:
-        metrics = _read_json(metrics_path, "metrics.json")
-        _check_metrics(metrics, metrics_path)
+    metrics = read_metrics(metrics_path) if metrics_path is not None else None
     ablation = None
     if ablation_path is not None:
         ablation = _read_json(ablation_path, "ablation.json")

@@ -15,9 +15,10 @@ from there, so no line is lost or written twice. At the end the partial output i
 target (atomic) and the state file is removed. An input error removes the partial output too; an
 interruption (Ctrl-C, a kill, a crash) keeps it for ``--resume``.
 
-Input checks (the same as ``qe.io.read_lines``): strict UTF-8, CRLF accepted, blank lines refused,
-errors name ``file:line``; every file must have as many lines as the first one. The inputs are
-checked and hashed in one pass before any work starts, so a bad line near the end fails at once.
+Input checks (the same as ``qe.io.read_lines``): strict UTF-8, CRLF accepted, a leading BOM
+dropped, blank lines refused, errors name ``file:line``; every file must have as many lines as the
+first one. The inputs are checked and hashed in one pass before any work starts, so a bad line
+near the end fails at once.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from qe.errors import QEInputError
-from qe.io import atomic_write, write_text_atomic
+from qe.io import UTF8_BOM, atomic_write, require_file, write_text_atomic
 
 STATE_FORMAT = "qe-stream-state/1"
 DEFAULT_CHUNK_SIZE = 10_000
@@ -57,7 +58,10 @@ class InputInfo:
 
 
 def _decode(raw: bytes, path: Path, number: int) -> str:
-    """One line as text: strict UTF-8, the newline (LF or CRLF) removed, blank lines refused."""
+    """One line as text: strict UTF-8, the newline (LF or CRLF) removed, blank lines refused; a BOM
+    at the start of line 1 is dropped (it would otherwise stick to the first word)."""
+    if number == 1:
+        raw = raw.removeprefix(UTF8_BOM)
     if raw.endswith(b"\n"):
         raw = raw[:-1]
     if raw.endswith(b"\r"):
@@ -73,9 +77,7 @@ def _decode(raw: bytes, path: Path, number: int) -> str:
 
 def scan_input(path: str | Path) -> InputInfo:
     """Check a whole input file line by line (UTF-8, no blank line) and return its size, hash and lines."""
-    path = Path(path)
-    if not path.is_file():
-        raise QEInputError("file not found", path)
+    path = require_file(path)
     digest = hashlib.sha256()
     size = lines = 0
     with open(path, "rb") as handle:
@@ -143,8 +145,7 @@ def iter_chunks(
     with contextlib.ExitStack() as stack:
         handles: dict[str, IO[bytes]] = {}
         for role, path in paths.items():
-            if not Path(path).is_file():
-                raise QEInputError("file not found", path)
+            require_file(path)
             handles[role] = stack.enter_context(open(path, "rb"))
             handles[role].seek(positions[role])
         while True:

@@ -51,3 +51,15 @@ def test_unknown_selector_in_config_is_one_line(tmp_path, capsys, bad):
     config.write_text(config.read_text() + bad)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "o"), "--quiet"]) == 2
     assert "unknown selector 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("samples", ["-5", "0", "19"])
+def test_too_few_bootstrap_samples_are_refused_before_any_work(tmp_path, capsys, samples):
+    config = _toy_config(tmp_path)
+    out = tmp_path / "ablation"
+    argv = ["ablate", str(config), "--output-dir", str(out), "--quiet", "--bootstrap-samples", samples]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    expected = "--bootstrap-samples must be an integer >= 20 (p-values come in steps of 1/samples; "
+    assert err == f"qe: error: {expected}1000 is usual), got {samples}"
+    assert not out.exists() and not list(tmp_path.glob(".ablation*"))

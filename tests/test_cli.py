@@ -185,3 +185,38 @@ def test_console_script_help_and_exit_codes():
         cwd=REPO,
     )
     assert result.returncode == 2 and result.stderr.strip() == "qe: error: /nonexistent: file not found"
+
+
+def _fake_run(folder: Path, mae: float) -> Path:
+    folder.mkdir(parents=True)
+    test = {"MAE": mae, "RMSE": 0.8, "DeltaAvg": 0.5, "Spearman": 0.5}
+    (folder / "metrics.json").write_text(json.dumps({"test": test, "cv": test}))
+    return folder
+
+
+def test_compare_keeps_runs_that_share_a_folder_name(tmp_path, capsys):
+    a = _fake_run(tmp_path / "runs" / "a" / "x", 0.111)
+    b = _fake_run(tmp_path / "runs" / "b" / "x", 0.222)
+    c = _fake_run(tmp_path / "runs" / "c", 0.333)
+    assert main(["compare", str(a), str(b), str(c), str(a)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| **")]
+    assert rows == [
+        "| **a/x** | 0.111 | 0.800 | 0.500 | 0.500 |",
+        "| **b/x** | 0.222 | 0.800 | 0.500 | 0.500 |",
+        "| **c** | 0.333 | 0.800 | 0.500 | 0.500 |",
+        "| **a/x #2** | 0.111 | 0.800 | 0.500 | 0.500 |",
+    ]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"test": 5}', '{"test": {"MAE": "low", "RMSE": 1, "DeltaAvg": 1, "Spearman": 1}}', "[1, 2]"],
+)
+def test_compare_names_a_malformed_metrics_file(tmp_path, capsys, content):
+    run = _fake_run(tmp_path / "run", 0.5)
+    (run / "metrics.json").write_text(content)
+    assert main(["compare", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(
+        f"qe: error: {run / 'metrics.json'}: corrupt metrics.json"
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qe.experiment import split_settings
+from qe.config import split_settings
 
 
 def test_split_settings_override_shared_keys_per_split():

@@ -187,7 +187,7 @@ def test_catalogue_needs_no_resources() -> None:
 
 
 def test_bad_settings() -> None:
-    with pytest.raises(QEInputError, match="pos must be"):
+    with pytest.raises(QEInputError, match=r"lm\.pos = .yes.: expected one of true, false, .auto."):
         LMFeatures(pos="yes")
     with pytest.raises(QEInputError, match="orders"):
         LMFeatures(orders=0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from qe.errors import QEInputError
@@ -18,18 +17,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def run_labels(runs: list[Path]) -> list[str]:
+    """Names that tell the runs apart: each run's shortest trailing path that no other run shares
+    (``runs/a/x`` and ``runs/b/x`` -> ``a/x`` and ``b/x``); a run given twice gets ``#2``."""
+    parts = [run.resolve().parts for run in runs]
+    labels = []
+    for index, mine in enumerate(parts):
+        others = [theirs for theirs in parts if theirs != mine]
+        size = 1
+        while size < len(mine) and any(theirs[-size:] == mine[-size:] for theirs in others):
+            size += 1
+        label = "/".join(mine[-size:]) or str(runs[index])
+        repeat = parts[:index].count(mine)
+        labels.append(f"{label} #{repeat + 1}" if repeat else label)
+    return labels
+
+
 def run(args: argparse.Namespace) -> int:
+    from qe.report import read_metrics
+
     ours = {}
-    for run_dir in args.runs:
+    for run_dir, label in zip(args.runs, run_labels(args.runs), strict=True):
         path = run_dir / "metrics.json"
         if not path.is_file():
             raise QEInputError("not a run directory (no metrics.json)", run_dir)
-        try:
-            metrics = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise QEInputError(f"corrupt metrics.json: {exc}", path) from None
+        metrics = read_metrics(path)
         if "test" not in metrics:
             raise QEInputError("run has no test metrics", path)
-        ours[run_dir.name] = metrics["test"]
+        ours[label] = metrics["test"]
     print(comparison_table(ours))
     return 0

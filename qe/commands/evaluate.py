@@ -1,9 +1,25 @@
-"""``qe evaluate --gold FILE --pred FILE``: score any predictions file with the WMT12 metrics."""
+"""``qe evaluate --gold FILE --pred FILE``: WMT12 metrics of predictions matched to the gold by id.
+
+Gold files are one label per line (the WMT12 ``*.effort`` files) or a TSV whose header names an
+``id`` and a ``score`` column (``qe run``'s ``predictions.tsv`` layout, or a dataset table).
+Predictions come in three formats, each saying how its rows find their gold label:
+
+* ``id<TAB>score`` with that header (``qe run``, ``qe predict``): by id. Against a one-label-per-line
+  gold the ids are the 0-based line indices ``0 .. n-1``, as ``qe run`` and ``qe predict`` write them;
+  against a TSV gold, its ``id`` column.
+* WMT12 submission lines ``METHOD<TAB>SEGID<TAB>SCORE<TAB>RANK``: SEGID is the 1-based line number
+  of the segment (the task's definition), so it names the gold's SEGID-th label.
+* one score per line (no ids): by position; the counts must agree.
+
+Every gold sentence must be scored exactly once: a duplicate, missing or unknown id is refused
+(exit 2) naming the first one. DeltaAvg needs at least 4 sentences.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,33 +29,121 @@ from qe.errors import QEInputError
 from qe.io import read_lines
 from qe.metrics import evaluate
 
+MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles
 
-def read_predictions(path: Path) -> np.ndarray:
-    """Scores from ``id<TAB>score`` (with header), one score per line, or WMT12 submission lines.
 
-    WMT12 lines (``METHOD<TAB>SEGID<TAB>SCORE<TAB>RANK``) are put in SEGID order; a ranking-only
-    submission (all scores 0) is turned into scores from its ranks (rank 1 = best).
-    """
+@dataclass
+class Scored:
+    """Values read from a gold or predictions file: with their ids (None: matched by position) and
+    the file line of each row (for errors). ``style`` is ``plain``, ``tsv`` or ``wmt12``."""
+
+    ids: list[str] | None
+    values: np.ndarray
+    lines: list[int]
+    style: str
+
+
+def _header_columns(line: str) -> dict[str, int] | None:
+    """Column positions of a header naming ``id`` and ``score`` (case-insensitive), else None."""
+    names = [field.strip().lower() for field in line.split("\t")]
+    if "id" in names and "score" in names:
+        return {name: names.index(name) for name in ("id", "score")}
+    return None
+
+
+def _read_tsv(path: Path, lines: list[str], columns: dict[str, int]) -> Scored:
+    width = len(lines[0].split("\t"))
+    ids, values, numbers = [], [], []
+    for number, line in enumerate(lines[1:], start=2):
+        fields = line.split("\t")
+        if len(fields) != width:
+            raise QEInputError(f"expected {width} tab-separated fields, found {len(fields)}", path, number)
+        ids.append(fields[columns["id"]].strip())
+        values.append(parse_label(fields[columns["score"]], path, number, None))
+        numbers.append(number)
+    if not ids:
+        raise QEInputError("has a header but no rows", path)
+    return Scored(ids, np.array(values), numbers, "tsv")
+
+
+def _read_wmt12(path: Path, lines: list[str]) -> Scored:
+    ids, scores, ranks = [], [], []
+    for number, line in enumerate(lines, 1):
+        fields = line.split("\t")
+        if len(fields) != 4:
+            raise QEInputError(f"expected 4 tab-separated fields, found {len(fields)}", path, number)
+        try:
+            segment = int(fields[1])
+        except ValueError:
+            raise QEInputError(f"SEGID {fields[1]!r} is not a line number", path, number) from None
+        ids.append(str(segment))
+        scores.append(parse_label(fields[2], path, number, None))
+        ranks.append(parse_label(fields[3], path, number, None))
+    values = np.array(scores)
+    if np.all(values == 0):  # a ranking-only submission: rank 1 = best
+        values = -np.array(ranks)
+    return Scored(ids, values, list(range(1, len(lines) + 1)), "wmt12")
+
+
+def read_predictions(path: Path) -> Scored:
+    """Scores from ``id<TAB>score`` (with header), WMT12 submission lines, or one score per line."""
     lines = read_lines(path)
-    first = lines[0].split("\t")
-    if [f.strip().lower() for f in first] == ["id", "score"]:
-        return np.array(
-            [parse_label(line.split("\t")[-1], path, i, None) for i, line in enumerate(lines[1:], 2)]
+    columns = _header_columns(lines[0])
+    if columns is not None:
+        return _read_tsv(path, lines, columns)
+    if len(lines[0].split("\t")) == 4:
+        return _read_wmt12(path, lines)
+    return Scored(None, read_labels(path), list(range(1, len(lines) + 1)), "plain")
+
+
+def read_gold(path: Path) -> Scored:
+    """Gold labels: a TSV with ``id`` and ``score`` columns, or one label per line (ids assigned by
+    :func:`align` from the predictions' format)."""
+    lines = read_lines(path)
+    columns = _header_columns(lines[0])
+    if columns is not None:
+        return _read_tsv(path, lines, columns)
+    return Scored(None, read_labels(path), list(range(1, len(lines) + 1)), "plain")
+
+
+def align(gold: Scored, pred: Scored, gold_path: Path, pred_path: Path) -> np.ndarray:
+    """The predictions in gold order, refusing duplicate, unknown and missing ids."""
+    n = len(gold.values)
+    if pred.ids is None:
+        if len(pred.values) != n:
+            raise QEInputError(
+                f"has {len(pred.values)} predictions but {gold_path} has {n} labels", pred_path
+            )
+        return pred.values
+    if pred.style == "wmt12":
+        keys, described = [str(i) for i in range(1, n + 1)], f"SEGIDs 1 to {n}, its line numbers"
+    elif gold.ids is None:
+        keys, described = [str(i) for i in range(n)], f"ids 0 to {n - 1}, its line indices"
+    else:
+        keys, described = gold.ids, "the ids of its id column"
+        seen_gold: dict[str, int] = {}
+        for key, line in zip(keys, gold.lines, strict=True):
+            if key in seen_gold:
+                raise QEInputError(
+                    f"id {key!r} appears twice (also on line {seen_gold[key]})", gold_path, line
+                )
+            seen_gold[key] = line
+    position = {key: index for index, key in enumerate(keys)}
+    out = np.full(n, np.nan)
+    seen: dict[str, int] = {}
+    for key, value, line in zip(pred.ids, pred.values, pred.lines, strict=True):
+        if key in seen:
+            raise QEInputError(f"id {key!r} appears twice (also on line {seen[key]})", pred_path, line)
+        if key not in position:
+            raise QEInputError(f"id {key!r} is not in {gold_path} ({described})", pred_path, line)
+        seen[key] = line
+        out[position[key]] = value
+    missing = [key for key in keys if key not in seen]
+    if missing:
+        raise QEInputError(
+            f"no prediction for id {missing[0]!r} of {gold_path} ({len(missing)} of {n} missing)", pred_path
         )
-    if len(first) == 4:
-        rows = []
-        for number, line in enumerate(lines, 1):
-            fields = line.split("\t")
-            if len(fields) != 4:
-                raise QEInputError(f"expected 4 tab-separated fields, found {len(fields)}", path, number)
-            segment, score, rank = (parse_label(v, path, number, None) for v in fields[1:])
-            rows.append((segment, score, rank))
-        rows.sort()
-        scores = np.array([r[1] for r in rows])
-        if np.all(scores == 0):
-            scores = -np.array([r[2] for r in rows])
-        return scores
-    return read_labels(path)
+    return out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,22 +151,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "evaluate",
         help="score predictions against gold labels (MAE, RMSE, DeltaAvg, Spearman, ...)",
         description="Score predictions as the official WMT12 scorer does (MAE/RMSE with errors rounded "
-        "to 2 decimals, DeltaAvg, Spearman), plus Pearson and error shares.",
+        "to 2 decimals, DeltaAvg, Spearman), plus Pearson and error shares. Rows are matched to the "
+        "gold by id: id<TAB>score ids are 0-based line indices of a one-label-per-line gold (or the "
+        "gold TSV's id column), WMT12 SEGIDs are 1-based line numbers; headerless scores match by "
+        "position. Duplicate, missing and unknown ids are refused.",
     )
-    parser.add_argument("--gold", type=Path, required=True, help="gold labels, one per line")
     parser.add_argument(
-        "--pred", type=Path, required=True, help="predictions: id<TAB>score, one per line, or WMT12"
+        "--gold", type=Path, required=True, help="gold labels: one per line, or a TSV with id and score"
+    )
+    parser.add_argument(
+        "--pred",
+        type=Path,
+        required=True,
+        help="predictions: id<TAB>score with a header, WMT12, or one per line",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    gold = read_labels(args.gold)
-    pred = read_predictions(args.pred)
-    if len(gold) != len(pred):
-        raise QEInputError(f"has {len(pred)} predictions but {args.gold} has {len(gold)} labels", args.pred)
-    metrics = evaluate(gold, pred)
+    gold = read_gold(args.gold)
+    pred = align(gold, read_predictions(args.pred), args.gold, args.pred)
+    if len(gold.values) < MIN_SENTENCES:
+        raise QEInputError(
+            f"has {len(gold.values)} sentence(s): DeltaAvg needs at least {MIN_SENTENCES}", args.gold
+        )
+    metrics = evaluate(gold.values, pred)
     if args.json:
         print(json.dumps(metrics, indent=2))
     else:

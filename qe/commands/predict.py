@@ -24,7 +24,7 @@ import numpy as np
 
 from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
 from qe.io import atomic_write, sha256_file
-from qe.langid import check_language
+from qe.langid import check_language, script_findings
 from qe.metrics import ranks_from_scores
 from qe.model import QEModel
 from qe.outputs import check_output_file
@@ -62,6 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resources", type=Path, help="resource bundle (default: the one the model names)")
     parser.add_argument("--method", default="QE_qe", help="METHOD column of the wmt12 format (TEAM_DESC)")
     parser.add_argument("--no-language-check", action="store_true", help="skip the language check")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 2) instead of warning when lines are in another script than the model's "
+        "languages or hold only emoji / symbols",
+    )
     add_input_options(parser)
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -166,9 +172,23 @@ def run(args: argparse.Namespace) -> int:
     langs = model.manifest.get("languages") or {}
 
     def check_first(chunk: Chunk) -> None:
-        if not args.no_language_check:
-            check_language(chunk.lines["src"], langs.get("src", ""), "the source file", str(args.src))
-            check_language(chunk.lines["mt"], langs.get("tgt", ""), "the MT file", str(args.mt))
+        """The language checks on the first chunk: another known language refuses; another script
+        or emoji-only lines warn on stderr (refuse with --strict)."""
+        if args.no_language_check:
+            return
+        findings = []
+        for role, side, what, path in (
+            ("src", "src", "the source file", args.src),
+            ("mt", "tgt", "the MT file", args.mt),
+        ):
+            check_language(chunk.lines[role], langs.get(side, ""), what, str(path))
+            findings += script_findings(
+                chunk.lines[role], langs.get(side, ""), what, str(path), chunk.start + 1
+            )
+        for finding in findings:
+            if args.strict:
+                raise finding
+            print(f"qe: warning: {finding}", file=sys.stderr)
 
     if args.format == "wmt12":
         sink: Sink = RankedScoresSink(args.out, args.method)

@@ -17,16 +17,15 @@ point) holding one ``FeatureFamily`` subclass decorated with ``@register_family`
 from __future__ import annotations
 
 import json
-import math
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from qe.errors import QEInputError
+from qe.schema import AnyTable, Anything, Bool, Choice, Either, Int, Number, Rule, Str, Text, Unset
 
 
 @dataclass(frozen=True)
@@ -61,45 +60,36 @@ class PairBatch:
 
 @dataclass(frozen=True)
 class Setting:
-    """One family setting: default, a one-line doc, which values are allowed (a check and its wording).
+    """One family setting: default, a one-line doc, and the rule its values follow (``qe.schema``).
 
     ``affects_values=False`` marks speed knobs (worker counts, batch sizes) left out of signatures.
     """
 
     default: Any
     doc: str
-    check: Callable[[Any], bool] | None = None
-    allowed: str = "any value"
+    rule: Rule = field(default_factory=Anything)
     affects_values: bool = True
-    options: tuple[Any, ...] = ()  # the allowed values, for settings that are a choice
 
-    def accepts(self, value: Any) -> bool:
-        """Whether ``value`` is allowed (the default always is)."""
-        return self.check is None or value == self.default or bool(self.check(value))
+    @property
+    def options(self) -> tuple[Any, ...]:
+        """The allowed values, for a setting that is a choice (else empty)."""
+        return getattr(self.rule, "options", ())
 
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    def check(self, value: Any, key: str, path: str | Path | None = None) -> Any:
+        """The value, or one line naming ``key`` and what is allowed (the default always passes)."""
+        if value is self.default or (value == self.default and type(value) is type(self.default)):
+            return value
+        return self.rule.check(value, key, None if path is None else Path(path))
 
 
 def choice(default: Any, options: tuple[Any, ...], doc: str) -> Setting:
-    """One of ``options`` (compared with ``==``; booleans are not numbers)."""
-
-    def check(value: Any) -> bool:
-        return any(value == o and type(value) is type(o) for o in options)
-
-    return Setting(
-        default, doc, check, "one of " + ", ".join(json.dumps(o) for o in options), options=options
-    )
+    """One of ``options`` (compared by value and type: booleans are not numbers)."""
+    return Setting(default, doc, Choice(options))
 
 
 def flag(default: bool, doc: str) -> Setting:
     """true or false."""
-    return Setting(default, doc, lambda v: isinstance(v, bool), "true or false")
+    return Setting(default, doc, Bool())
 
 
 def integer(
@@ -108,54 +98,34 @@ def integer(
     low: int | None = None,
     high: int | None = None,
     *,
-    also: tuple[Any, ...] = (),
+    also: tuple[str, ...] = (),
     affects_values: bool = True,
 ) -> Setting:
-    """An integer in [low, high] (either bound optional), or one of the literal values ``also``."""
-
-    def check(value: Any) -> bool:
-        if any(value == a and type(value) is type(a) for a in also):
-            return True
-        return _is_int(value) and (low is None or value >= low) and (high is None or value <= high)
-
-    words = "an integer" + (f" >= {low}" if low is not None and high is None else "")
-    if high is not None:
-        words = f"an integer from {low} to {high}" if low is not None else f"an integer <= {high}"
+    """An integer in [low, high] (either bound optional), or one of the words in ``also``."""
+    rule: Rule = Int(low, high)
     if also:
-        words += " or " + " or ".join(json.dumps(a) for a in also)
-    return Setting(default, doc, check, words, affects_values)
+        rule = Either(rule, Str(also))
+    return Setting(default, doc, rule, affects_values)
 
 
 def number(default: Any, doc: str, low: float, high: float, *, high_open: bool = False) -> Setting:
     """A finite number in [low, high] (or [low, high) with ``high_open``)."""
-
-    def check(value: Any) -> bool:
-        return _is_number(value) and low <= value and (value < high if high_open else value <= high)
-
-    return Setting(default, doc, check, f"a number in [{low:g}, {high:g}{')' if high_open else ']'}")
+    return Setting(default, doc, Number(low, high, open_high=high_open))
 
 
 def string(default: str | None, doc: str, *, optional: bool = False) -> Setting:
-    """A non-empty string (or null with ``optional``): names, paths, language codes."""
-
-    def check(value: Any) -> bool:
-        return (isinstance(value, str) and bool(value.strip())) or (optional and value is None)
-
-    return Setting(default, doc, check, "a non-empty string" + (" or unset" if optional else ""))
+    """A non-blank string (or unset with ``optional``): names, language codes."""
+    return Setting(default, doc, Either(Text(), Unset()) if optional else Text())
 
 
 def path(default: str | None, doc: str) -> Setting:
     """A file or directory path (a string or path object), or unset."""
-
-    def check(value: Any) -> bool:
-        return value is None or (isinstance(value, str | os.PathLike) and bool(str(value).strip()))
-
-    return Setting(default, doc, check, "a path or unset")
+    return Setting(default, doc, Either(Text(path_like=True), Unset()))
 
 
 def toml_table(default: dict | None, doc: str) -> Setting:
     """A TOML table (checked further by the family), or unset."""
-    return Setting(default, doc, lambda v: v is None or isinstance(v, dict), "a table or unset")
+    return Setting(default, doc, Either(AnyTable(), Unset()))
 
 
 # ====================================================================== per-pair inputs
@@ -226,18 +196,20 @@ class FeatureFamily(ABC):
     # ------------------------------------------------------------------ settings
 
     @classmethod
-    def validate_settings(cls, settings: dict[str, Any]) -> dict[str, Any]:
-        """Defaults filled in; unknown keys and bad values refused, naming the key and what is allowed."""
+    def validate_settings(
+        cls, settings: dict[str, Any], where: str | None = None, path: str | Path | None = None
+    ) -> dict[str, Any]:
+        """Defaults filled in; unknown keys and bad values refused in one line naming the key (as
+        ``where.key``, default ``<family>.key``), what is allowed and, from a config, its file."""
+        where = where or cls.name
         schema = cls.setting_specs
         unknown = sorted(set(settings) - set(schema))
         if unknown:
             known = ", ".join(sorted(schema)) or "none"
-            raise QEInputError(f"{cls.name}: unknown setting(s) {', '.join(unknown)} (known: {known})")
+            raise QEInputError(f"{where}: unknown setting(s) {', '.join(unknown)} (known: {known})", path)
         merged = {key: spec.default for key, spec in schema.items()}
         for key, value in settings.items():
-            if not schema[key].accepts(value):
-                raise QEInputError(f"{cls.name}: {key} must be {schema[key].allowed}, got {value!r}")
-            merged[key] = value
+            merged[key] = schema[key].check(value, f"{where}.{key}", path)
         return merged
 
     def fresh_state(self) -> dict[str, Any]:

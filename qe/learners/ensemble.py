@@ -40,31 +40,35 @@ def fit_member(estimator: BaseEstimator, X: np.ndarray, y: np.ndarray) -> BaseEs
     return clone(estimator).fit(X, target)
 
 
-def build_members(members: list[dict[str, Any]], seed: int = 42) -> list[BaseEstimator]:
-    """Estimators from learner specs (``name`` required; ``params``, ``grid``, ``scale``, ``scoring``)."""
+def build_members(
+    members: list[dict[str, Any]], seed: int = 42, where: str = "members"
+) -> list[BaseEstimator]:
+    """Estimators from learner specs (see :func:`build_member`), named ``where[i]`` in errors."""
+    if not members:
+        raise QEInputError(f"{where}: an ensemble needs at least one member")
+    return [build_member(spec, seed, f"{where}[{index}]") for index, spec in enumerate(members)]
+
+
+def build_member(spec: Any, seed: int = 42, where: str = "member") -> BaseEstimator:
+    """An estimator from a learner spec (``name`` required; ``params``, ``grid``, ``scale``, ``scoring``);
+    errors name it ``where`` (e.g. ``learner.params.members[1]`` -> ``...members[1].params.C``)."""
     from qe.learners.factory import make_learner
 
-    if not members:
-        raise QEInputError("an ensemble needs at least one member")
-    built = []
-    for spec in members:
-        if not isinstance(spec, dict) or "name" not in spec:
-            raise QEInputError("each ensemble member must be a table with a learner name")
-        unknown = set(spec) - {"name", "params", "grid", "scale", "scoring"}
-        if unknown:
-            raise QEInputError(f"unknown key(s) in ensemble member: {', '.join(sorted(unknown))}")
-        built.append(
-            make_learner(
-                spec["name"],
-                spec.get("params"),
-                spec.get("grid"),
-                scale=spec.get("scale"),
-                seed=seed,
-                scoring=spec.get("scoring", "MAE"),
-                n_jobs=1,
-            )
-        )
-    return built
+    if not isinstance(spec, dict) or "name" not in spec:
+        raise QEInputError(f"{where}: each ensemble member must be a table with a learner name")
+    unknown = set(spec) - {"name", "params", "grid", "scale", "scoring"}
+    if unknown:
+        raise QEInputError(f"{where}: unknown key(s) in ensemble member: {', '.join(sorted(unknown))}")
+    return make_learner(
+        spec["name"],
+        spec.get("params"),
+        spec.get("grid"),
+        scale=spec.get("scale"),
+        seed=seed,
+        scoring=spec.get("scoring", "MAE"),
+        n_jobs=1,
+        where=where,
+    )
 
 
 def rank_average(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:

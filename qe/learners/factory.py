@@ -3,6 +3,8 @@ tree ensembles, Gaussian processes, kernel ridge, averaging / stacking and aux-t
 
 from __future__ import annotations
 
+import re
+from numbers import Integral, Real
 from typing import Any
 
 from sklearn.base import BaseEstimator
@@ -88,20 +90,24 @@ def _gp(**params: Any) -> BaseEstimator:
 
 
 def _average(
-    members: list[dict[str, Any]] | None = None, random_state: int = 42, **params: Any
+    members: list[dict[str, Any]] | None = None, random_state: int = 42, where: str = "", **params: Any
 ) -> BaseEstimator:
     from qe.learners.ensemble import AveragingRegressor, build_members
 
-    return AveragingRegressor(build_members(members or [], seed=random_state), **params)
+    return AveragingRegressor(
+        build_members(members or [], seed=random_state, where=f"{where}.members"), **params
+    )
 
 
 def _stack(
-    members: list[dict[str, Any]] | None = None, random_state: int = 42, **params: Any
+    members: list[dict[str, Any]] | None = None, random_state: int = 42, where: str = "", **params: Any
 ) -> BaseEstimator:
     from qe.learners.ensemble import StackedRegressor, build_members
 
     return StackedRegressor(
-        build_members(members or [], seed=random_state), random_state=random_state, **params
+        build_members(members or [], seed=random_state, where=f"{where}.members"),
+        random_state=random_state,
+        **params,
     )
 
 
@@ -109,13 +115,14 @@ def _aux_stack(
     final: dict[str, Any] | None = None,
     aux: dict[str, Any] | None = None,
     random_state: int = 42,
+    where: str = "",
     **params: Any,
 ) -> BaseEstimator:
     from qe.learners.aux import AuxTargetStack
-    from qe.learners.ensemble import build_members
+    from qe.learners.ensemble import build_member
 
-    final_estimator = build_members([final], seed=random_state)[0] if final else None
-    aux_estimator = build_members([aux], seed=random_state)[0] if aux else None
+    final_estimator = build_member(final, random_state, f"{where}.final") if final else None
+    aux_estimator = build_member(aux, random_state, f"{where}.aux") if aux else None
     return AuxTargetStack(final_estimator, aux_estimator, random_state=random_state, **params)
 
 
@@ -147,6 +154,65 @@ SCALED_BY_DEFAULT = {
 }
 # Learners with randomness or inner CV folds: their ``random_state`` defaults to the run's seed.
 SEEDED = {"random_forest", "extra_trees", "gradient_boosting", "gp", "average", "stack", "aux_stack"}
+# Learners made of other learners: their factories name nested parameters in errors (``where``).
+NESTED = {"average", "stack", "aux_stack"}
+
+
+def _own_constraints() -> dict[str, dict[str, list[Any]]]:
+    """scikit-learn-style parameter constraints of our own estimators (scikit-learn's declare theirs)."""
+    from sklearn.utils._param_validation import Interval, StrOptions
+
+    positive = [Interval(Real, 0, None, closed="neither")]
+    return {
+        "M5P": {
+            "min_instances": [Interval(Real, 1, None, closed="left")],
+            "unpruned": ["boolean"],
+            "unsmoothed": ["boolean"],
+            "build_regression_tree": ["boolean"],
+        },
+        "GPRegressor": {
+            "length_scale": positive,
+            "noise": positive,
+            "linear": ["boolean"],
+            "ard": ["boolean"],
+            "restarts": [Interval(Integral, 0, None, closed="left")],
+            "normalize_y": ["boolean"],
+            "random_state": ["random_state"],
+        },
+        "AveragingRegressor": {"weights": ["array-like", None], "combine": [StrOptions({"mean", "rank"})]},
+        "StackedRegressor": {
+            "cv": [Interval(Integral, 2, None, closed="left")],
+            "random_state": ["random_state"],
+        },
+        "AuxTargetStack": {
+            "cv": [Interval(Integral, 2, None, closed="left")],
+            "passthrough": ["boolean"],
+            "scale_targets": ["boolean"],
+            "n_repeats": [Interval(Integral, 1, None, closed="left")],
+            "random_state": ["random_state"],
+        },
+    }
+
+
+def check_params(estimator: BaseEstimator, params: dict[str, Any], where: str) -> None:
+    """Refuse parameter values outside the estimator's scikit-learn parameter constraints (for our
+    own learners: the table above) before anything is fitted, naming ``where.NAME`` and what is allowed."""
+    try:
+        from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+    except ImportError:  # a scikit-learn without these (private) helpers: fit checks the values
+        return
+    constraints = getattr(type(estimator), "_parameter_constraints", None)
+    if constraints is None:
+        constraints = _own_constraints().get(type(estimator).__name__, {})
+    for name, value in params.items():
+        if name not in constraints:
+            continue
+        try:
+            validate_parameter_constraints({name: constraints[name]}, {name: value}, type(estimator).__name__)
+        except InvalidParameterError as exc:
+            found = re.search(r"must be (.*)\. Got .* instead\.$", str(exc), re.DOTALL)
+            allowed = found.group(1) if found else str(exc)
+            raise QEInputError(f"{where}.{name} = {value!r}: expected {allowed}") from None
 
 
 def make_learner(
@@ -159,24 +225,28 @@ def make_learner(
     seed: int = 42,
     scoring: str = "MAE",
     n_jobs: int | None = None,
+    where: str = "learner",
 ) -> BaseEstimator:
     """A scikit-learn estimator: optional standardization (fitted on training data only) + learner.
 
     With a ``grid`` the pipeline is wrapped in a ``GridSearchCV`` over ``cv_folds`` shuffled folds,
     so hyperparameters are chosen on training data only; ``grid = "default"`` uses the default
-    grid for the learner (SVR only).
+    grid for the learner (SVR only). Parameter and grid values are checked against the learner's
+    constraints (:func:`check_params`); errors name the key under ``where`` (e.g. ``learner.params.C``).
     """
     if name not in LEARNERS:
-        raise QEInputError(f"unknown learner {name!r} (known: {', '.join(LEARNERS)})")
+        raise QEInputError(f"{where}.name: unknown learner {name!r} (allowed: {', '.join(LEARNERS)})")
     if scoring not in SCORINGS:
-        raise QEInputError(f"unknown scoring {scoring!r} (known: {', '.join(SCORINGS)})")
+        raise QEInputError(f"{where}.scoring: unknown scoring {scoring!r} (allowed: {', '.join(SCORINGS)})")
     params = dict(params or {})
     if name in SEEDED:
         params.setdefault("random_state", seed)
+    nested = {"where": f"{where}.params"} if name in NESTED else {}
     try:
-        estimator = LEARNERS[name](**params)
+        estimator = LEARNERS[name](**params, **nested)
     except TypeError as exc:
-        raise QEInputError(f"bad parameter for learner {name!r}: {exc}") from None
+        raise QEInputError(f"{where}.params: bad parameter for learner {name!r}: {exc}") from None
+    check_params(estimator, params, f"{where}.params")
     steps = []
     if SCALED_BY_DEFAULT[name] if scale is None else scale:
         steps.append(("scale", StandardScaler()))
@@ -188,7 +258,10 @@ def make_learner(
         return pipeline
     unknown = [key for key in grid if key not in estimator.get_params()]
     if unknown:
-        raise QEInputError(f"grid names unknown parameter(s) of {name!r}: {', '.join(unknown)}")
+        raise QEInputError(f"{where}.grid names unknown parameter(s) of {name!r}: {', '.join(unknown)}")
+    for key, values in grid.items():
+        for value in values:
+            check_params(estimator, {key: value}, f"{where}.grid")
     return GridSearchCV(
         pipeline,
         {f"model__{key}": list(values) for key, values in grid.items()},

@@ -17,14 +17,16 @@ The manifest records the corpora (paths, sha256, lines, bytes), the text setting
 member's settings, file size, build time and summary, and the result of the leakage check.
 Members are loaded lazily, on first use, and kept; ``bundle.get(name, **options)`` caches one
 object per name and options. Building refuses corpora that share a sentence (compared
-lower-cased, whitespace collapsed) with the evaluation files listed in ``[leakage]``.
+lower-cased, whitespace collapsed) or a near-duplicate (chrF >= ``near_duplicate_chrf`` after
+normalising digits and punctuation, see ``qe.resources.leakage``) with the evaluation files listed
+in ``[leakage]``.
 
 Config layout (paths relative to the data directory)::
 
     name = "wmt12-en-es"
     [languages]  src = "en"  tgt = "es"
     [text]       style = "wmt12"  case = "lower"          # optional [text.src] / [text.tgt] overrides
-    [leakage]    eval_files = ["wmt12-qe/test_set/source.eng", ...]
+    [leakage]    eval_files = ["wmt12-qe/test_set/source.eng", ...]  near_duplicate_chrf = 0.9  # 0: off
     [corpora.NAME]  src = "..."  tgt = "..."              # either side may be missing
     [lm.src]     side = "src"  order = 3  corpora = [...]  # corpora default: all with that side
     [ngrams.src] side = "src"  max_order = 3
@@ -44,7 +46,6 @@ import json
 import os
 import time
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,9 +55,11 @@ from tqdm.auto import tqdm
 
 from qe import __version__
 from qe.errors import QEInputError
-from qe.io import atomic_write, sha256_file
+from qe.io import atomic_write, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
+from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
+from qe.schema import BUNDLE, check
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
 from qe.workers import exit_with_parent_everywhere
 
@@ -65,28 +68,7 @@ FORMAT = "qe-resource-bundle/1"
 DEFAULT_BUNDLE_DIR = Path("models/resources")
 SIDES = ("src", "tgt")
 
-# Config schema: section -> allowed keys (None = free-form table of named sub-tables).
-_TOP_KEYS = {
-    "name",
-    "description",
-    "languages",
-    "text",
-    "leakage",
-    "corpora",
-    "lm",
-    "poslm",
-    "ngrams",
-    "unigrams",
-    "ibm1",
-    "edits",
-}
-_TEXT_KEYS = {"style", "case", "normalize", "truecase_model", "src", "tgt"}
-_LM_KEYS = {"side", "order", "corpora", "binary"}
-_NGRAM_KEYS = {"side", "max_order", "corpora"}
-_UNIGRAM_KEYS = {"side", "truecase_model"}
-_IBM1_KEYS = {"iterations", "directions", "corpora", "min_prob"}
 _IBM1_DIRECTIONS = ("s2t", "t2s")
-_EDITS_KEYS = {"dataset", "split", "folds", "seed"}
 
 
 # ====================================================================== loading
@@ -300,52 +282,6 @@ def open_bundle(path: str | Path | None = None, name: str = "wmt12-en-es") -> Re
     return ResourceBundle(path if path is not None else DEFAULT_BUNDLE_DIR / name)
 
 
-# ====================================================================== leakage
-
-
-def normalize_for_overlap(line: str) -> str:
-    """Lower-cased, whitespace-collapsed form used to compare corpus and evaluation sentences."""
-    return " ".join(line.lower().split())
-
-
-@dataclass
-class Overlap:
-    """Lines of one corpus file that also occur in the evaluation data."""
-
-    corpus: str
-    lines: list[int]
-    first_text: str
-    eval_file: str
-
-    def reason(self) -> str:
-        """What is wrong, for an error naming ``corpus`` and the first shared line."""
-        text = self.first_text if len(self.first_text) <= 60 else self.first_text[:57] + "..."
-        return (
-            f"corpus shares {len(self.lines)} sentence(s) with the evaluation data (first here: {text!r}, "
-            f"also in {self.eval_file}); remove the corpus or pass --allow-overlap"
-        )
-
-
-def load_eval_sentences(files: Iterable[Path]) -> dict[str, str]:
-    """Normalized evaluation sentence -> the first file it appears in."""
-    seen: dict[str, str] = {}
-    for path in files:
-        for line in _read_text_lines(path, what="evaluation file"):
-            key = normalize_for_overlap(line)
-            if key:
-                seen.setdefault(key, str(path))
-    return seen
-
-
-def find_overlaps(corpus: Path, lines: list[str], eval_sentences: dict[str, str]) -> Overlap | None:
-    """The corpus lines (1-based) whose normalized text is an evaluation sentence, or None."""
-    hits = [i for i, line in enumerate(lines, start=1) if normalize_for_overlap(line) in eval_sentences]
-    if not hits:
-        return None
-    first = lines[hits[0] - 1]
-    return Overlap(str(corpus), hits, first.strip(), eval_sentences[normalize_for_overlap(first)])
-
-
 # ====================================================================== building
 
 
@@ -356,88 +292,38 @@ class _Corpus:
     lines: dict[str, list[str]]
 
 
-def _read_text_lines(path: Path, what: str = "corpus") -> list[str]:
-    """All lines of a UTF-8 file (blank lines kept, as ''), refusing a missing, empty or non-UTF-8 file."""
-    if not path.is_file():
-        raise QEInputError(f"{what} file not found", path)
-    data = path.read_bytes()
-    if not data.strip():
-        raise QEInputError(f"{what} file is empty", path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise QEInputError(
-            f"{what} is not UTF-8 (invalid byte)", path, data.count(b"\n", 0, exc.start) + 1
-        ) from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def _check_keys(table: Any, allowed: set[str], where: str, config_path: Path) -> dict:
-    if not isinstance(table, dict):
-        raise QEInputError(f"[{where}] must be a table", config_path)
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise QEInputError(
-            f"unknown key(s) in [{where}]: {', '.join(unknown)} (known: {', '.join(sorted(allowed))})",
-            config_path,
-        )
-    return table
-
-
 def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
-    """Read and check a bundle TOML config (unknown keys and sections refused)."""
-    config_path = Path(config_path)
-    if not config_path.is_file():
-        raise QEInputError("bundle config not found", config_path)
+    """Read and check a bundle TOML config against ``qe.schema.BUNDLE`` (unknown keys and sections,
+    wrong types and ranges refused), then the cross-references (sides, corpus names)."""
+    config_path = require_file(config_path, "bundle config")
     try:
-        config = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        config = tomllib.loads(config_path.read_text(encoding="utf-8-sig"))  # -sig: drops a BOM
     except UnicodeDecodeError:
         raise QEInputError("bundle config is not valid UTF-8", config_path) from None
     except tomllib.TOMLDecodeError as exc:
         raise QEInputError(f"invalid TOML: {exc}", config_path) from None
-    _check_keys(config, _TOP_KEYS, "top level", config_path)
-    languages = _check_keys(config.get("languages", {}), set(SIDES), "languages", config_path)
-    for side in SIDES:
-        if not isinstance(languages.get(side), str):
-            raise QEInputError(f'[languages] needs {side} = LANG (e.g. "en")', config_path)
-    _check_keys(config.get("text", {}), _TEXT_KEYS, "text", config_path)
-    _check_keys(config.get("leakage", {}), {"eval_files"}, "leakage", config_path)
+    if "languages" not in config:
+        raise QEInputError('[languages] needs src = LANG and tgt = LANG (e.g. "en")', config_path)
+    check(BUNDLE, config, config_path)
     corpora = config.get("corpora", {})
     if not corpora:
         raise QEInputError("[corpora] lists no corpus", config_path)
     for name, table in corpora.items():
-        _check_keys(table, set(SIDES), f"corpora.{name}", config_path)
         if not table:
             raise QEInputError(f"[corpora.{name}] needs src and/or tgt", config_path)
-    sections = (("lm", _LM_KEYS), ("poslm", _LM_KEYS), ("ngrams", _NGRAM_KEYS), ("unigrams", _UNIGRAM_KEYS))
-    for section, keys in sections:
+    for section in ("lm", "poslm", "ngrams", "unigrams"):
         for key, table in config.get(section, {}).items():
-            _check_keys(table, keys, f"{section}.{key}", config_path)
             side = table.get("side", key if key in SIDES else None)
             if side not in SIDES:
                 raise QEInputError(f'[{section}.{key}] needs side = "src" or "tgt"', config_path)
-            if section == "unigrams" and "truecase_model" not in table:
-                raise QEInputError(f"[unigrams.{key}] needs truecase_model = PATH", config_path)
             for corpus in table.get("corpora", []):
                 if corpus not in corpora:
                     raise QEInputError(f"[{section}.{key}] names unknown corpus {corpus!r}", config_path)
-    if "ibm1" in config:
-        ibm1 = _check_keys(config["ibm1"], _IBM1_KEYS, "ibm1", config_path)
-        for direction in ibm1.get("directions", list(_IBM1_DIRECTIONS)):
-            if direction not in _IBM1_DIRECTIONS:
-                raise QEInputError(f"[ibm1] unknown direction {direction!r} (known: s2t, t2s)", config_path)
-        for corpus in ibm1.get("corpora", []):
-            if corpus not in corpora:
-                raise QEInputError(f"[ibm1] names unknown corpus {corpus!r}", config_path)
+    for corpus in config.get("ibm1", {}).get("corpora", []):
+        if corpus not in corpora:
+            raise QEInputError(f"[ibm1] names unknown corpus {corpus!r}", config_path)
     if "edits" in config:
-        edits = _check_keys(config["edits"], _EDITS_KEYS, "edits", config_path)
-        if not isinstance(edits.get("dataset"), str):
-            raise QEInputError(
-                '[edits] needs dataset = NAME (a registered dataset, e.g. "wmt12-en-es")', config_path
-            )
+        edits = config["edits"]
         for key, default in (("split", "train"), ("folds", 5), ("seed", 0)):
             edits.setdefault(key, default)
         if edits["split"] == "test":
@@ -445,9 +331,6 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
                 "[edits] must learn from a training split: the test post-edits and labels would leak",
                 config_path,
             )
-        folds = edits["folds"]
-        if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-            raise QEInputError(f"[edits] folds must be an integer >= 2 (got {folds!r})", config_path)
     config.setdefault("name", config_path.stem.removeprefix("resources-"))
     return config
 
@@ -485,8 +368,9 @@ def build_bundle(
     """Build every member of a bundle config into ``output`` (default ``models/resources/<name>``).
 
     Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
-    sides of a parallel corpus have the same number of lines, and no corpus line occurs in the
-    ``[leakage] eval_files`` (unless ``allow_overlap``). The bundle is built in a temporary
+    sides of a parallel corpus have the same number of lines, and no corpus line copies or nearly
+    copies a line of the ``[leakage] eval_files`` (unless ``allow_overlap``; see
+    ``qe.resources.leakage``). The bundle is built in a temporary
     directory beside ``output`` and moved into place at the end.
     """
     from qe.data import resolve_data_dir
@@ -504,7 +388,7 @@ def build_bundle(
     corpora: dict[str, _Corpus] = {}
     for name, table in config["corpora"].items():
         files = {side: _resolve(root, table[side]) for side in SIDES if side in table}
-        lines = {side: _read_text_lines(path) for side, path in files.items()}
+        lines = {side: read_text_lines(path) for side, path in files.items()}
         if len(lines) == 2 and len(lines["src"]) != len(lines["tgt"]):
             raise QEInputError(
                 f"parallel corpus {name!r}: {len(lines['src'])} source lines but {len(lines['tgt'])} "
@@ -514,14 +398,14 @@ def build_bundle(
         corpora[name] = _Corpus(name, files, lines)
 
     # ---- leakage
-    eval_files = [_resolve(root, f) for f in config.get("leakage", {}).get("eval_files", [])]
-    eval_sentences = load_eval_sentences(eval_files)
-    overlaps = [
-        overlap
-        for corpus in corpora.values()
-        for side, path in corpus.files.items()
-        if (overlap := find_overlaps(path, corpus.lines[side], eval_sentences)) is not None
-    ]
+    leakage = config.get("leakage", {})
+    eval_files = [_resolve(root, f) for f in leakage.get("eval_files", [])]
+    near_chrf = leakage.get("near_duplicate_chrf", DEFAULT_NEAR_CHRF)
+    eval_sentences, overlaps = check_leakage(
+        ((path, corpus.lines[side]) for corpus in corpora.values() for side, path in corpus.files.items()),
+        eval_files,
+        near_chrf,
+    )
     if overlaps and not allow_overlap:
         first = overlaps[0]
         more = f" ({len(overlaps) - 1} more corpus file(s) overlap too)" if len(overlaps) > 1 else ""
@@ -556,11 +440,10 @@ def build_bundle(
                 for name, corpus in corpora.items()
             },
             "leakage": {
-                "eval_files": config.get("leakage", {}).get("eval_files", []),
+                "eval_files": leakage.get("eval_files", []),
                 "eval_sentences": len(eval_sentences),
-                "overlaps": [
-                    {"corpus": o.corpus, "count": len(o.lines), "first_line": o.lines[0]} for o in overlaps
-                ],
+                "near_duplicate_chrf": near_chrf,
+                "overlaps": [o.manifest_entry() for o in overlaps],
                 "allowed": bool(overlaps) and allow_overlap,
             },
             "members": members,

@@ -1,0 +1,465 @@
+"""Typed schemas of the TOML configs: every key's type, range and allowed values, checked in one place.
+
+``EXPERIMENT`` describes an experiment config (``qe run`` / ``qe ablate``: data, features, learner,
+selection, cv, report) and ``BUNDLE`` a resource-bundle config (``qe resources build``: languages,
+text, leakage, corpora and the members lm, poslm, ngrams, unigrams, ibm1, edits). A mistake is
+one line naming the config file, the key and what is allowed, e.g.
+``configs/x.toml: cv.folds = 0: expected an integer >= 2``.
+
+Values checked elsewhere, on purpose: ``[features.settings]`` (each feature family checks its own
+settings), learner parameters (checked against scikit-learn's parameter constraints when the
+learner is built, ``qe.learners.factory``), selector parameters (by the selector), and checks that
+need the data (``cv.folds`` at most the number of training rows).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from qe.errors import QEInputError
+from qe.resources.lm import MAX_ORDER as LM_MAX_ORDER
+from qe.resources.lm import MIN_ORDER as LM_MIN_ORDER
+
+MAX_SEED = 2**32 - 1  # numpy's RandomState accepts seeds 0 .. 2**32 - 1
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+class Rule:
+    """One key's expected value; ``check`` returns the value or raises a one-line error."""
+
+    allowed = "any value"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        return value
+
+    def fail(self, value: Any, key: str, path: Path | None) -> QEInputError:
+        return QEInputError(f"{key} = {_show(value)}: expected {self.allowed}", path)
+
+
+class Anything(Rule):
+    """Any value (checked by the code that uses it)."""
+
+
+class Bool(Rule):
+    allowed = "true or false"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not isinstance(value, bool):
+            raise self.fail(value, key, path)
+        return value
+
+
+class Int(Rule):
+    """An integer (not a boolean) in ``[low, high]``, or one of ``also``."""
+
+    def __init__(self, low: int | None = None, high: int | None = None, also: tuple[int, ...] = ()) -> None:
+        self.low, self.high, self.also = low, high, also
+        if low is not None and high is not None:
+            self.allowed = f"an integer from {low} to {high}"
+        elif low is not None:
+            self.allowed = f"an integer >= {low}"
+        else:
+            self.allowed = "an integer"
+        if also:
+            self.allowed += " or " + " or ".join(map(str, also))
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(value, key, path)
+        if value in self.also:
+            return value
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise self.fail(value, key, path)
+        return value
+
+
+class Number(Rule):
+    """A finite number (integer or float, not a boolean) in a range with open or closed ends."""
+
+    def __init__(
+        self, low: float | None = None, high: float | None = None, *, open_low: bool = False, open_high=False
+    ) -> None:
+        self.low, self.high, self.open_low, self.open_high = low, high, open_low, open_high
+        if low is not None and high is not None:
+            self.allowed = (
+                f"a number in {'(' if open_low else '['}{low:g}, {high:g}{')' if open_high else ']'}"
+            )
+        elif low is not None:
+            self.allowed = f"a number {'>' if open_low else '>='} {low:g}"
+        else:
+            self.allowed = "a number"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise self.fail(value, key, path)
+        low_bad = self.low is not None and (value <= self.low if self.open_low else value < self.low)
+        high_bad = self.high is not None and (value >= self.high if self.open_high else value > self.high)
+        if low_bad or high_bad:
+            raise self.fail(value, key, path)
+        return value
+
+
+class Str(Rule):
+    """A string, optionally one of ``choices`` (a collection, or a function giving one, for registries
+    that are imported only when needed); ``noun`` words the error (``unknown learner 'x'``)."""
+
+    def __init__(
+        self, choices: Iterable[str] | Callable[[], Iterable[str]] | None = None, noun: str = ""
+    ) -> None:
+        self._choices = choices
+        self.noun = noun
+
+    @property
+    def choices(self) -> list[str] | None:
+        if self._choices is None:
+            return None
+        return list(self._choices() if callable(self._choices) else self._choices)
+
+    @property
+    def allowed(self) -> str:  # type: ignore[override]
+        choices = self.choices
+        if choices is None:
+            return "a string"
+        return repr(choices[0]) if len(choices) == 1 else "one of " + ", ".join(map(repr, choices))
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not isinstance(value, str):
+            raise self.fail(value, key, path)
+        choices = self.choices
+        if choices is not None and value not in choices:
+            if self.noun:
+                raise QEInputError(
+                    f"{key}: unknown {self.noun} {value!r} (allowed: {', '.join(choices)})", path
+                )
+            raise self.fail(value, key, path)
+        return value
+
+
+class List(Rule):
+    """An array whose items follow ``item``, with at least ``min_len`` items."""
+
+    def __init__(self, item: Rule, min_len: int = 0) -> None:
+        self.item, self.min_len = item, min_len
+        self.allowed = "a non-empty list" if min_len else "a list"
+        if not isinstance(item, Anything):
+            self.allowed += f" of {item.allowed}"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not isinstance(value, list) or len(value) < self.min_len:
+            raise self.fail(value, key, path)
+        return [self.item.check(v, f"{key}[{i}]", path) for i, v in enumerate(value)]
+
+
+class Either(Rule):
+    """The first of ``rules`` that accepts the value; when one of them fails inside the value (a
+    table's key, a list's item), that more precise error is reported."""
+
+    def __init__(self, *rules: Rule) -> None:
+        self.rules = rules
+
+    @property
+    def allowed(self) -> str:  # type: ignore[override]
+        return " or ".join(rule.allowed for rule in self.rules)
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        deeper = None
+        for rule in self.rules:
+            try:
+                return rule.check(value, key, path)
+            except QEInputError as exc:
+                if not exc.message.startswith(f"{key} = "):
+                    deeper = exc
+        raise deeper or self.fail(value, key, path)
+
+
+class Table(Rule):
+    """A table with exactly these optional keys (``required`` ones must be present)."""
+
+    allowed = "a table"
+
+    def __init__(self, fields: dict[str, Rule], required: tuple[str, ...] = ()) -> None:
+        self.fields, self.required = fields, required
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        where = f"[{key}]" if key else "the top level"
+        if not isinstance(value, dict):
+            raise self.fail(value, key, path)
+        for name, item in value.items():
+            full = f"{key}.{name}" if key else name
+            if name not in self.fields:
+                raise QEInputError(
+                    f"unknown key {full!r} (known in {where}: {', '.join(sorted(self.fields))})", path
+                )
+            value[name] = self.fields[name].check(item, full, path)
+        for name in self.required:
+            if name not in value:
+                rule = self.fields[name]
+                raise QEInputError(f"{where} needs {name} = ... ({rule.allowed})", path)
+        return value
+
+
+class TablesOf(Rule):
+    """A table of freely named entries, each following ``item`` (e.g. ``[corpora.NAME]``)."""
+
+    allowed = "a table"
+
+    def __init__(self, item: Rule) -> None:
+        self.item = item
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not isinstance(value, dict):
+            raise self.fail(value, key, path)
+        for name, item in value.items():
+            value[name] = self.item.check(item, f"{key}.{name}", path)
+        return value
+
+
+class Choice(Rule):
+    """One of a few literal values of any type (``true``, ``false`` and ``"auto"``, say); booleans
+    never stand in for numbers."""
+
+    def __init__(self, options: Iterable[Any]) -> None:
+        self.options = tuple(options)
+        self.allowed = "one of " + ", ".join(_show(o) for o in self.options)
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not any(value == o and type(value) is type(o) for o in self.options):
+            raise self.fail(value, key, path)
+        return value
+
+
+class Unset(Rule):
+    """No value (Python's None): an optional setting left to its default behaviour."""
+
+    allowed = "unset"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if value is not None:
+            raise self.fail(value, key, path)
+        return value
+
+
+class Text(Rule):
+    """A non-blank string (names, language codes); with ``path_like`` also a path object."""
+
+    def __init__(self, path_like: bool = False) -> None:
+        self.path_like = path_like
+        self.allowed = "a path" if path_like else "a non-empty string"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        kinds = (str, os.PathLike) if self.path_like else (str,)
+        if not isinstance(value, kinds) or not str(value).strip():
+            raise self.fail(value, key, path)
+        return value
+
+
+class AnyTable(Rule):
+    """A table with any keys (checked further by the code that uses it)."""
+
+    allowed = "a table"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not isinstance(value, dict):
+            raise self.fail(value, key, path)
+        return value
+
+
+class Off(Rule):
+    """``false`` or ``0``: a check switched off (returned as 0.0)."""
+
+    allowed = "false or 0 (off)"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if value is False or (not isinstance(value, bool) and isinstance(value, int | float) and value == 0):
+            return 0.0
+        raise self.fail(value, key, path)
+
+
+class LabelRange(Rule):
+    allowed = "[low, high]: two numbers with low < high"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        number = Number()
+        if not isinstance(value, list) or len(value) != 2:
+            raise self.fail(value, key, path)
+        try:
+            low, high = (number.check(v, key, path) for v in value)
+        except QEInputError:
+            raise self.fail(value, key, path) from None
+        if not low < high:
+            raise self.fail(value, key, path)
+        return value
+
+
+def check(schema: Table, config: dict[str, Any], path: str | Path | None) -> dict[str, Any]:
+    """Check a parsed config against a schema (in place); raises the first mistake as one line."""
+    return schema.check(config, "", None if path is None else Path(path))
+
+
+# ====================================================================== experiment configs
+
+
+def _datasets() -> list[str]:
+    from qe.data import DATASETS
+
+    return list(DATASETS)
+
+
+def _learners() -> list[str]:
+    from qe.learners.factory import LEARNERS
+
+    return list(LEARNERS)
+
+
+def _scorings() -> list[str]:
+    from qe.learners.factory import SCORINGS
+
+    return list(SCORINGS)
+
+
+def _selectors() -> list[str]:
+    from qe.selection import SELECTORS
+
+    return list(SELECTORS)
+
+
+def _aux_targets() -> list[str]:
+    from qe.learners.aux import AUX_TARGETS
+
+    return list(AUX_TARGETS)
+
+
+SEED = Int(0, MAX_SEED)
+DATA_ROLES = ("src", "mt", "labels", "post_edits", "references", "table", "features")
+
+
+class SplitFiles(Table):
+    """``[data.<split>]``: the dataset's files, plus every input a feature family declares (e.g.
+    ``pseudo_ref``, a decoder ``nbest`` log), known only once the families are registered."""
+
+    def __init__(self) -> None:
+        self.required = ()
+
+    @property
+    def fields(self) -> dict[str, Rule]:  # type: ignore[override]
+        from qe.features.registry import declared_inputs
+
+        return {role: Str() for role in (*DATA_ROLES, *(item.name for item in declared_inputs()))}
+
+
+SPLIT_FILES = SplitFiles()
+FEATURES = Table(
+    {
+        "sets": List(Str()),
+        "families": List(Str()),
+        "resources": Str(),
+        "settings": TablesOf(Anything()),  # each family checks its own settings
+    }
+)
+EXPERIMENT = Table(
+    {
+        "name": Str(),
+        "description": Str(),
+        "config_file": Str(),  # set by qe.config.load_config: where the config was read from
+        "seed": SEED,
+        "data": Table(
+            {
+                "dataset": Str(_datasets, noun="dataset"),
+                "data_dir": Str(),
+                "train_split": Str(),
+                "test_split": Str(),
+                "label_range": LabelRange(),
+                "train": SPLIT_FILES,
+                "test": SPLIT_FILES,
+            }
+        ),
+        "features": FEATURES,
+        "learner": Table(
+            {
+                "name": Str(_learners, noun="learner"),
+                "params": TablesOf(Anything()),  # checked when the learner is built
+                "grid": Either(Str(["default"]), TablesOf(List(Anything(), min_len=1))),
+                "scale": Bool(),
+                "scoring": Str(_scorings, noun="scoring"),
+                "clip": Bool(),
+                "aux_targets": List(Str(_aux_targets, noun="aux target")),
+            },
+            required=("name",),
+        ),
+        "selection": Table(
+            {"name": Str(_selectors, noun="selector"), "params": TablesOf(Anything())}, ("name",)
+        ),
+        "cv": Table({"folds": Int(2), "n_jobs": Int(1, also=(-1,))}),
+        "report": Table({"published": Bool(), "against": List(Anything())}),
+    }
+)
+
+
+# ====================================================================== resource-bundle configs
+
+
+def _text_styles() -> tuple[str, ...]:
+    from qe.text import STYLES
+
+    return STYLES
+
+
+def _text_cases() -> tuple[str, ...]:
+    from qe.text import CASES
+
+    return CASES
+
+
+SIDE = Str(["src", "tgt"])
+CORPUS_LIST = List(Str())
+TEXT_FIELDS: dict[str, Rule] = {
+    "style": Str(_text_styles),
+    "case": Str(_text_cases),
+    "normalize": Bool(),
+    "truecase_model": Str(),
+}
+LM = Table({"side": SIDE, "order": Int(LM_MIN_ORDER, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
+POSLM = Table({"side": SIDE, "order": Int(3, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
+BUNDLE = Table(
+    {
+        "name": Str(),
+        "description": Str(),
+        "languages": Table({"src": Str(), "tgt": Str()}, required=("src", "tgt")),
+        "text": Table({**TEXT_FIELDS, "src": Table(TEXT_FIELDS), "tgt": Table(TEXT_FIELDS)}),
+        "leakage": Table(
+            {
+                "eval_files": List(Str()),
+                # 0 or false: no near-duplicate search; below 0.5 unrelated sentences would match
+                "near_duplicate_chrf": Either(Off(), Number(0.5, 1.0)),
+            }
+        ),
+        "corpora": TablesOf(Table({"src": Str(), "tgt": Str()})),
+        "lm": TablesOf(LM),
+        "poslm": TablesOf(POSLM),
+        "ngrams": TablesOf(Table({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST})),
+        "unigrams": TablesOf(Table({"side": SIDE, "truecase_model": Str()}, required=("truecase_model",))),
+        "ibm1": Table(
+            {
+                "iterations": Int(1),
+                "directions": List(Str(["s2t", "t2s"]), min_len=1),
+                "corpora": CORPUS_LIST,
+                "min_prob": Number(0.0, 1.0, open_high=True),
+            }
+        ),
+        "edits": Table(
+            {"dataset": Str(_datasets, noun="dataset"), "split": Str(), "folds": Int(2), "seed": SEED},
+            required=("dataset",),
+        ),
+    }
+)
