@@ -88,14 +88,23 @@ def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, cap
     config = _toy_config(tmp_path)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet", "--jobs", "0"]) == 2
     assert "--jobs must be a number of processes >= 1, or -1" in capsys.readouterr().err
-    # the edges of the allowed ranges, and [features.settings] passed through unchecked (each
-    # feature family checks its own settings)
+    # the edges of the allowed ranges; [features.settings] checked by each family, naming the file
     text = config.read_text().replace("folds = 3", "folds = 2\nn_jobs = -1")
-    text = text.replace("families = []", 'families = []\nsettings = { surface = { any = "thing" } }')
-    config.write_text("seed = 0\n" + text)
+    good = text.replace("families = []", 'families = []\nsettings = { surface = { style = "wmt12" } }')
+    config.write_text("seed = 0\n" + good)
     loaded = load_config(config)
     assert loaded["cv"] == {"folds": 2, "n_jobs": -1} and loaded["seed"] == 0
-    assert loaded["features"]["settings"] == {"surface": {"any": "thing"}}
+    assert loaded["features"]["settings"] == {"surface": {"style": "wmt12"}}
+    for settings, expected in (
+        ('{ surface = { any = "thing" } }', "features.settings.surface: unknown setting(s) any"),
+        ('{ surface = { style = "nltk" } }', "features.settings.surface.style = 'nltk': expected one of"),
+        ("{ lm = { orders = 9 } }", "features.settings.lm.orders = 9: expected an integer from 1 to 6"),
+        ("{ nosuch = { x = 1 } }", "features.settings.nosuch: unknown feature family 'nosuch'"),
+    ):
+        config.write_text(text.replace("families = []", f"families = []\nsettings = {settings}"))
+        with pytest.raises(QEInputError) as caught:
+            load_config(config)
+        assert str(caught.value).startswith(f"{config}: {expected}")
 
 
 def _bundle(**changes) -> dict:
