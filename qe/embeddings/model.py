@@ -111,7 +111,12 @@ class _Tokenizer:
 
 
 class UseModel:
-    """USE multilingual v3 in one process: ``encode(texts)`` gives L2-normalised (n, 512) float32 rows."""
+    """USE multilingual v3 in one process: ``encode(texts)`` gives L2-normalised (n, 512) float32 rows.
+
+    ``id_cache_size`` distinct piece ids keep their first-layer rows (13 KB each: about 220 MB
+    for the default 16,384; later ids are recomputed per batch), ``token_budget`` pieces run as
+    one flat batch (a longer sentence is a batch of its own), on ``blas_threads`` BLAS threads.
+    """
 
     def __init__(
         self,
@@ -193,7 +198,9 @@ class UseModel:
             new = ids[missing]
             start, stop = self._used, self._used + new.size
             if stop > self._rows.shape[0]:
-                grown = np.zeros((max(stop, 2 * self._rows.shape[0]), _ROW_WIDTH), dtype=np.float32)
+                limit = self._id_cache_size + 1 + self.token_budget  # kept rows + a batch of scratch rows
+                size = max(stop, min(2 * self._rows.shape[0], limit))
+                grown = np.zeros((size, _ROW_WIDTH), dtype=np.float32)
                 grown[: self._used] = self._rows[: self._used]
                 self._rows = grown
             self._fill_rows(new, self._rows[start:stop])
