@@ -14,7 +14,7 @@ n-gram network, whose numpy backend this follows) with less work per sentence:
 - the final layer norm, token sum and output projection are one sparse (sentences x tokens)
   product and a projection of one row per sentence;
 - the BLAS calls run on ``blas_threads`` threads (default 1): the package's default of 4 threads
-  oversubscribes a 2-core machine and makes it 10-15 times slower.
+  oversubscribes a 2-core machine and makes it about 15 times slower here.
 
 Like the package, the tokens of many sentences run as one flat batch (no padding) and an n-gram
 window slot outside its sentence reads a zero row.
