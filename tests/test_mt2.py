@@ -210,6 +210,9 @@ def test_bad_input_is_refused():
     with pytest.raises(QEInputError, match="sentence 1 is not valid Unicode"):
         engine.translate(["bad \ud800 surrogate"])
     assert engine.translate([]) == []
+    for timeout in (0, -1, "10", None):
+        with pytest.raises(QEInputError, match="timeout must be a positive number"):
+            Apertium("eng-spa", timeout=timeout)
 
 
 def test_missing_pairs_name_the_debian_package(tmp_path):
@@ -287,6 +290,8 @@ def test_identity_pair_gives_back_each_sentence_on_its_own_line(tmp_path):
     sentences = [*ODD, "a\nb"]
     out = Apertium("xxx-yyy", datadir=fake_pair(tmp_path, "identity"), use_cache=False).translate(sentences)
     assert out == [*ODD, "a b"]
+    again = Apertium("xxx-yyy", datadir=tmp_path, use_cache=False)
+    assert again.translate(s.upper() for s in ("one", "two")) == ["ONE", "TWO"]  # any iterable
 
 
 @needs_apertium
@@ -365,3 +370,14 @@ def test_no_cache_writes_nothing_and_reverse_of_a_lone_pair_is_refused(tmp_path)
     assert reverse_pair("xxx-yyy", tmp_path) is None
     with pytest.raises(QEInputError, match="'yyy-xxx' is not installed"):
         engine.reverse()
+
+
+@needs_apertium
+def test_an_unwritable_cache_only_warns(tmp_path, caplog):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    engine = Apertium("xxx-yyy", datadir=fake_pair(tmp_path, "identity"), cache_dir=blocker)
+    with caplog.at_level(logging.WARNING, logger="qe.resources.mt2"):
+        assert engine.translate(["one", "two"]) == ["one", "two"]
+    assert "could not write the Apertium translation cache" in caplog.text
+    assert blocker.read_text() == "a file where the cache folder should be"

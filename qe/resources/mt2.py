@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from qe.errors import QEInputError
@@ -314,6 +314,8 @@ class Apertium:
             raise QEInputError(f"cannot read the Apertium mode of '{pair}': {detail}", mode_file)
         self.script = made.stdout.strip()
         """The pipeline's shell command: the mode's stages in null-flush mode."""
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise QEInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self.timeout = float(timeout)
         self.use_cache = use_cache
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -420,10 +422,11 @@ class Apertium:
                 log.warning("Apertium %s failed %s (%s)", self.pair, where, exc)
         raise QEInputError(f"Apertium {self.pair} failed twice, {where}: {failure}")
 
-    def translate(self, sentences: Sequence[str]) -> list[str]:
+    def translate(self, sentences: Iterable[str]) -> list[str]:
         """One translation per sentence, in order (cached ones are not sent to Apertium again)."""
-        if isinstance(sentences, str | bytes) or not isinstance(sentences, Sequence):
+        if isinstance(sentences, str | bytes) or not isinstance(sentences, Iterable):
             raise QEInputError(f"expected a list of sentences, got {type(sentences).__name__}")
+        sentences = list(sentences)
         keys: list[str] = []
         for index, sentence in enumerate(sentences, start=1):
             if not isinstance(sentence, str):

@@ -158,9 +158,9 @@ class SpellChecker:
             handle = self._handle if self._handle and self._pid == os.getpid() else self._open()
             return bool(_library().Hunspell_spell(handle, encoded))
 
-    def misspelled(self, tokens: Sequence[str]) -> list[bool]:
+    def misspelled(self, tokens: Iterable[str]) -> list[bool]:
         """One flag per token: True where the dictionary does not know it."""
-        if isinstance(tokens, str | bytes) or not isinstance(tokens, Sequence):
+        if isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
             raise QEInputError(f"expected a list of tokens, got {type(tokens).__name__}")
         return [not self.is_correct(token) for token in tokens]
 
