@@ -160,7 +160,6 @@ class _Pipeline:
     """One running ``apertium -z`` process group, fed and read in null-flush mode."""
 
     def __init__(self, command: list[str], env: dict[str, str]):
-        self.command = command
         self.pid = os.getpid()
         self.lock = threading.Lock()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the pipeline)
@@ -298,6 +297,8 @@ class Apertium:
     ):
         if not isinstance(pair, str) or not re.fullmatch(r"[A-Za-z0-9_]+-[A-Za-z0-9_-]+", pair):
             raise QEInputError(f"not an Apertium pair name: {pair!r} (expected e.g. 'eng-spa')")
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise QEInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
         wblank_mode = shutil.which("apertium-wblank-mode")
         if wblank_mode is None or shutil.which("bash") is None:
             package = debian_package(pair) or "apertium-<pair>"
@@ -312,10 +313,7 @@ class Apertium:
         if made.returncode != 0 or not made.stdout.strip():
             detail = (made.stderr.strip().splitlines() or ["no output"])[-1]
             raise QEInputError(f"cannot read the Apertium mode of '{pair}': {detail}", mode_file)
-        self.script = made.stdout.strip()
-        """The pipeline's shell command: the mode's stages in null-flush mode."""
-        if not isinstance(timeout, int | float) or not timeout > 0:
-            raise QEInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        self.script = made.stdout.strip()  # the mode's stages, each with -z (null flush)
         self.timeout = float(timeout)
         self.use_cache = use_cache
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()

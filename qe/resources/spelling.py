@@ -211,7 +211,8 @@ def spelling_stats(
 
     Counted are the tokens that ``is_word`` (a letter, no digit); with ``skip_shared`` a token also
     found (case-folded) among the other side's tokens is not counted either: a word copied across
-    is mostly a name, which the dictionary need not know. Pass cased tokens: Hunspell accepts
+    is mostly a name, which the dictionary need not know (but it may also be a source word the MT
+    left untranslated: ``skip_shared=False`` counts those). Pass cased tokens: Hunspell accepts
     ``Paris`` but not ``paris``.
     """
     src_check = checker(src_lang) if isinstance(src_lang, str) else src_lang
