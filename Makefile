@@ -8,7 +8,8 @@ QE := $(VENV)/bin/qe
 export QE_DATA_DIR ?= $(abspath ../shared/data)
 
 APT_PACKAGES := cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev \
-  libboost-system-dev libboost-thread-dev libboost-test-dev default-jre-headless weka libsvm-tools
+  libboost-system-dev libboost-thread-dev libboost-test-dev default-jre-headless weka libsvm-tools \
+  apertium apertium-eng-spa hunspell hunspell-en-us hunspell-es hunspell-de-de
 
 .PHONY: install system-deps demo test lint clean
 

@@ -1,0 +1,444 @@
+"""A second MT system: Apertium (rule-based, offline, Debian packages) behind one long-lived pipe.
+
+``Apertium(pair).translate(sentences)`` returns one translation per sentence, the text that
+``apertium -u PAIR < file`` gives for a file holding just that sentence (in a file of many lines,
+Apertium lets a line without final punctuation run on into the next one; we never do). One
+pipeline per (Python) process and pair runs the pair's mode in null-flush mode (the stages that
+``apertium -z`` runs): each sentence goes in as Apertium stream text ending in ``\\0`` and comes
+back ending in ``\\0``. The text (de)formatting of ``apertium-destxt`` / ``apertium-retxt`` is done
+here, because those tools swallow the ``\\0``: stream characters are backslash-escaped and blanks
+other than one space become "superblanks", so no input can split or merge sentences. Line breaks
+inside a sentence become spaces (a translation is always one line). A sentinel sentence closes
+every batch and must come back unchanged, which proves the outputs are still in step.
+
+Translations are cached on disk by sentence hash (``$QE_CACHE_DIR/mt2`` or ``~/.cache/qe/mt2``: a
+folder per pair and installed data version, one JSON file per batch, each written atomically; a
+corrupt file is dropped with a warning and its sentences translated again). A pipeline that dies or
+stalls is restarted once; a second failure raises ``QEInputError`` and caches nothing of that call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from qe.errors import QEInputError
+from qe.io import atomic_write
+
+log = logging.getLogger(__name__)
+
+CACHE_VERSION = 1
+"""Bumped when the cache layout or the (de)formatting below changes."""
+
+DEFAULT_DATADIR = Path("/usr/share/apertium")
+DEFAULT_TIMEOUT = 120.0
+"""Seconds without any output (while sentences are pending) before the pipeline counts as stalled."""
+
+DEBIAN_PAIRS = (
+    "afr-nld", "arg-cat", "bel-rus", "cat-ita", "cat-srd", "dan-nor", "en-gl", "eng-cat", "eng-spa", "eo-ca",
+    "eo-es", "eo-fr", "es-gl", "es-pt", "es-ro", "eu-en", "eu-es", "fr-es", "fra-cat", "fra-frp",
+    "hbs-eng", "hbs-mkd", "hbs-slv", "ind-zlm", "isl-eng", "isl-swe", "mkd-bul", "mkd-eng", "nno-nob",
+    "oc-ca", "oc-es", "oci-fra", "pol-szl", "por-cat", "pt-gl", "rus-ukr", "spa-arg", "spa-ast", "spa-cat",
+    "spa-ita", "srd-ita", "swe-dan", "swe-nor", "urd-hin",
+)  # fmt: skip
+"""The language pairs with a Debian 12 package ``apertium-<pair>`` (``apt-cache search apertium``).
+A package installs the modes of both directions (``apertium-eng-spa``: ``eng-spa``, ``spa-eng``, ...)."""
+
+SENTINEL = "Qesentinelzx"
+"""Closes every batch; an unknown word that Apertium passes through unchanged."""
+
+_ESCAPED = re.compile(r"([\[\]\\/@<>^${}])")  # apertium-destxt's escape characters
+_BLANK_RUN = re.compile(r"[ \t~]+")  # its space characters, less the line breaks we remove first
+_LINE_BREAKS = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines splits on
+_FORMAT = re.compile(r"\.\[\]|\[\\@|\\([\[\]\\/@<>^${}])|[\[\]]")  # apertium-retxt's rules
+_MODE_PATH = re.compile(r"'(/[^']+)'|(/\S+)")
+
+
+def deformat(text: str) -> str:
+    """``text`` (one line) as ``apertium-destxt`` writes it: escapes, superblanks, end-of-text ``.[]``."""
+    text = _LINE_BREAKS.sub(" ", text).replace("\x00", "")
+    out: list[str] = []
+    pos = 0
+    for match in _BLANK_RUN.finditer(text):
+        out.append(_ESCAPED.sub(r"\\\1", text[pos : match.start()]))
+        run = match.group()
+        out.append(run if run == " " else f"[{run}]")
+        pos = match.end()
+    tail = text[pos:]
+    if tail:
+        out.append(_ESCAPED.sub(r"\\\1", tail))
+        out.append(".[]")
+    else:  # the end-of-text dot goes before trailing blanks
+        out.insert(len(out) - 1 if out else 0, ".[]")
+    return "".join(out)
+
+
+def reformat(stream: str) -> str:
+    """Apertium output stream as plain text, as ``apertium-retxt`` writes it (one line)."""
+    text = _FORMAT.sub(lambda m: "@" if m.group() == "[\\@" else (m.group(1) or ""), stream)
+    return _LINE_BREAKS.sub(" ", text)
+
+
+def datadir_default() -> Path:
+    """``$APERTIUM_DATADIR`` (as the ``apertium`` command reads it) or /usr/share/apertium."""
+    return Path(os.environ.get("APERTIUM_DATADIR") or DEFAULT_DATADIR)
+
+
+def installed_pairs(datadir: str | Path | None = None) -> list[str]:
+    """The installed translation directions (mode names, as ``apertium -l`` lists them), sorted."""
+    modes = Path(datadir or datadir_default()) / "modes"
+    return sorted(path.stem for path in modes.glob("*.mode"))
+
+
+def reverse_pair(pair: str, datadir: str | Path | None = None) -> str | None:
+    """The installed pair translating back (``eng-spa`` -> ``spa-eng``), or None."""
+    src, _, tgt = pair.partition("_")[0].partition("-")
+    installed = installed_pairs(datadir)
+    back = f"{tgt}-{src}"
+    if back in installed:
+        return back
+    variants = [name for name in installed if name.startswith(back + "_")]
+    return variants[0] if variants else None
+
+
+def debian_package(pair: str) -> str | None:
+    """The Debian package holding an Apertium pair (either direction), or None if Debian has none."""
+    langs = pair.partition("_")[0].split("-")
+    if len(langs) != 2:
+        return None
+    for name in (f"{langs[0]}-{langs[1]}", f"{langs[1]}-{langs[0]}"):
+        if name in DEBIAN_PAIRS:
+            return f"apertium-{name}"
+    return None
+
+
+def _missing_pair_message(pair: str, installed: list[str]) -> str:
+    package = debian_package(pair)
+    have = f" (installed: {', '.join(installed)})" if installed else " (no pair is installed)"
+    if package:
+        return f"Apertium pair '{pair}' is not installed{have}: install the Debian package {package}"
+    return (
+        f"Apertium pair '{pair}' is not installed{have} and no Debian package provides it "
+        "(`apt-cache search apertium` lists the pairs)"
+    )
+
+
+def default_cache_dir() -> Path:
+    """``$QE_CACHE_DIR/mt2`` or ``~/.cache/qe/mt2`` (beside the feature cache)."""
+    root = os.environ.get("QE_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "qe") / "mt2"
+
+
+def sentence_key(sentence: str) -> str:
+    """The cache key of one sentence: a 128-bit BLAKE2 hash of its UTF-8 text."""
+    return hashlib.blake2b(sentence.encode("utf-8"), digest_size=16).hexdigest()
+
+
+class _PipeFailure(Exception):
+    """The pipeline died, stalled or lost alignment; ``done`` sentences had come back."""
+
+    def __init__(self, message: str, done: int):
+        super().__init__(message)
+        self.done = done
+
+
+class _Pipeline:
+    """One running ``apertium -z`` process group, fed and read in null-flush mode."""
+
+    def __init__(self, command: list[str], env: dict[str, str]):
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the pipeline)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            start_new_session=True,  # its own process group: close() ends every stage
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and self.pid == os.getpid()
+
+    def stderr_tail(self) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - 2000))
+            lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+            return lines[-1].strip() if lines else ""
+        return ""
+
+    def translate(self, streams: list[str], timeout: float) -> list[str]:
+        """Raw output streams for deformatted ``streams``, one each; the sentinel is checked."""
+        payload = "".join(s + "\x00" for s in [*streams, deformat(SENTINEL)]).encode("utf-8")
+
+        def write() -> None:  # in a thread, so a full output pipe cannot block us while we feed it
+            with contextlib.suppress(OSError, ValueError):
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(payload)
+                self.proc.stdin.flush()
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        try:
+            outputs = self._read(len(streams) + 1, timeout)
+            if reformat(outputs[-1]).strip() != SENTINEL:
+                message = "outputs out of step with inputs (the sentinel came back changed)"
+                raise _PipeFailure(message, len(streams))
+        except _PipeFailure:
+            self.kill()  # also unblocks the writer
+            raise
+        finally:
+            writer.join()
+        return outputs[:-1]
+
+    def _read(self, count: int, timeout: float) -> list[str]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        outputs: list[str] = []
+        chunks = [b""]
+        while True:
+            outputs.extend(done.decode("utf-8", "replace") for done in chunks[:-1])
+            tail = chunks[-1]
+            if len(outputs) >= count:
+                if len(outputs) > count or tail:
+                    raise _PipeFailure("more outputs than inputs", count)
+                return outputs
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                raise _PipeFailure(f"no output for {timeout:g} s", len(outputs))
+            data = os.read(fd, 1 << 16)
+            if not data:
+                status, detail = self._exit_status(within=1.0), self.stderr_tail()
+                raise _PipeFailure(status + (f": {detail}" if detail else ""), len(outputs))
+            chunks = (tail + data).split(b"\x00")
+
+    def _exit_status(self, within: float) -> str:
+        """How the pipeline ended, looked at without reaping it (its process group stays ours to kill)."""
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return "exited"
+            if info is not None:
+                how = "exited with code" if info.si_code == os.CLD_EXITED else "killed by signal"
+                return f"{how} {info.si_status}"
+            if time.monotonic() > deadline:
+                return "stopped sending output"
+            time.sleep(0.02)
+
+    def kill(self) -> None:
+        """End every stage of the pipeline (its process group) and reap it."""
+        if self.pid != os.getpid():  # a forked child must not touch its parent's pipeline
+            return
+        if self.proc.returncode is None:  # not reaped yet, so the group id cannot belong to anyone else
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        """Kill the pipeline and release its pipes."""
+        if self.pid != os.getpid():
+            return
+        self.kill()
+        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
+            with contextlib.suppress(OSError, ValueError):
+                if stream is not None:
+                    stream.close()
+
+
+_PIPELINES: dict[tuple[str, str, str], _Pipeline] = {}
+_PIPELINES_LOCK = threading.Lock()
+
+
+@atexit.register
+def close_all() -> None:
+    """End every Apertium pipeline this process started (also run at exit)."""
+    with _PIPELINES_LOCK:
+        for pipeline in _PIPELINES.values():
+            pipeline.close()
+        _PIPELINES.clear()
+
+
+class Apertium:
+    """An installed Apertium pair (``eng-spa``...) translating lists of sentences, with a disk cache.
+
+    ``cache_dir=None`` uses ``default_cache_dir()``; ``use_cache=False`` neither reads nor writes it.
+    ``datadir`` is Apertium's data directory (``apertium -d``; default ``$APERTIUM_DATADIR`` or
+    /usr/share/apertium). Raises ``QEInputError`` naming the Debian package when the engine or the
+    pair is not installed.
+    """
+
+    def __init__(
+        self,
+        pair: str = "eng-spa",
+        *,
+        cache_dir: str | Path | None = None,
+        use_cache: bool = True,
+        datadir: str | Path | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ):
+        if not isinstance(pair, str) or not re.fullmatch(r"[A-Za-z0-9_]+-[A-Za-z0-9_-]+", pair):
+            raise QEInputError(f"not an Apertium pair name: {pair!r} (expected e.g. 'eng-spa')")
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise QEInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        wblank_mode = shutil.which("apertium-wblank-mode")
+        if wblank_mode is None or shutil.which("bash") is None:
+            package = debian_package(pair) or "apertium-<pair>"
+            raise QEInputError(f"Apertium is not installed: install the Debian packages apertium, {package}")
+        self.pair = pair
+        self.datadir = Path(datadir) if datadir is not None else datadir_default()
+        installed = installed_pairs(self.datadir)
+        if pair not in installed:
+            raise QEInputError(_missing_pair_message(pair, installed))
+        mode_file = self.datadir / "modes" / f"{pair}.mode"
+        made = subprocess.run([wblank_mode, "-z", mode_file], capture_output=True, text=True, check=False)
+        if made.returncode != 0 or not made.stdout.strip():
+            detail = (made.stderr.strip().splitlines() or ["no output"])[-1]
+            raise QEInputError(f"cannot read the Apertium mode of '{pair}': {detail}", mode_file)
+        self.script = made.stdout.strip()  # the mode's stages, each with -z (null flush)
+        self.timeout = float(timeout)
+        self.use_cache = use_cache
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.signature = self._data_signature()
+        self._memo: dict[str, str] | None = None
+
+    def __repr__(self) -> str:
+        return f"Apertium({self.pair!r})"
+
+    def reverse(self) -> Apertium:
+        """The Apertium pair translating back (for back-translation), with the same settings."""
+        back = reverse_pair(self.pair, self.datadir)
+        if back is None:
+            src, _, tgt = self.pair.partition("_")[0].partition("-")
+            raise QEInputError(_missing_pair_message(f"{tgt}-{src}", installed_pairs(self.datadir)))
+        settings = {"cache_dir": self.cache_dir, "use_cache": self.use_cache, "timeout": self.timeout}
+        return Apertium(back, datadir=self.datadir, **settings)
+
+    def _data_signature(self) -> str:
+        """A hash of the pipeline command and the size and time of every file and tool it names."""
+        digest = hashlib.sha256(self.script.encode("utf-8"))
+        paths = [m.group(1) or m.group(2) for m in _MODE_PATH.finditer(self.script)]
+        tools = sorted(set(re.findall(r"(?:^|\|)\s*([\w.-]+)", self.script)))
+        for path in [*paths, *(shutil.which(tool) or tool for tool in tools)]:
+            with contextlib.suppress(OSError):
+                stat = os.stat(path)
+                digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        return digest.hexdigest()[:16]
+
+    # -- the cache ---------------------------------------------------------------------------
+
+    @property
+    def cache_path(self) -> Path:
+        """The cache folder of this pair and installed data version: one JSON file per batch written."""
+        return self.cache_dir / f"{self.pair}-{self.signature}"
+
+    def _load_cache(self) -> dict[str, str]:
+        translations: dict[str, str] = {}
+        for path in sorted(self.cache_path.glob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                ok = (
+                    isinstance(data, dict)
+                    and data.get("version") == CACHE_VERSION
+                    and data.get("pair") == self.pair
+                    and isinstance(data.get("translations"), dict)
+                    and all(isinstance(v, str) for v in data["translations"].values())
+                )
+            except (OSError, UnicodeDecodeError, ValueError):
+                ok = False
+            if ok:
+                translations.update(data["translations"])
+            else:
+                log.warning("ignoring corrupt Apertium translation cache %s: it will be rebuilt", path)
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        return translations
+
+    def _save_cache(self, new: dict[str, str]) -> None:
+        """Write ``new`` translations as one more file (atomically; named by their keys)."""
+        name = hashlib.sha256("".join(sorted(new)).encode("ascii")).hexdigest()[:24]
+        payload = {"version": CACHE_VERSION, "pair": self.pair, "translations": new}
+        try:
+            with atomic_write(self.cache_path / f"{name}.json") as handle:
+                json.dump(payload, handle, ensure_ascii=False)
+        except OSError as exc:
+            log.warning("could not write the Apertium translation cache in %s (%s)", self.cache_path, exc)
+
+    # -- translation -------------------------------------------------------------------------
+
+    def _pipeline(self) -> _Pipeline:
+        key = (self.script, str(self.datadir), self.pair)
+        with _PIPELINES_LOCK:
+            pipeline = _PIPELINES.get(key)
+            if pipeline is None or not pipeline.alive():
+                if pipeline is not None:
+                    pipeline.close()
+                env = {**os.environ, "LC_ALL": "C.UTF-8"}
+                # the mode's stages with -z, as `apertium -z` runs them ($1 = -n for -u, $2 = tagger option)
+                command = ["bash", "-c", self.script, "apertium", "-n", ""]
+                pipeline = _PIPELINES[key] = _Pipeline(command, env)
+            return pipeline
+
+    def _discard(self, pipeline: _Pipeline) -> None:
+        key = (self.script, str(self.datadir), self.pair)
+        with _PIPELINES_LOCK:
+            if _PIPELINES.get(key) is pipeline:
+                del _PIPELINES[key]
+        pipeline.close()
+
+    def _run(self, sentences: list[str]) -> list[str]:
+        """Translations through the pipeline: restarted once if it fails, then QEInputError."""
+        streams = [deformat(s) for s in sentences]
+        failure: _PipeFailure | None = None
+        for _attempt in range(2):
+            pipeline = self._pipeline()
+            try:
+                with pipeline.lock:
+                    return [reformat(out) for out in pipeline.translate(streams, self.timeout)]
+            except _PipeFailure as exc:
+                self._discard(pipeline)
+                failure = exc
+                where = f"at sentence {min(exc.done + 1, len(sentences))} of {len(sentences)}"
+                log.warning("Apertium %s failed %s (%s)", self.pair, where, exc)
+        raise QEInputError(f"Apertium {self.pair} failed twice, {where}: {failure}")
+
+    def translate(self, sentences: Iterable[str]) -> list[str]:
+        """One translation per sentence, in order (cached ones are not sent to Apertium again)."""
+        if isinstance(sentences, str | bytes) or not isinstance(sentences, Iterable):
+            raise QEInputError(f"expected a list of sentences, got {type(sentences).__name__}")
+        sentences = list(sentences)
+        keys: list[str] = []
+        for index, sentence in enumerate(sentences, start=1):
+            if not isinstance(sentence, str):
+                raise QEInputError(f"sentence {index} is a {type(sentence).__name__}, not text")
+            try:
+                keys.append(sentence_key(sentence))
+            except UnicodeEncodeError as exc:
+                raise QEInputError(f"sentence {index} is not valid Unicode ({exc.reason})") from None
+        if self._memo is None:
+            self._memo = self._load_cache() if self.use_cache else {}
+        todo = {key: s for key, s in zip(keys, sentences, strict=True) if key not in self._memo}
+        if todo:
+            fresh = dict(zip(todo, self._run(list(todo.values())), strict=True))
+            if self.use_cache:
+                self._save_cache(fresh)
+            self._memo.update(fresh)
+        return [self._memo[key] for key in keys]
