@@ -142,11 +142,12 @@ def _extract_families(
 
 
 def open_bundle_of(config: dict[str, Any]) -> Any:
-    """The config's resource bundle, or None."""
-    from qe.resources.bundle import open_bundle
+    """The config's resource bundle (with the config's ``[mt2]`` attached), or None."""
+    from qe.resources.bundle import open_bundle, with_mt2
 
     resources = config["features"].get("resources")
-    return open_bundle(resources) if resources else None
+    bundle = open_bundle(resources) if resources else None
+    return with_mt2(bundle, config["mt2"]) if config.get("mt2") else bundle
 
 
 def bound_families(config: dict[str, Any], split: str, resources: Any) -> tuple[list[Any], dict[str, str]]:
@@ -208,7 +209,10 @@ def signature(
     bundle = bundle if bundle is not None else open_bundle_of(config)
     if bundle is not None:
         parts.append(f"resources:{bundle.signature()}")
-        parts.append(bundle.text_config("src").signature())
+        if bundle.manifest.get("text"):
+            parts.append(bundle.text_config("src").signature())
+        if "mt2" in bundle:
+            parts.append(f"mt2:{bundle.info('mt2').get('pair')}@{bundle.info('mt2').get('signature')}")
     if features["families"]:
         families, _ = bound_families(config, "train", bundle)
         parts += [f"family:{family.signature()}" for family in families]
@@ -441,8 +445,9 @@ def model_manifest(
         "feature_sets": list(features["sets"])
         + (["data tables"] if "features" in config["data"].get("train", {}) else []),
         "resources": {"path": str(Path(bundle.path).resolve()), "signature": bundle.signature()}
-        if bundle
+        if features.get("resources")
         else None,
+        "mt2": config.get("mt2"),
         "training_data": train.dataset.fingerprint(),
         "label_range": list(bounds) if bounds else None,
         "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},

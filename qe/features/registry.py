@@ -118,7 +118,7 @@ def check_line_inputs(families: list[FeatureFamily], lines: Iterable[str], resou
     """Refuse, before any work, a family whose line input is neither given nor provided by the bundle."""
     given = set(lines)
     for family in families:
-        for item in family.inputs:
+        for item in family.needed_inputs():
             if item.kind != "lines" or item.name in given:
                 continue
             if item.provider and resources is not None and item.provider in resources:

@@ -11,6 +11,7 @@ kind            member names (config section)            loaded as
 ``unigrams``    ``unigrams.<key>`` (``[unigrams.<key>]``) ``NgramCounts`` (order 1, from a truecase model)
 ``ibm1``        ``ibm1.s2t`` / ``ibm1.t2s`` (``[ibm1]``)  ``qe.resources.ibm1.IBM1Table``
 ``edits``       ``edits`` (``[edits]``)                  ``qe.resources.edits.EditModel``
+``mt2``         ``mt2`` (``[mt2]``)                      ``qe.resources.mt2.SecondMT`` (Apertium)
 ==============  =======================================  ==========================================
 
 The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
@@ -33,6 +34,7 @@ Config layout (paths relative to the data directory)::
     [unigrams.src]  side = "src"  truecase_model = "..."
     [ibm1]       iterations = 5  directions = ["s2t", "t2s"]  min_prob = 0.001
     [edits]      dataset = "wmt12-en-es"  split = "train"  folds = 5  seed = 0
+    [mt2]        engine = "apertium"  pair = "eng-spa"    # a second MT system (pseudo-references)
 
 ``[edits]`` learns word-level post-editing statistics from a registered dataset's *training*
 split (its post-edits and labels), cross-fitted so that training pairs never see their own
@@ -130,6 +132,15 @@ class ResourceBundle:
         bundle._injected = dict(members)
         bundle._processors = {}
         return bundle
+
+    def attach(self, name: str, member: Any, info: dict[str, Any]) -> ResourceBundle:
+        """Add a member built elsewhere (e.g. an experiment config's ``[mt2]``); ``info`` goes into the
+        manifest, so the signature changes with it. Returns self."""
+        if name in self and name not in self._injected:
+            raise QEInputError(f"the bundle already has a member {name!r}; remove one of the two", self.path)
+        self._injected[name] = member
+        self.manifest.setdefault("members", {})[name] = {"kind": "attached", **info}
+        return self
 
     def __getstate__(self) -> dict:
         # Pickled for joblib workers: loaded members (e.g. KenLM models) are reloaded there.
@@ -270,6 +281,10 @@ class ResourceBundle:
                 from qe.resources.edits import EditModel
 
                 return EditModel.load(path)
+            if kind == "mt2":
+                from qe.resources.mt2 import SecondMT
+
+                return SecondMT.load(path)
         except QEInputError:
             raise
         except (OSError, RuntimeError, ValueError) as exc:
@@ -280,6 +295,15 @@ class ResourceBundle:
 def open_bundle(path: str | Path | None = None, name: str = "wmt12-en-es") -> ResourceBundle:
     """Open a bundle directory (default ``models/resources/<name>``)."""
     return ResourceBundle(path if path is not None else DEFAULT_BUNDLE_DIR / name)
+
+
+def with_mt2(bundle: ResourceBundle | None, settings: dict[str, Any]) -> ResourceBundle:
+    """The bundle (or an empty one) with a second MT system from an experiment config's ``[mt2]``."""
+    from qe.resources.mt2 import SecondMT
+
+    mt2 = SecondMT(settings.get("engine", "apertium"), settings["pair"])
+    bundle = bundle if bundle is not None else ResourceBundle.in_memory({}, {}, name="mt2")
+    return bundle.attach("mt2", mt2, mt2.describe())
 
 
 # ====================================================================== building
@@ -544,6 +568,8 @@ def _build_members(
         steps.append(("ibm1", ("ibm1", "", config["ibm1"])))
     if "edits" in config:
         steps.append(("edits", ("edits", "", config["edits"])))
+    if "mt2" in config:
+        steps.append(("mt2", ("mt2", "", config["mt2"])))
 
     members: dict[str, dict[str, Any]] = {}
     bar = tqdm(steps, desc="resources", unit="member", disable=not progress)
@@ -614,6 +640,12 @@ def _build_members(
             members[f"unigrams.{key}"] = entry
         elif section == "edits":
             members["edits"] = _build_edits(table, root, processors, work, t0)
+        elif section == "mt2":
+            from qe.resources.mt2 import SecondMT
+
+            mt2 = SecondMT(table.get("engine", "apertium"), table["pair"])
+            mt2.save(work / "mt2.json")
+            members["mt2"] = _file_entry("mt2", work / "mt2.json", work, None, [], mt2.describe(), t0)
         else:
             members.update(_build_ibm1(table, corpora, tokens, work, n_jobs, progress, t0))
     return members

@@ -442,3 +442,84 @@ class Apertium:
                 self._save_cache(fresh)
             self._memo.update(fresh)
         return [self._memo[key] for key in keys]
+
+
+# ====================================================================== the bundle member
+
+ENGINES = ("apertium",)
+PROVIDES = ("pseudo_ref", "back_translation")
+"""The per-pair inputs a second MT system supplies to feature families (``qe.features.base.PairInput``)."""
+
+
+class SecondMT:
+    """A resource bundle's ``mt2`` member: a second MT system behind the inputs families declare.
+
+    ``pseudo_ref`` is the source translated by this system, ``back_translation`` the MT translated
+    back into the source language (the reverse pair, when one is installed). The engine starts in
+    each process on first use (a pickled member carries only its settings). ``expected`` is the
+    installed data signature recorded when the bundle was built: a different installation (another
+    package version) gives different translations, so it is warned about once.
+    """
+
+    def __init__(self, engine: str = "apertium", pair: str = "eng-spa", expected: str | None = None) -> None:
+        if engine not in ENGINES:
+            raise QEInputError(f"mt2: unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+        self.engine, self.pair, self.expected = engine, pair, expected
+        self._engines: dict[str, Apertium] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_engines": {}}
+
+    def __repr__(self) -> str:
+        return f"SecondMT({self.engine!r}, {self.pair!r})"
+
+    def forward(self) -> Apertium:
+        """The engine translating source sentences (checked to be installed)."""
+        if "forward" not in self._engines:
+            engine = Apertium(self.pair)
+            if self.expected and engine.signature != self.expected:
+                log.warning(
+                    "mt2: Apertium %s differs from the installation the bundle was built with "
+                    "(data signature %s, built with %s): its translations, and so the features, may differ",
+                    self.pair,
+                    engine.signature,
+                    self.expected,
+                )
+            self._engines["forward"] = engine
+        return self._engines["forward"]
+
+    def backward(self) -> Apertium:
+        """The engine translating MT output back into the source language."""
+        if "backward" not in self._engines:
+            self._engines["backward"] = self.forward().reverse()
+        return self._engines["backward"]
+
+    def provide(self, name: str, batch: object) -> list[str]:
+        """The lines of input ``name`` for a batch of pairs (``src`` / ``mt`` lists)."""
+        if name == "pseudo_ref":
+            return self.forward().translate(batch.src)  # type: ignore[attr-defined]
+        if name == "back_translation":
+            return self.backward().translate(batch.mt)  # type: ignore[attr-defined]
+        raise QEInputError(f"mt2 cannot provide {name!r} (it provides {', '.join(PROVIDES)})")
+
+    def describe(self) -> dict[str, object]:
+        """What the member is, for a bundle manifest or a model: engine, pair, installed data signature."""
+        engine = self.forward()
+        return {"engine": self.engine, "pair": self.pair, "signature": engine.signature}
+
+    def save(self, path: str | Path) -> None:
+        """Write the member file (its settings and data signature), atomically."""
+        with atomic_write(path) as handle:
+            json.dump({"format": "qe-mt2/1", **self.describe()}, handle, sort_keys=True)
+            handle.write("\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> SecondMT:
+        """Read a member file written by :meth:`save` (no engine is started until used)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            raise QEInputError("corrupt mt2 member file (not qe-mt2/1 JSON)", path) from None
+        if not isinstance(data, dict) or data.get("format") != "qe-mt2/1":
+            raise QEInputError("corrupt mt2 member file (not qe-mt2/1 JSON)", path)
+        return cls(str(data.get("engine")), str(data.get("pair")), data.get("signature"))

