@@ -25,11 +25,13 @@ def extract_features(
     *,
     resources: Any = None,
     extra: dict[str, list[Any]] | None = None,
+    origins: dict[str, tuple[str, int]] | None = None,
     batch_size: int = 1000,
     n_jobs: int = 1,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """A table with one row per pair and one ``family.feature`` column per feature."""
+    """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
+    where each extra input was read, ``(file, line of the first pair)``, for error messages)."""
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}
@@ -44,6 +46,7 @@ def extract_features(
             src=src[i : i + batch_size],
             mt=mt[i : i + batch_size],
             extra={key: values[i : i + batch_size] for key, values in extra.items()},
+            origins={key: (path, line + i) for key, (path, line) in (origins or {}).items()},
         )
         for i in starts
     ]
