@@ -24,6 +24,15 @@ SPLIT_FILES = {
     "table": str,
     "features": str,
 }
+# Column names of a ``table`` (TSV / JSONL) or ``features`` table: not paths.
+SPLIT_COLUMNS = {
+    "src_column": str,
+    "mt_column": str,
+    "label_column": str,
+    "id_column": str,
+    "post_edit_column": str,
+}
+SPLITS = ("train", "dev", "test")
 SCHEMA: dict[str, Any] = {
     "name": str,
     "description": str,
@@ -32,10 +41,13 @@ SCHEMA: dict[str, Any] = {
         "dataset": str,
         "data_dir": str,
         "train_split": str,
+        "dev_split": str,
         "test_split": str,
         "label_range": list,
-        "train": SPLIT_FILES,
-        "test": SPLIT_FILES,
+        "higher_is_better": bool,
+        "allow_overlap": bool,
+        "languages": {"src": str, "tgt": str},
+        **{split: {**SPLIT_FILES, **SPLIT_COLUMNS} for split in SPLITS},
     },
     "features": {
         "sets": list,
@@ -93,8 +105,8 @@ def _schema_with_inputs() -> dict[str, Any]:
     """The schema, with every input a registered feature family declares allowed in ``[data.<split>]``."""
     from qe.features.registry import declared_inputs
 
-    split = {**SPLIT_FILES, **{item.name: str for item in declared_inputs()}}
-    return {**SCHEMA, "data": {**SCHEMA["data"], "train": split, "test": split}}
+    split = {**SPLIT_FILES, **SPLIT_COLUMNS, **{item.name: str for item in declared_inputs()}}
+    return {**SCHEMA, "data": {**SCHEMA["data"], **dict.fromkeys(SPLITS, split)}}
 
 
 def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
@@ -134,14 +146,27 @@ def load_config(path: str | Path) -> dict[str, Any]:
             "[features] needs sets = [...] or families = [...] (or data.*.features tables)", path
         )
     label_range = data.get("label_range")
-    if label_range is not None and (len(label_range) != 2 or label_range[0] >= label_range[1]):
+    if label_range is not None and (
+        len(label_range) != 2
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in label_range)
+        or label_range[0] >= label_range[1]
+    ):
         raise QEInputError("data.label_range must be [low, high] with low < high", path)
-    for split in ("train", "test"):
+    for split in SPLITS:
+        _check_split_files(data, split, path)
         for role, value in data.get(split, {}).items():
+            if role in SPLIT_COLUMNS:
+                continue
             resolved = _beside(path, value)
             if not resolved.exists():
                 raise QEInputError(f"data.{split}.{role} names a missing file: {value}", path)
             data[split][role] = str(resolved)
+    if "dev" in data and "dev_split" in data:
+        raise QEInputError(
+            "[data] names a dev split twice: give dev_split or [data.dev] files, not both", path
+        )
+    if "dev_split" in data and "dataset" not in data:
+        raise QEInputError("data.dev_split names a split of a registered dataset: set data.dataset", path)
     if "data_dir" in data:
         data["data_dir"] = str(_beside(path, data["data_dir"]))
     config["report"]["against"] = [_against_entry(item, path) for item in config["report"].get("against", [])]
@@ -150,6 +175,30 @@ def load_config(path: str | Path) -> dict[str, Any]:
         # Resource bundles are relative to the working directory (they are built there by default).
         config["features"]["resources"] = str(Path(resources))
     return config
+
+
+def _check_split_files(data: dict[str, Any], split: str, path: Path) -> None:
+    """A ``[data.<split>]`` table names its text (src and mt files, or a table) or a feature table;
+    column names only go with a ``table`` or ``features`` file."""
+    files = data.get(split)
+    if files is None:
+        return
+    if not ({"src", "mt"} <= set(files) or "table" in files or "features" in files):
+        raise QEInputError(
+            f"[data.{split}] needs src and mt files, a table (TSV / JSONL), or a features table", path
+        )
+    if ("src" in files) != ("mt" in files):
+        raise QEInputError(f"[data.{split}] needs both src and mt files (or neither)", path)
+    columns = sorted(set(files) & set(SPLIT_COLUMNS))
+    if columns and "table" not in files and "features" not in files:
+        raise QEInputError(
+            f"data.{split}.{columns[0]} names a column, but [data.{split}] has no table or features file",
+            path,
+        )
+    if "table" in files and ("src" in files or "features" in files):
+        raise QEInputError(
+            f"[data.{split}] gives a table: the text comes from it, not from other files", path
+        )
 
 
 def _beside(config_path: Path, value: str) -> Path:

@@ -194,8 +194,10 @@ def load_table(
     label_column: str | None = "score",
     id_column: str | None = "id",
     label_range: tuple[float, float] | None = None,
+    post_edit_column: str | None = None,
 ) -> QEDataset:
-    """Read a dataset from a TSV (with a header row) or JSONL file with named columns."""
+    """Read a dataset from a TSV (with a header row) or JSONL file with named columns
+    (``post_edit_column``: a column of post-edits, required in every row when named)."""
     path = Path(path)
     records = _read_records(path)
     if not records:
@@ -205,9 +207,10 @@ def load_table(
         if required not in columns:
             raise QEInputError(f"missing column {required!r} (found: {', '.join(sorted(columns))})", path, 1)
     has_labels = label_column is not None and label_column in columns
-    src, mt, ids, labels = [], [], [], []
+    src, mt, ids, labels, post_edits = [], [], [], [], []
+    text_columns = (src_column, mt_column) + ((post_edit_column,) if post_edit_column else ())
     for index, (line, row) in enumerate(records):
-        for column in (src_column, mt_column):
+        for column in text_columns:
             value = row.get(column)
             if not isinstance(value, str) or not value.strip():
                 raise QEInputError(f"empty or missing {column!r}", path, line)
@@ -216,11 +219,14 @@ def load_table(
         ids.append(str(row[id_column]) if id_column and row.get(id_column) not in (None, "") else str(index))
         if has_labels:
             labels.append(parse_label(str(row.get(label_column, "")), path, line, label_range))
+        if post_edit_column:
+            post_edits.append(row[post_edit_column])
     return QEDataset(
         ids=ids,
         src=src,
         mt=mt,
         labels=np.array(labels) if has_labels else None,
+        post_edits=post_edits if post_edit_column else None,
         name=path.stem,
         files={"table": str(path)},
     )
@@ -253,46 +259,12 @@ def _read_records(path: Path) -> list[tuple[int, dict]]:
 
 
 def load_feature_table(path: str | Path, names: list[str] | None = None) -> pd.DataFrame:
-    """Read a numeric feature table: TSV with or without a header, parquet, one row per sentence.
+    """Read a numeric feature table: CSV, TSV (with or without a header) or parquet, one row per
+    sentence (see ``qe.tables``; headerless files such as the official ``*.qe.baseline.tsv`` get
+    ``names`` or ``f1..fk``)."""
+    from qe.tables import read_feature_table
 
-    Headerless files (like the official ``*.qe.baseline.tsv``, 17 values plus a trailing tab) get
-    ``names`` or ``f1..fk``; a trailing empty field is ignored, ragged rows are refused.
-    """
-    path = Path(path)
-    if path.suffix == ".parquet":
-        if not path.is_file():
-            raise QEInputError("file not found", path)
-        try:
-            return pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types for corrupt files
-            raise QEInputError(f"cannot read parquet file: {exc}", path) from None
-    lines = read_lines(path)
-    rows = [line.rstrip("\t").split("\t") for line in lines]
-    header = None
-    try:
-        [float(v) for v in rows[0]]
-    except ValueError:
-        header, rows = rows[0], rows[1:]
-        start = 2
-    else:
-        start = 1
-    width = len(header) if header else len(rows[0])
-    values = np.empty((len(rows), width))
-    for offset, row in enumerate(rows):
-        if len(row) != width:
-            raise QEInputError(f"expected {width} values, found {len(row)}", path, offset + start)
-        try:
-            values[offset] = [float(v) for v in row]
-        except ValueError:
-            raise QEInputError("non-numeric value", path, offset + start) from None
-    if header is None:
-        header = names if names is not None else [f"f{i}" for i in range(1, width + 1)]
-        if len(header) != width:
-            raise QEInputError(f"expected {len(header)} columns, found {width}", path, start)
-    if not np.isfinite(values).all():
-        row = int(np.where(~np.isfinite(values).all(axis=1))[0][0])
-        raise QEInputError("NaN or infinite value", path, row + start)
-    return pd.DataFrame(values, columns=header)
+    return read_feature_table(path, names=names).features
 
 
 # --------------------------------------------------------------------------- registry
