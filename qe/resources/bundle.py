@@ -31,10 +31,12 @@ Config layout (paths relative to the data directory)::
     [unigrams.src]  side = "src"  truecase_model = "..."
     [ibm1]       iterations = 5  directions = ["s2t", "t2s"]  min_prob = 0.001
     [edits]      dataset = "wmt12-en-es"  split = "train"  folds = 5  seed = 0
+    [edits]      src = "..."  mt = "..."  post_edits = "..."  labels = "..."   # or the user's files
 
-``[edits]`` learns word-level post-editing statistics from a registered dataset's *training*
-split (its post-edits and labels), cross-fitted so that training pairs never see their own
-post-edit (see ``qe.resources.edits``); the test split is refused.
+``[edits]`` learns word-level post-editing statistics from training data with post-edits and
+labels: a registered dataset's *training* split (any with post-edits: ``wmt12-en-es``,
+``mlqe-pe/<pair>``, ``mlqe-da/<pair>``; its test split is refused) or line-aligned files,
+cross-fitted so that training pairs never see their own post-edit (see ``qe.resources.edits``).
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ _NGRAM_KEYS = {"side", "max_order", "corpora"}
 _UNIGRAM_KEYS = {"side", "truecase_model"}
 _IBM1_KEYS = {"iterations", "directions", "corpora", "min_prob"}
 _IBM1_DIRECTIONS = ("s2t", "t2s")
-_EDITS_KEYS = {"dataset", "split", "folds", "seed"}
+_EDITS_KEYS = {"dataset", "split", "folds", "seed", "src", "mt", "post_edits", "labels"}
+_EDITS_FILES = ("src", "mt", "post_edits", "labels")
 
 
 # ====================================================================== loading
@@ -370,9 +373,11 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
             raise QEInputError(f'[languages] needs {side} = LANG (e.g. "en")', config_path)
     _check_keys(config.get("text", {}), _TEXT_KEYS, "text", config_path)
     _check_keys(config.get("leakage", {}), {"eval_files"}, "leakage", config_path)
-    corpora = config.get("corpora", {})
-    if not corpora:
-        raise QEInputError("[corpora] lists no corpus", config_path)
+    corpora = config.setdefault("corpora", {})
+    readers = [section for section in ("lm", "poslm", "ngrams", "ibm1") if config.get(section)]
+    if not corpora and (readers or not (config.get("unigrams") or "edits" in config)):
+        needed = f" ([{readers[0]}] is built from corpora)" if readers else ""
+        raise QEInputError(f"[corpora] lists no corpus{needed}", config_path)
     for name, table in corpora.items():
         _check_keys(table, set(SIDES), f"corpora.{name}", config_path)
         if not table:
@@ -398,23 +403,43 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
             if corpus not in corpora:
                 raise QEInputError(f"[ibm1] names unknown corpus {corpus!r}", config_path)
     if "edits" in config:
-        edits = _check_keys(config["edits"], _EDITS_KEYS, "edits", config_path)
-        if not isinstance(edits.get("dataset"), str):
-            raise QEInputError(
-                '[edits] needs dataset = NAME (a registered dataset, e.g. "wmt12-en-es")', config_path
-            )
-        for key, default in (("split", "train"), ("folds", 5), ("seed", 0)):
-            edits.setdefault(key, default)
-        if edits["split"] == "test":
+        _check_edits(config["edits"], config_path)
+    config.setdefault("name", config_path.stem.removeprefix("resources-"))
+    return config
+
+
+def _check_edits(table: Any, config_path: Path) -> dict[str, Any]:
+    """``[edits]``: a registered dataset's training split, or all four training files; defaults filled."""
+    from qe.data import DATASETS
+
+    edits = _check_keys(table, _EDITS_KEYS, "edits", config_path)
+    files = [key for key in _EDITS_FILES if key in edits]
+    if ("dataset" in edits) == bool(files) or (files and len(files) != len(_EDITS_FILES)):
+        raise QEInputError(
+            '[edits] needs dataset = NAME (a registered dataset with post-edits, e.g. "mlqe-pe/en-de") '
+            "or all of src, mt, post_edits and labels (training files)",
+            config_path,
+        )
+    for key in (*files, *(("dataset", "split") if "dataset" in edits else ())):
+        if not isinstance(edits.get(key, "train"), str):
+            raise QEInputError(f"[edits] {key} must be a string", config_path)
+    for key, default in (("folds", 5), ("seed", 0)):
+        edits.setdefault(key, default)
+    folds = edits["folds"]
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise QEInputError(f"[edits] folds must be an integer >= 2 (got {folds!r})", config_path)
+    if "dataset" in edits:
+        if edits["dataset"] not in DATASETS:
+            known = ", ".join(DATASETS)
+            raise QEInputError(f"[edits] unknown dataset {edits['dataset']!r} (known: {known})", config_path)
+        registered = DATASETS[edits["dataset"]]
+        edits.setdefault("split", "train")
+        if registered.split_name(edits["split"]) == registered.test_split:
             raise QEInputError(
                 "[edits] must learn from a training split: the test post-edits and labels would leak",
                 config_path,
             )
-        folds = edits["folds"]
-        if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-            raise QEInputError(f"[edits] folds must be an integer >= 2 (got {folds!r})", config_path)
-    config.setdefault("name", config_path.stem.removeprefix("resources-"))
-    return config
+    return edits
 
 
 def _text_configs(config: dict[str, Any], config_path: Path) -> dict[str, TextConfig]:
@@ -699,15 +724,20 @@ def _build_members(
 def _build_edits(
     table: dict[str, Any], root: Path, processors: dict[str, TextProcessor], work: Path, t0: float
 ):
-    """The ``edits`` member: post-editing statistics of a registered dataset's training split."""
-    from qe.data import load_registered
+    """The ``edits`` member: post-editing statistics of a registered dataset's training split or
+    of training files (relative to the data directory)."""
+    from qe.data import load_parallel, load_registered
     from qe.resources.edits import EditModel, pair_key
 
-    dataset = load_registered(table["dataset"], table["split"], root)
+    if "dataset" in table:
+        dataset = load_registered(table["dataset"], table["split"], root)
+        source = f"dataset {table['dataset']}"
+    else:
+        paths = {key: _resolve(root, table[key]) for key in _EDITS_FILES}
+        dataset = load_parallel(paths["src"], paths["mt"], paths["labels"], post_edits=paths["post_edits"])
+        source = f"files {paths['src']} ..."
     if dataset.post_edits is None or dataset.labels is None:
-        raise QEInputError(
-            f"[edits]: dataset {table['dataset']} has no post-edits or labels for learning edits"
-        )
+        raise QEInputError(f"[edits]: {source} has no post-edits or labels for learning edits")
     model = EditModel.build(
         processors["src"].tokenize_many(dataset.src),
         processors["tgt"].tokenize_many(dataset.mt),
@@ -719,9 +749,9 @@ def _build_edits(
     )
     out = work / "edits.json.gz"
     model.save(out)
+    where = {k: table[k] for k in ("dataset", "split", *_EDITS_FILES) if k in table}
     settings = {
-        "dataset": table["dataset"],
-        "split": table["split"],
+        **where,
         "data_fingerprint": dataset.fingerprint(),
         "folds": model.info["folds"],
         "seed": model.info["seed"],
