@@ -340,12 +340,13 @@ def fit_config(
 ) -> tuple[SplitData, SplitData, FittedSystem, dict[str, Any] | None]:
     """Build the splits, select features (if configured) and fit: (train, test, fitted, selection)."""
     resources = resources if resources is not None else open_bundle_of(config)
+    if has_dev(config):  # before any extraction: an overlapping dev split is refused at once
+        allow = config["data"].get("allow_overlap", False)
+        check_overlap(load_split_dataset(config, "train"), load_split_dataset(config, "dev"), allow)
     train = build_split(config, "train", progress, resources)
     if train.dataset.labels is None:
         raise QEInputError("the training split has no labels")
     dev = build_split(config, "dev", progress, resources) if has_dev(config) else None
-    if dev is not None:
-        check_overlap(train.dataset, dev.dataset, config["data"].get("allow_overlap", False))
     test = build_split(config, "test", progress, resources)
     for name, other in (("dev", dev), ("test", test)):
         if other is not None and list(other.features.columns) != list(train.features.columns):
