@@ -37,6 +37,7 @@ from qe.splits import (
     registered_dataset,
 )
 
+MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
 BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman", "Spearman_scipy", "Pearson")
 
 
@@ -286,6 +287,14 @@ def fit_and_evaluate(
     seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
     x_train, y_train = train.features.to_numpy(), train.dataset.labels
     better = higher_is_better(config)
+    for name, split, least in (("training", train, max(MIN_SCORED, folds)), ("dev", dev, MIN_SCORED)):
+        if split is not None and len(split.dataset) < least:
+            raise QEInputError(
+                f"the {name} split has {len(split.dataset)} sentences; at least {least} are needed "
+                f"({folds}-fold CV, and DeltaAvg needs {MIN_SCORED} scored sentences)"
+            )
+    if test.dataset.labels is not None and len(test.dataset) < MIN_SCORED:
+        raise QEInputError(f"the test split has {len(test.dataset)} sentences; scoring needs {MIN_SCORED}")
     tune_on = None
     if dev is not None:
         if dev.dataset.labels is None:

@@ -92,6 +92,7 @@ class FeatureTask(ChunkTask):
     resources: str | None
     output: str = "tsv"
     batch_size: int = 1000
+    input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
 
     def setup(self) -> Any:
         from qe.features.registry import make_families
@@ -111,6 +112,7 @@ class FeatureTask(ChunkTask):
 
         families, resources = state
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
+        paths = json.loads(self.input_paths_json)
         table = extract_features(
             families,
             chunk.ids,
@@ -118,6 +120,7 @@ class FeatureTask(ChunkTask):
             chunk.lines["mt"],
             resources=resources,
             extra=extra,
+            origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
             batch_size=self.batch_size,
             n_jobs=1,
             progress=False,
@@ -158,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         None if resources is None else str(Path(args.resources).resolve()),
         output,
         args.batch_size,
+        json.dumps({name: str(path) for name, path in lines.items()}),
     )
     if output == "parquet":
         sink: Sink = ParquetSink(args.out)

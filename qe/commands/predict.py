@@ -89,6 +89,7 @@ class PredictTask(ChunkTask):
     model: str
     resources: str | None = None
     file_inputs_json: str = "{}"
+    input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
 
     def setup(self) -> Any:
         model = QEModel.load(self.model)
@@ -99,6 +100,7 @@ class PredictTask(ChunkTask):
     def process(self, state: Any, chunk: Chunk) -> np.ndarray:
         model, resources, families = state
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
+        paths = json.loads(self.input_paths_json)
         table = model.features(
             chunk.lines["src"],
             chunk.lines["mt"],
@@ -106,6 +108,7 @@ class PredictTask(ChunkTask):
             resources=resources,
             families=families,
             extra=extra,
+            origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
         )
         clear_text_memos(families, resources)
         return model.score(table)
@@ -175,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         str(args.model.resolve()),
         None if args.resources is None else str(args.resources.resolve()),
         json.dumps(file_inputs, sort_keys=True),
+        json.dumps({name: str(path) for name, path in lines.items()}),
     )
     job = {
         "command": "predict",
