@@ -19,7 +19,6 @@ from qe.experiment import (
 from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
 from qe.published import summary_columns
-from qe.splits import higher_is_better
 
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
 
@@ -76,18 +75,13 @@ def run_ablation(
             predictions[name] = fitted.test_pred
             systems[name] = {"n_features": len(columns), **fitted.metrics}
         gold = test.dataset.labels
-        sign = 1.0 if higher_is_better(config) else -1.0  # DeltaAvg ranks the good end first
         if gold is not None:
             for name in variants:
                 if name == "full":
                     continue
                 systems[name]["bootstrap_vs_full"] = {
                     metric: paired_bootstrap(
-                        sign * gold,
-                        sign * predictions[name],
-                        sign * predictions["full"],
-                        metric,
-                        n_samples=bootstrap_samples,
+                        gold, predictions[name], predictions["full"], metric, n_samples=bootstrap_samples
                     ).as_dict()
                     for metric in BOOTSTRAP_METRICS
                 }

@@ -44,7 +44,6 @@ SCHEMA: dict[str, Any] = {
         "dev_split": str,
         "test_split": str,
         "label_range": list,
-        "higher_is_better": bool,
         "allow_overlap": bool,
         "languages": {"src": str, "tgt": str},
         **{split: {**SPLIT_FILES, **SPLIT_COLUMNS} for split in SPLITS},
@@ -195,9 +194,9 @@ def _check_split_files(data: dict[str, Any], split: str, path: Path) -> None:
             f"data.{split}.{columns[0]} names a column, but [data.{split}] has no table or features file",
             path,
         )
-    if "table" in files and ("src" in files or "features" in files):
+    if "table" in files and "src" in files:
         raise QEInputError(
-            f"[data.{split}] gives a table: the text comes from it, not from other files", path
+            f"[data.{split}] gives a table and src / mt files: the text comes from one of them", path
         )
 
 

@@ -287,8 +287,7 @@ class RegisteredDataset:
     """A known dataset: its splits (role -> file), label, languages and named feature sets.
 
     ``label_range`` is None for an unbounded label (z-scores): no range check, no clipping.
-    ``split_aliases`` maps a config's split name to the real one (``test`` -> ``test20``);
-    ``higher_is_better`` says which end of the label is the good translation (False for HTER).
+    ``split_aliases`` maps a config's split name to the real one (``test`` -> ``test20``).
     """
 
     name: str
@@ -299,7 +298,6 @@ class RegisteredDataset:
     feature_names: dict[str, list[str]] = field(default_factory=dict)
     folder: str = ""
     label: str = "label"
-    higher_is_better: bool = True
     split_aliases: dict[str, str] = field(default_factory=dict)
 
     def split_name(self, split: str) -> str:
@@ -462,7 +460,6 @@ def _mlqe_dataset(pair: str, label: str) -> RegisteredDataset:
             splits=splits,
             folder="mlqe-pe",
             label="HTER of the post-edit, 0-1 (0 = no edit)",
-            higher_is_better=False,
             split_aliases={"test": "test20"},
         )
     return RegisteredDataset(

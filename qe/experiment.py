@@ -31,7 +31,6 @@ from qe.splits import (
     check_overlap,
     has_dev,
     has_text,
-    higher_is_better,
     label_range,
     load_split,
     registered_dataset,
@@ -286,7 +285,6 @@ def fit_and_evaluate(
     learner = config["learner"]
     seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
     x_train, y_train = train.features.to_numpy(), train.dataset.labels
-    better = higher_is_better(config)
     for name, split, least in (("training", train, max(MIN_SCORED, folds)), ("dev", dev, MIN_SCORED)):
         if split is not None and len(split.dataset) < least:
             raise QEInputError(
@@ -328,7 +326,7 @@ def fit_and_evaluate(
     # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
     folds_split = KFold(folds, shuffle=True, random_state=seed)
     cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_fit, cv=folds_split, n_jobs=n_jobs))
-    metrics: dict[str, Any] = {"cv": evaluate(y_train, cv_pred, higher_is_better=better)}
+    metrics: dict[str, Any] = {"cv": evaluate(y_train, cv_pred)}
     metrics["cv"]["folds"] = folds
     if isinstance(estimator, GridSearchCV):
         best = {k.removeprefix("model__"): v for k, v in estimator.best_params_.items()}
@@ -337,10 +335,10 @@ def fit_and_evaluate(
         metrics["cv"]["grid_chosen_on"] = "dev" if dev is not None else "cv"
     if dev is not None:
         dev_pred = clip(chosen.predict(dev.features.to_numpy()))
-        metrics["dev"] = evaluate(dev.dataset.labels, dev_pred, higher_is_better=better)
+        metrics["dev"] = evaluate(dev.dataset.labels, dev_pred)
     test_pred = clip(chosen.predict(test.features.to_numpy()))
     if test.dataset.labels is not None:
-        metrics["test"] = evaluate(test.dataset.labels, test_pred, higher_is_better=better)
+        metrics["test"] = evaluate(test.dataset.labels, test_pred)
     return FittedSystem(estimator, chosen, metrics, cv_pred, test_pred, dev)
 
 
@@ -390,9 +388,7 @@ def against_config(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, A
 def compare_against(
     config: dict[str, Any], gold: np.ndarray, predictions: np.ndarray, progress: bool = True
 ) -> dict[str, Any]:
-    """Fit every ``[[report.against]]`` system; paired bootstrap of ours against each on the test set
-    (labels where lower is better are negated, so DeltaAvg ranks the right way)."""
-    sign = 1.0 if higher_is_better(config) else -1.0
+    """Fit every ``[[report.against]]`` system; paired bootstrap of ours against each on the test set."""
     result: dict[str, Any] = {}
     for entry in config["report"].get("against", []):
         _, _, other, _ = fit_config(against_config(config, entry), progress)
@@ -400,9 +396,7 @@ def compare_against(
             "cv": {m: other.metrics["cv"][m] for m in ("MAE", "DeltaAvg")},
             "test": {m: other.metrics["test"][m] for m in (*BOOTSTRAP_METRICS, "MAE_exact", "RMSE_exact")},
             "bootstrap": {
-                metric: paired_bootstrap(
-                    sign * gold, sign * predictions, sign * other.test_pred, metric
-                ).as_dict()
+                metric: paired_bootstrap(gold, predictions, other.test_pred, metric).as_dict()
                 for metric in BOOTSTRAP_METRICS
             },
         }

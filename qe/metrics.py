@@ -111,25 +111,20 @@ def pearson(gold: ArrayLike, pred: ArrayLike) -> float:
     return float(stats.pearsonr(gold, pred).statistic)
 
 
-def evaluate(
-    gold: ArrayLike, pred: ArrayLike, official_rounding: bool = True, higher_is_better: bool = True
-) -> dict[str, float]:
+def evaluate(gold: ArrayLike, pred: ArrayLike, official_rounding: bool = True) -> dict[str, float]:
     """Every metric of the official scorer plus Pearson, in one dict.
 
     MAE / RMSE follow the official scorer (errors rounded to 2 decimals) unless
     ``official_rounding`` is False (exact values are kept as ``MAE_exact`` / ``RMSE_exact``);
     ``Spearman`` is the official scorer's rank-difference formula, ``Spearman_scipy`` the
-    average-rank correlation that scipy computes. For a label where lower is better (HTER:
-    ``higher_is_better=False``) DeltaAvg ranks the lowest predictions first and measures the
-    gain in negated labels, so a good system scores above 0 either way.
+    average-rank correlation that scipy computes.
     """
     gold, pred = _pair(gold, pred)
     errors = np.abs(pred - gold)
-    sign = 1.0 if higher_is_better else -1.0
     return {
         "MAE": mae(gold, pred, round_errors=official_rounding),
         "RMSE": rmse(gold, pred, round_errors=official_rounding),
-        "DeltaAvg": delta_avg(sign * gold, sign * pred),
+        "DeltaAvg": delta_avg(gold, pred),
         "Spearman": spearman_official(gold, pred),
         "Pearson": pearson(gold, pred),
         "MAE_exact": float(errors.mean()),

@@ -45,16 +45,6 @@ def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
     return dataset.label_range if dataset is not None else None
 
 
-def higher_is_better(config: dict[str, Any]) -> bool:
-    """Whether a high label means a good translation (False for HTER): ``[data] higher_is_better``,
-    else the registered dataset's, else True."""
-    data = config["data"]
-    if "higher_is_better" in data:
-        return bool(data["higher_is_better"])
-    dataset = registered_dataset(config)
-    return dataset.higher_is_better if dataset is not None else True
-
-
 def has_dev(config: dict[str, Any]) -> bool:
     """Whether the config names a dev split (``dev_split`` or ``[data.dev]``)."""
     return "dev" in config["data"] or "dev_split" in config["data"]

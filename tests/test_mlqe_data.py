@@ -42,8 +42,8 @@ def test_every_pair_is_registered_for_both_labels():
         src, tgt = pair.split("-")
         hter, da = DATASETS[f"mlqe-pe/{pair}"], DATASETS[f"mlqe-da/{pair}"]
         assert hter.languages == da.languages == (src, tgt)
-        assert hter.label_range == (0.0, 1.0) and not hter.higher_is_better
-        assert da.label_range is None and da.higher_is_better  # z-scores: unbounded, not clipped
+        assert hter.label_range == (0.0, 1.0)
+        assert da.label_range is None  # z-scores: unbounded, not checked, predictions not clipped
         for dataset in (hter, da):
             assert list(dataset.splits) == ["train", "dev", "test20"]
             assert dataset.split_name("test") == dataset.test_split == "test20"

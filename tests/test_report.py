@@ -334,9 +334,7 @@ def test_bootstrap_results_against_other_systems_join_the_report(runs, tmp_path)
     run = tmp_path / "run"
     shutil.copytree(runs["m5p"], run)
     metrics = json.loads((run / "metrics.json").read_text())
-    bootstrap = {
-        m: {"a": 0.6, "b": 0.7, "a_wins": 0.98, "p_value": 0.02} for m in ("MAE", "RMSE")
-    }
+    bootstrap = {m: {"a": 0.6, "b": 0.7, "a_wins": 0.98, "p_value": 0.02} for m in ("MAE", "RMSE")}
     bootstrap.update(
         {m: {"a": 0.5, "b": 0.4, "a_wins": 0.1, "p_value": 0.9} for m in ("DeltaAvg", "Spearman_scipy")}
     )

@@ -39,9 +39,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--label-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="declared label range (checked)"
     )
-    parser.add_argument(
-        "--lower-is-better", action="store_true", help="a low label is a good translation (HTER, edit rates)"
-    )
     parser.add_argument("--name", help="experiment name (default: the --out file's stem)")
     parser.add_argument("--out", type=Path, default=Path("config.toml"), help="config to write")
     parser.add_argument("--force", action="store_true", help="replace an existing --out file")
@@ -72,8 +69,6 @@ def render_config(args: argparse.Namespace, name: str, folder: Path, bundle: Pat
         lines.append(
             f"label_range = [{args.label_range[0]:g}, {args.label_range[1]:g}]  # checked; clips predictions"
         )
-    if args.lower_is_better:
-        lines.append("higher_is_better = false  # a low label is a good translation")
     splits = {
         "train": {"src": args.src, "mt": args.mt, "labels": args.labels, "post_edits": args.post_edits},
         "test": {"src": args.test_src, "mt": args.test_mt, "labels": args.test_labels},
