@@ -18,10 +18,10 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit, cross_val_predict
 
 from qe import __version__
-from qe.config import dump_config, load_config
+from qe.config import SPLIT_COLUMNS, SPLIT_FILES, SPLITS, dump_config, load_config
 from qe.data import QEDataset, load_registered_features
 from qe.errors import QEInputError
-from qe.io import atomic_write, read_lines, write_text_atomic
+from qe.io import atomic_write, read_lines, sha256_file, write_text_atomic
 from qe.learners.factory import describe, make_learner
 from qe.metrics import evaluate, paired_bootstrap
 from qe.model import QEModel
@@ -195,6 +195,7 @@ def signature(
     if dev is not None:
         parts.append(f"dev:{dev.fingerprint()}")
     parts += [f"table.{split}:{sha}" for split, sha in sorted((tables or {}).items())]
+    parts += input_hashes(config)
     parts.append(f"features:{'+'.join(features['sets'] + features['families'])}")
     if config.get("selection"):
         parts.append(f"selection:{config['selection']['name']}")
@@ -216,6 +217,17 @@ def signature(
         f"python:{platform.python_version()}",
     ]
     return "|".join(parts)
+
+
+def input_hashes(config: dict[str, Any]) -> list[str]:
+    """``input.<split>.<name>:<sha256>`` of every family input file named in ``[data.<split>]``
+    (NMT log-probabilities, pseudo-references, decoder logs): they change the features."""
+    parts = []
+    for split in SPLITS:
+        for name, value in sorted(config["data"].get(split, {}).items()):
+            if name not in SPLIT_FILES and name not in SPLIT_COLUMNS and Path(value).is_file():
+                parts.append(f"input.{split}.{name}:{sha256_file(value)[:16]}")
+    return parts
 
 
 def prepare_output_dir(output_dir: Path, overwrite: bool) -> Path:

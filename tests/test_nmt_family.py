@@ -343,3 +343,4 @@ def test_config_runs_the_family_from_a_fairseq_log(tmp_path):
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
     signature = (tmp_path / "run" / "signature.txt").read_text()
     assert "family:nmt(" in signature and "log_sha256=" in signature
+    assert "|input.train.nmt_fairseq:" in signature and "|input.test.nmt_fairseq:" in signature

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sklearn.metrics import mean_absolute_error
 from sklearn.pipeline import make_pipeline
@@ -281,6 +282,11 @@ def test_qe_init_writes_a_config_that_runs(tmp_path, capsys, monkeypatch):
     assert config["name"] == "exp" and config["data"]["languages"] == {"src": "en", "tgt": "es"}
     assert config["data"]["label_range"] == [0, 1]
     assert config["features"]["settings"]["surface"] == {"src_lang": "en", "tgt_lang": "es"}
+    # the SVR's epsilon follows the labels' spread (0.1, 0.2, 0.3 on a 1-5 scale of std 0.85)
+    std = float(np.std([float(h) for h in HTER[:14]]))
+    assert config["learner"]["grid"]["epsilon"] == pytest.approx(
+        [e * std / 0.85 for e in (0.1, 0.2, 0.3)], rel=0.05
+    )
     assert (tmp_path / "exp" / "config-resources.toml").is_file()
     assert main(["run", "exp/config.toml", "--output-dir", "runs/exp", "--quiet"]) == 0
     capsys.readouterr()

@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 from qe.errors import QEInputError
 from qe.io import write_text_atomic
 
@@ -56,7 +58,18 @@ def _relative(path: Path, folder: Path) -> str:
     return path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
 
 
-def render_config(args: argparse.Namespace, name: str, folder: Path, bundle: Path | None) -> str:
+def svr_grid(labels: np.ndarray) -> dict[str, list[float]]:
+    """The default SVR grid with epsilon (the error ignored) scaled to the labels' spread: the
+    default's 0.1-0.3 suit a 1-5 scale (std ~0.85), not HTER in [0, 1] (std ~0.2)."""
+    from qe.learners.factory import DEFAULT_SVR_GRID
+
+    scale = float(np.std(labels)) / 0.85 or 1.0
+    return {**DEFAULT_SVR_GRID, "epsilon": [float(f"{e * scale:.2g}") for e in DEFAULT_SVR_GRID["epsilon"]]}
+
+
+def render_config(
+    args: argparse.Namespace, name: str, folder: Path, bundle: Path | None, grid: dict[str, list[float]]
+) -> str:
     """The experiment config's text (with comments on what to change)."""
     lines = [
         f"# Written by `qe init`; run it with: qe run {args.out} --output-dir runs/{name}",
@@ -98,7 +111,9 @@ def render_config(args: argparse.Namespace, name: str, folder: Path, bundle: Pat
         "",
         "[learner]",
         'name = "svr"',
-        'grid = "default"  # C, gamma, epsilon chosen by 5-fold cross-validation on the training data',
+        "",
+        "[learner.grid]  # chosen by 5-fold CV on the training data; epsilon scaled to the labels' spread",
+        *(f"{key} = [{', '.join(f'{v:g}' for v in values)}]" for key, values in grid.items()),
         "",
     ]
     return "\n".join(lines)
@@ -115,6 +130,10 @@ def render_bundle(args: argparse.Namespace, name: str) -> str:
             "[languages]",
             f"src = {_toml(args.src_lang)}",
             f"tgt = {_toml(args.tgt_lang)}",
+            "",
+            "[text]  # how the edits member tokenizes (Moses tokenizer, lower-cased)",
+            'style = "moses"',
+            'case = "lower"',
             "",
             "[edits]  # word edit rates of the training post-edits (never the test ones)",
             *(f"{role} = {_toml(str(path.resolve()))}" for role, path in files.items()),
@@ -156,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
         if bundle.exists() and not args.force:
             raise QEInputError("already exists (pass --force to replace it)", bundle)
-    write_text_atomic(args.out, render_config(args, name, folder, bundle))
+    write_text_atomic(args.out, render_config(args, name, folder, bundle, svr_grid(train.labels)))
     try:
         load_config(args.out)  # the config written must be one `qe run` accepts
     except QEInputError:
