@@ -297,7 +297,6 @@ class RegisteredDataset:
     feature_sets: dict[str, dict[str, RegisteredFile]] = field(default_factory=dict)
     feature_names: dict[str, list[str]] = field(default_factory=dict)
     folder: str = ""
-    label: str = "label"
     split_aliases: dict[str, str] = field(default_factory=dict)
 
     def split_name(self, split: str) -> str:
@@ -346,7 +345,6 @@ WMT12 = RegisteredDataset(
     languages=("en", "es"),
     label_range=(1.0, 5.0),
     folder="wmt12-qe",
-    label="post-editing effort, 1-5 (5 = little editing)",
     splits={
         "train": {
             "src": _wmt12_file(
@@ -419,9 +417,6 @@ WMT12 = RegisteredDataset(
 MLQE_UPSTREAM = "https://github.com/sheffieldnlp/mlqe-pe/raw/2a670a1140416cf80507b5a829659383c878feb8/data"
 MLQE_PAIRS = ("en-de", "en-zh", "et-en", "ne-en", "ro-en", "ru-en", "si-en")
 MLQE_SPLITS = ("train", "dev", "test20")
-# Family inputs every MLQE-PE split provides (see ``mlqe_inputs``): the NMT model's per-token
-# log-probabilities, its output in its own (subword) tokens, and its sentence score.
-MLQE_INPUTS = ("nmt_logprobs", "nmt_tokens", "nmt_score")
 
 
 def _mlqe_file(pair: str, split: str, role: str) -> RegisteredFile:
@@ -459,7 +454,6 @@ def _mlqe_dataset(pair: str, label: str) -> RegisteredDataset:
             label_range=(0.0, 1.0),
             splits=splits,
             folder="mlqe-pe",
-            label="HTER of the post-edit, 0-1 (0 = no edit)",
             split_aliases={"test": "test20"},
         )
     return RegisteredDataset(
@@ -468,7 +462,6 @@ def _mlqe_dataset(pair: str, label: str) -> RegisteredDataset:
         label_range=None,  # z-scores are unbounded: nothing to check, predictions are not clipped
         splits=splits,
         folder="mlqe-pe",
-        label="z_mean: mean of the annotators' z-normalised 0-100 direct assessments (unbounded)",
         split_aliases={"test": "test20"},
     )
 

@@ -426,15 +426,15 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
         metrics["against"] = compare_against(config, test.dataset.labels, test_pred, progress)
     description = describe(estimator)
     dev = fitted.dev
-    splits = {"train": train, "dev": dev, "test": test}
-    tables = {name: split.table_sha256 for name, split in splits.items() if split is not None}
+    splits = (("train", train), ("dev", dev), ("test", test))
+    tables = {name: split.table_sha256 for name, split in splits if split is not None and split.table_sha256}
     sig = signature(
         config,
         description,
         train.dataset,
         bundle,
         dev=dev.dataset if dev is not None else None,
-        tables={name: sha for name, sha in tables.items() if sha},
+        tables=tables,
     )
     metrics["signature"] = sig
     metrics["seconds"] = round(time.perf_counter() - started, 3)

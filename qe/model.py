@@ -126,10 +126,11 @@ class QEModel:
         origins: dict[str, tuple[str, int]] | None = None,
         n_jobs: int = 1,
         progress: bool = False,
+        whole: bool = True,
     ) -> Any:
         """The model's input feature table for raw sentence pairs (``families``: reuse made ones;
         ``extra``: line inputs such as a pseudo-reference, by input name; ``origins``: where they
-        were read, for error messages)."""
+        were read, for error messages; ``whole=False``: one chunk of a longer input)."""
         from qe.features.extractor import extract_features
 
         families = self.make_families() if families is None else families
@@ -144,6 +145,7 @@ class QEModel:
             origins=origins,
             n_jobs=n_jobs,
             progress=progress,
+            whole=whole,
         )
         missing = [name for name in self.feature_names if name not in table.columns]
         if missing:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from qe.data import (
     DATASETS,
     QEDataset,
@@ -126,6 +128,11 @@ def _load_files(files: dict[str, str], split: str, bounds: tuple[float, float] |
             )
         if table.labels is not None and dataset.labels is None:
             dataset.labels = table.labels
+        elif table.labels is not None and not np.array_equal(table.labels, dataset.labels):
+            raise QEInputError(
+                f"the label column {files['label_column']!r} differs from the labels file: give one",
+                table.path,
+            )
     return LoadedSplit(dataset, table)
 
 
@@ -160,8 +167,3 @@ def cache_label(dataset: QEDataset, config: dict[str, Any]) -> str:
     data's fingerprint."""
     prefix = dataset.name if registered_dataset(config) is not None else "data"
     return f"{prefix}-{dataset.fingerprint()}".replace("/", "_")
-
-
-def feature_table_hashes(splits: dict[str, LoadedSplit]) -> dict[str, str]:
-    """split -> sha256 (16 hex digits) of its precomputed feature table, for the run signature."""
-    return {name: split.table.sha256[:16] for name, split in splits.items() if split.table is not None}

@@ -344,3 +344,23 @@ def test_config_runs_the_family_from_a_fairseq_log(tmp_path):
     signature = (tmp_path / "run" / "signature.txt").read_text()
     assert "family:nmt(" in signature and "log_sha256=" in signature
     assert "|input.train.nmt_fairseq:" in signature and "|input.test.nmt_fairseq:" in signature
+
+
+def test_qe_features_checks_a_decoder_log_against_the_whole_input_not_each_chunk(tmp_path, capsys):
+    src = write_lines(tmp_path / "src", ["ein Hund", ".", "das ist gut ."])
+    mt = write_lines(tmp_path / "mt", ["a dog", "-", "that is good ."])
+    log = str(FIX / "fairseq_generate.txt")
+    base = ["features", "--families", "nmt", "--nmt-fairseq", log, "--quiet", "--chunk-size", "2"]
+    assert main([*base, "--src", str(src), "--mt", str(mt), "--out", str(tmp_path / "f.tsv")]) == 0
+    rows = (tmp_path / "f.tsv").read_text().splitlines()
+    assert [float(r.split("\t")[0]) for r in rows[1:]] == pytest.approx(
+        [-1.5 * LN2, -4.0 * LN2, -0.6 * LN2], abs=1e-5
+    )
+    two = [
+        "--src",
+        str(write_lines(tmp_path / "s2", ["a", "b"])),
+        "--mt",
+        str(write_lines(tmp_path / "m2", ["x", "y"])),
+    ]
+    assert main([*base, *two, "--out", str(tmp_path / "g.tsv")]) == 2
+    assert "1 sentence id(s) that are not in the dataset (e.g. 2)" in capsys.readouterr().err

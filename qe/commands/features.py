@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
+from qe.commands.options import (
+    add_input_options,
+    add_streaming_options,
+    check_ids_of_input,
+    given_inputs,
+    streaming_options,
+)
 from qe.errors import QEInputError
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
@@ -124,6 +130,7 @@ class FeatureTask(ChunkTask):
             batch_size=self.batch_size,
             n_jobs=1,
             progress=False,
+            whole=False,
         )
         clear_text_memos(families, resources)
         if self.output == "parquet":
@@ -153,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
     families = [family.bind(resources) for family in make_families(names, settings)]
     check_line_inputs(families, lines, resources)
+    check_ids_of_input(families, args.src)
     columns = [column for family in families for column in family.column_names()]
     output = "parquet" if args.out.suffix == ".parquet" else "tsv"
     task = FeatureTask(

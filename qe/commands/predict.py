@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
+from qe.commands.options import (
+    add_input_options,
+    add_streaming_options,
+    check_ids_of_input,
+    given_inputs,
+    streaming_options,
+)
 from qe.io import atomic_write, sha256_file
 from qe.langid import check_language
 from qe.metrics import ranks_from_scores
@@ -109,6 +115,7 @@ class PredictTask(ChunkTask):
             families=families,
             extra=extra,
             origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
+            whole=False,
         )
         clear_text_memos(families, resources)
         return model.score(table)
@@ -163,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     families = model.make_families(file_inputs)
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
     check_line_inputs([f.bind(resources) for f in families], lines, resources)
+    check_ids_of_input(families, args.src)
     langs = model.manifest.get("languages") or {}
 
     def check_first(chunk: Chunk) -> None:

@@ -29,15 +29,21 @@ def extract_features(
     batch_size: int = 1000,
     n_jobs: int = 1,
     progress: bool = True,
+    whole: bool = True,
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
-    where each extra input was read, ``(file, line of the first pair)``, for error messages)."""
+    where each extra input was read, ``(file, line of the first pair)``, for error messages).
+
+    ``whole=False`` marks one chunk of a longer input: the families' ``check_ids`` (does a decoder
+    log cover exactly the dataset?) is then the caller's, once, with every id.
+    """
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}
     for family in families:
         family.bind(resources)
-        family.check_ids(ids)
+        if whole:
+            family.check_ids(ids)
     columns = [column for family in families for column in family.column_names()]
     starts = range(0, len(src), batch_size)
     batches = [

@@ -22,7 +22,6 @@ probability mean 1 and shares 0 there (nothing the model was unsure of), never N
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from qe.features.base import (
     path,
 )
 from qe.features.registry import register_family
+from qe.io import sha256_file
 from qe.nmt import parse_logprobs, parse_number
 
 RESOURCE = "NMT token log-probabilities"
@@ -204,11 +204,7 @@ class NMTFamily(FeatureFamily):
         if self._log_hash is None:
             if not self.log_path.is_file():
                 raise QEInputError("nmt: decoder log not found", self.log_path)
-            digest = hashlib.sha256()
-            with self.log_path.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            self._log_hash = digest.hexdigest()[:16]
+            self._log_hash = sha256_file(self.log_path)[:16]
         return [f"log_sha256={self._log_hash}"]
 
     # -- decoder logs ---------------------------------------------------------------------------
