@@ -41,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--label-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="declared label range (checked)"
     )
-    parser.add_argument("--name", help="experiment name (default: the --out file's stem)")
+    parser.add_argument(
+        "--name", help="experiment name (default: --out's stem; its folder's for config.toml)"
+    )
     parser.add_argument("--out", type=Path, default=Path("config.toml"), help="config to write")
     parser.add_argument("--force", action="store_true", help="replace an existing --out file")
     parser.set_defaults(func=run)
@@ -119,12 +121,12 @@ def render_config(
     return "\n".join(lines)
 
 
-def render_bundle(args: argparse.Namespace, name: str) -> str:
+def render_bundle(args: argparse.Namespace, name: str, bundle: Path) -> str:
     """A resource bundle config learning the ``edits`` member from the training post-edits."""
     files = {"src": args.src, "mt": args.mt, "post_edits": args.post_edits, "labels": args.labels}
     return "\n".join(
         [
-            f"# Written by `qe init`; build: qe resources build THIS_FILE --output models/resources/{name}",
+            f"# Written by `qe init`; build: qe resources build {bundle} --output models/resources/{name}",
             f"name = {_toml(name)}",
             "",
             "[languages]",
@@ -185,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.out}: {len(train)} training and {len(test)} test pairs, {args.src_lang}-{args.tgt_lang}"
     )
     if bundle is not None:
-        write_text_atomic(bundle, render_bundle(args, name))
+        write_text_atomic(bundle, render_bundle(args, name, bundle))
         print(f"wrote {bundle}: builds the edits member from the training post-edits")
     print(f"next: qe run {args.out} --output-dir runs/{name}")
     return 0
