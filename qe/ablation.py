@@ -15,9 +15,9 @@ from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluat
 from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
 from qe.outputs import staged_dir
+from qe.published import summary_columns
 from qe.workers import exit_with_parent_everywhere
 
-SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
 # p-values come in steps of 1 / samples: with fewer than 20 none could fall below 0.05.
 MIN_BOOTSTRAP_SAMPLES = 20
@@ -98,7 +98,7 @@ def run_ablation(
                     ).as_dict()
                     for metric in BOOTSTRAP_METRICS
                 }
-        result = {"config": config["name"], "systems": systems}
+        result = {"config": config["name"], "dataset": config["data"].get("dataset"), "systems": systems}
         write_text_atomic(staging / "config.toml", dump_config(config))
         write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
         write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")
@@ -108,13 +108,14 @@ def run_ablation(
 
 def ablation_table(result: dict[str, Any]) -> str:
     """Markdown: CV and test metrics per system, and the bootstrap p-value against the full system."""
-    head = "| system | features | CV MAE | CV DeltaAvg | " + " | ".join(f"test {m}" for m in SHOWN)
+    shown = summary_columns(result.get("dataset"))
+    head = "| system | features | CV MAE | CV DeltaAvg | " + " | ".join(f"test {t}" for t, _ in shown)
     head += " | p (MAE vs full) | p (DeltaAvg vs full) |"
-    lines = [head, "|---" * (4 + len(SHOWN) + 2) + "|"]
+    lines = [head, "|---" * (4 + len(shown) + 2) + "|"]
     for name, system in result["systems"].items():
         cv, test = system["cv"], system.get("test", {})
         cells = [name, str(system["n_features"]), f"{cv['MAE']:.3f}", f"{cv['DeltaAvg']:.3f}"]
-        cells += [f"{test[m]:.3f}" if m in test else "n/a" for m in SHOWN]
+        cells += [f"{test[k]:.3f}" if k in test else "n/a" for _, k in shown]
         boot = system.get("bootstrap_vs_full", {})
         # p_value: share of resamples where this system is not better than the full one.
         cells += [f"{boot[m]['p_value']:.3f}" if m in boot else "-" for m in BOOTSTRAP_METRICS]

@@ -14,7 +14,17 @@ from qe.errors import QEInputError, Terminated
 
 # Each module in qe/commands/ defines ``register(subparsers)`` which adds its parser and sets
 # ``func`` (taking the parsed namespace, returning an exit code).
-COMMAND_MODULES = ["run", "evaluate", "compare", "predict", "ablate", "report", "features", "resources"]
+COMMAND_MODULES = [
+    "run",
+    "evaluate",
+    "compare",
+    "predict",
+    "ablate",
+    "report",
+    "features",
+    "resources",
+    "init",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ import tomli_w
 
 from qe.errors import QEInputError
 from qe.io import require_file
-from qe.schema import EXPERIMENT, FEATURES, check
+from qe.schema import EXPERIMENT, FEATURES, SPLIT_COLUMNS, SPLIT_FILES, SPLITS, check
 
 DEFAULTS: dict[str, Any] = {
     "seed": 42,
@@ -59,12 +59,21 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise QEInputError(
             "[features] needs sets = [...] or families = [...] (or data.*.features tables)", path
         )
-    for split in ("train", "test"):
+    for split in SPLITS:
+        _check_split_files(data, split, path)
         for role, value in data.get(split, {}).items():
+            if role in SPLIT_COLUMNS:
+                continue
             resolved = _beside(path, value)
             if not resolved.exists():
                 raise QEInputError(f"data.{split}.{role} names a missing file: {value}", path)
             data[split][role] = str(resolved)
+    if "dev" in data and "dev_split" in data:
+        raise QEInputError(
+            "[data] names a dev split twice: give dev_split or [data.dev] files, not both", path
+        )
+    if "dev_split" in data and "dataset" not in data:
+        raise QEInputError("data.dev_split names a split of a registered dataset: set data.dataset", path)
     if "data_dir" in data:
         data["data_dir"] = str(_beside(path, data["data_dir"]))
     config["report"]["against"] = [_against_entry(item, path) for item in config["report"].get("against", [])]
@@ -90,18 +99,18 @@ def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
 
     for name in features["families"]:
         known(name, "features.families")
-    for split in ("train", "test"):
+    for split in SPLITS:
         for family, values in split_settings(features["settings"], split).items():
             where = f"features.settings.{family}"
             known(family, where).validate_settings(values, where, path)
 
 
 def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str, dict[str, Any]]:
-    """Per-family settings for one split: a family's ``train`` / ``test`` sub-table (e.g. the decoder
-    logs of that split) overrides its shared settings."""
+    """Per-family settings for one split: a family's ``train`` / ``dev`` / ``test`` sub-table (e.g. the
+    decoder logs of that split) overrides its shared settings."""
     resolved = {}
     for family, values in settings.items():
-        merged = {k: v for k, v in values.items() if k not in ("train", "test")}
+        merged = {k: v for k, v in values.items() if k not in SPLITS}
         merged.update(values.get(split, {}))
         resolved[family] = merged
     return resolved
@@ -129,6 +138,32 @@ def _check_learner_and_selector(config: dict[str, Any], path: Path) -> None:
             make_selector(config["selection"]["name"], **config["selection"].get("params", {}))
     except QEInputError as exc:
         raise QEInputError(exc.message, path) from None
+
+
+def _check_split_files(data: dict[str, Any], split: str, path: Path) -> None:
+    """A ``[data.<split>]`` table names its text (src and mt files, or a table) or a feature table;
+    column names only go with a ``table`` or ``features`` file."""
+    files = data.get(split)
+    if files is None:
+        return
+    if "dataset" in data and not set(files) & {*SPLIT_FILES, *SPLIT_COLUMNS}:
+        return  # only inputs of feature families (e.g. a pseudo-reference) for a registered dataset
+    if not ({"src", "mt"} <= set(files) or "table" in files or "features" in files):
+        raise QEInputError(
+            f"[data.{split}] needs src and mt files, a table (TSV / JSONL), or a features table", path
+        )
+    if ("src" in files) != ("mt" in files):
+        raise QEInputError(f"[data.{split}] needs both src and mt files (or neither)", path)
+    columns = sorted(set(files) & set(SPLIT_COLUMNS))
+    if columns and "table" not in files and "features" not in files:
+        raise QEInputError(
+            f"data.{split}.{columns[0]} names a column, but [data.{split}] has no table or features file",
+            path,
+        )
+    if "table" in files and "src" in files:
+        raise QEInputError(
+            f"[data.{split}] gives a table and src / mt files: the text comes from one of them", path
+        )
 
 
 def _beside(config_path: Path, value: str) -> Path:

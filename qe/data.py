@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from qe.errors import QEInputError
-from qe.io import read_lines, require_file, sha256_file
+from qe.io import read_lines, sha256_file
+from qe.mlqe_checksums import MLQE_SHA256
 
 
 @dataclass
@@ -41,6 +42,10 @@ class QEDataset:
     annotator_scores: np.ndarray | None = None
     name: str = "dataset"
     files: dict[str, str] = field(default_factory=dict)
+    # Per-pair inputs of feature families that came with the dataset (e.g. MLQE-PE's NMT
+    # log-probabilities), by input name, and where each was read: (file, line of the first pair).
+    inputs: dict[str, list[str]] = field(default_factory=dict)
+    input_origins: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -66,6 +71,7 @@ class QEDataset:
             annotator_scores=pick(self.annotator_scores),
             name=f"{self.name}[subset]",
             files=dict(self.files),
+            inputs={key: pick(values) for key, values in self.inputs.items()},
         )
 
     def fingerprint(self) -> str:
@@ -192,8 +198,10 @@ def load_table(
     label_column: str | None = "score",
     id_column: str | None = "id",
     label_range: tuple[float, float] | None = None,
+    post_edit_column: str | None = None,
 ) -> QEDataset:
-    """Read a dataset from a TSV (with a header row) or JSONL file with named columns."""
+    """Read a dataset from a TSV (with a header row) or JSONL file with named columns
+    (``post_edit_column``: a column of post-edits, required in every row when named)."""
     path = Path(path)
     records = _read_records(path)
     if not records:
@@ -203,9 +211,10 @@ def load_table(
         if required not in columns:
             raise QEInputError(f"missing column {required!r} (found: {', '.join(sorted(columns))})", path, 1)
     has_labels = label_column is not None and label_column in columns
-    src, mt, ids, labels = [], [], [], []
+    src, mt, ids, labels, post_edits = [], [], [], [], []
+    text_columns = (src_column, mt_column) + ((post_edit_column,) if post_edit_column else ())
     for index, (line, row) in enumerate(records):
-        for column in (src_column, mt_column):
+        for column in text_columns:
             value = row.get(column)
             if not isinstance(value, str) or not value.strip():
                 raise QEInputError(f"empty or missing {column!r}", path, line)
@@ -214,11 +223,14 @@ def load_table(
         ids.append(str(row[id_column]) if id_column and row.get(id_column) not in (None, "") else str(index))
         if has_labels:
             labels.append(parse_label(str(row.get(label_column, "")), path, line, label_range))
+        if post_edit_column:
+            post_edits.append(row[post_edit_column])
     return QEDataset(
         ids=ids,
         src=src,
         mt=mt,
         labels=np.array(labels) if has_labels else None,
+        post_edits=post_edits if post_edit_column else None,
         name=path.stem,
         files={"table": str(path)},
     )
@@ -251,45 +263,12 @@ def _read_records(path: Path) -> list[tuple[int, dict]]:
 
 
 def load_feature_table(path: str | Path, names: list[str] | None = None) -> pd.DataFrame:
-    """Read a numeric feature table: TSV with or without a header, parquet, one row per sentence.
+    """Read a numeric feature table: CSV, TSV (with or without a header) or parquet, one row per
+    sentence (see ``qe.tables``; headerless files such as the official ``*.qe.baseline.tsv`` get
+    ``names`` or ``f1..fk``)."""
+    from qe.tables import read_feature_table
 
-    Headerless files (like the official ``*.qe.baseline.tsv``, 17 values plus a trailing tab) get
-    ``names`` or ``f1..fk``; a trailing empty field is ignored, ragged rows are refused.
-    """
-    path = Path(path)
-    if path.suffix == ".parquet":
-        require_file(path)
-        try:
-            return pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types for corrupt files
-            raise QEInputError(f"cannot read parquet file: {exc}", path) from None
-    lines = read_lines(path)
-    rows = [line.rstrip("\t").split("\t") for line in lines]
-    header = None
-    try:
-        [float(v) for v in rows[0]]
-    except ValueError:
-        header, rows = rows[0], rows[1:]
-        start = 2
-    else:
-        start = 1
-    width = len(header) if header else len(rows[0])
-    values = np.empty((len(rows), width))
-    for offset, row in enumerate(rows):
-        if len(row) != width:
-            raise QEInputError(f"expected {width} values, found {len(row)}", path, offset + start)
-        try:
-            values[offset] = [float(v) for v in row]
-        except ValueError:
-            raise QEInputError("non-numeric value", path, offset + start) from None
-    if header is None:
-        header = names if names is not None else [f"f{i}" for i in range(1, width + 1)]
-        if len(header) != width:
-            raise QEInputError(f"expected {len(header)} columns, found {width}", path, start)
-    if not np.isfinite(values).all():
-        row = int(np.where(~np.isfinite(values).all(axis=1))[0][0])
-        raise QEInputError("NaN or infinite value", path, row + start)
-    return pd.DataFrame(values, columns=header)
+    return read_feature_table(path, names=names).features
 
 
 # --------------------------------------------------------------------------- registry
@@ -309,14 +288,33 @@ class RegisteredFile:
 
 @dataclass(frozen=True)
 class RegisteredDataset:
-    """A known dataset: its splits (role -> file), label range and named feature sets."""
+    """A known dataset: its splits (role -> file), label, languages and named feature sets.
+
+    ``label_range`` is None for an unbounded label (z-scores): no range check, no clipping.
+    ``split_aliases`` maps a config's split name to the real one (``test`` -> ``test20``).
+    """
 
     name: str
     languages: tuple[str, str]
-    label_range: tuple[float, float]
+    label_range: tuple[float, float] | None
     splits: dict[str, dict[str, RegisteredFile]]
-    feature_sets: dict[str, dict[str, RegisteredFile]]
-    feature_names: dict[str, list[str]]
+    feature_sets: dict[str, dict[str, RegisteredFile]] = field(default_factory=dict)
+    feature_names: dict[str, list[str]] = field(default_factory=dict)
+    folder: str = ""
+    split_aliases: dict[str, str] = field(default_factory=dict)
+
+    def split_name(self, split: str) -> str:
+        """The real split a config's split name stands for (``test`` -> ``test20``), checked."""
+        real = self.split_aliases.get(split, split)
+        if real not in self.splits:
+            known = ", ".join([*self.splits, *(f"{a} (= {b})" for a, b in self.split_aliases.items())])
+            raise QEInputError(f"dataset {self.name} has no split {split!r} (known: {known})")
+        return real
+
+    @property
+    def test_split(self) -> str:
+        """The split holding the evaluation data (never used to build resources)."""
+        return self.split_name("test")
 
 
 def _wmt12_file(path: str, sha256: str) -> RegisteredFile:
@@ -350,6 +348,7 @@ WMT12 = RegisteredDataset(
     name="wmt12-en-es",
     languages=("en", "es"),
     label_range=(1.0, 5.0),
+    folder="wmt12-qe",
     splits={
         "train": {
             "src": _wmt12_file(
@@ -417,8 +416,64 @@ WMT12 = RegisteredDataset(
     feature_names={"wmt12-official-bf17": [f"bf17.{name}" for name in BF17_NAMES]},
 )
 
-DATASETS: dict[str, RegisteredDataset] = {WMT12.name: WMT12}
-DATASET_FOLDERS = {"wmt12-en-es": "wmt12-qe"}
+# --------------------------------------------------------------------------- MLQE-PE
+
+MLQE_UPSTREAM = "https://github.com/sheffieldnlp/mlqe-pe/raw/2a670a1140416cf80507b5a829659383c878feb8/data"
+MLQE_PAIRS = ("en-de", "en-zh", "et-en", "ne-en", "ro-en", "ru-en", "si-en")
+MLQE_SPLITS = ("train", "dev", "test20")
+
+
+def _mlqe_file(pair: str, split: str, role: str) -> RegisteredFile:
+    """One file of an MLQE-PE split: post-editing (src, mt, hter, pe) or direct-assessment half."""
+    code = pair.replace("-", "")
+    upstream_split = "test" if split == "test20" else split
+    half = "post-editing" if role in ("src", "mt", "hter", "pe") else "direct-assessments"
+    archive = f"{MLQE_UPSTREAM}/{half}/{upstream_split}/{pair}-{upstream_split}.tar.gz"
+    name = {
+        "da": f"{split}.{code}.df.short.tsv",
+        "logprobs": f"word-probas/word_probas.{split}.{code}",
+        "nmt_mt": f"word-probas/mt.{split}.{code}",
+    }.get(role, f"{split}.{role}")
+    return RegisteredFile(
+        f"{half}/{pair}-{split}/{name}", MLQE_SHA256[f"{pair} {split} {role}"], f"{archive}#{Path(name).name}"
+    )
+
+
+def _mlqe_dataset(pair: str, label: str) -> RegisteredDataset:
+    """``mlqe-pe/<pair>`` (HTER from the post-editing half) or ``mlqe-da/<pair>`` (z_mean of DA)."""
+    roles = {
+        "pe": {"src": "src", "mt": "mt", "labels": "hter", "post_edits": "pe"},
+        "da": {"post_edits": "pe"},
+    }
+    shared = {"da_table": "da", "nmt_logprobs": "logprobs", "nmt_tokens": "nmt_mt"}
+    splits = {
+        split: {role: _mlqe_file(pair, split, kind) for role, kind in {**roles[label], **shared}.items()}
+        for split in MLQE_SPLITS
+    }
+    src, tgt = pair.split("-")
+    if label == "pe":
+        return RegisteredDataset(
+            name=f"mlqe-pe/{pair}",
+            languages=(src, tgt),
+            label_range=(0.0, 1.0),
+            splits=splits,
+            folder="mlqe-pe",
+            split_aliases={"test": "test20"},
+        )
+    return RegisteredDataset(
+        name=f"mlqe-da/{pair}",
+        languages=(src, tgt),
+        label_range=None,  # z-scores are unbounded: nothing to check, predictions are not clipped
+        splits=splits,
+        folder="mlqe-pe",
+        split_aliases={"test": "test20"},
+    )
+
+
+DATASETS: dict[str, RegisteredDataset] = {
+    WMT12.name: WMT12,
+    **{f"mlqe-{kind}/{pair}": _mlqe_dataset(pair, kind) for kind in ("pe", "da") for pair in MLQE_PAIRS},
+}
 
 
 def cache_dir() -> Path:
@@ -446,7 +501,7 @@ def ensure_file(
     dataset: RegisteredDataset, entry: RegisteredFile, data_dir: Path, download: bool = True
 ) -> Path:
     """Return the local path of a registered file, downloading and verifying it if it is absent."""
-    target = data_dir / DATASET_FOLDERS[dataset.name] / entry.path
+    target = data_dir / dataset.folder / entry.path
     if target.is_file():
         return target
     if not download:
@@ -498,23 +553,126 @@ def _extract_member(archive: Path, basename: str, out: Path, url: str) -> Path:
 
 
 def load_registered(name: str, split: str, data_dir: str | Path | None = None) -> QEDataset:
-    """Load a split (``train`` / ``test``) of a registered dataset such as ``wmt12-en-es``."""
+    """Load a split of a registered dataset such as ``wmt12-en-es`` (``train`` / ``test``) or
+    ``mlqe-da/en-de`` (``train`` / ``dev`` / ``test20``, ``test`` standing for ``test20``)."""
     dataset = _registered(name)
-    if split not in dataset.splits:
-        raise QEInputError(f"dataset {name} has no split {split!r} (known: {', '.join(dataset.splits)})")
+    split = dataset.split_name(split)
     root = resolve_data_dir(data_dir)
     paths = {role: ensure_file(dataset, entry, root) for role, entry in dataset.splits[split].items()}
-    loaded = load_parallel(
-        paths["src"],
-        paths["mt"],
-        paths.get("labels"),
-        label_range=dataset.label_range,
-        post_edits=paths.get("post_edits"),
-        references=paths.get("references"),
-        annotator_scores=paths.get("annotator_scores"),
-        name=f"{name}/{split}",
-    )
+    table = read_da_table(paths["da_table"]) if "da_table" in paths else None
+    if "src" in paths or table is None:
+        loaded = load_parallel(
+            paths["src"],
+            paths["mt"],
+            paths.get("labels"),
+            label_range=dataset.label_range,
+            post_edits=paths.get("post_edits"),
+            references=paths.get("references"),
+            annotator_scores=paths.get("annotator_scores"),
+            name=f"{name}/{split}",
+        )
+    else:  # the direct-assessment table holds the text and the label
+        loaded = QEDataset(
+            ids=[str(i) for i in range(len(table))],
+            src=table.texts("original"),
+            mt=table.texts("translation"),
+            labels=table.numbers("z_mean", dataset.label_range),
+            name=f"{name}/{split}",
+            files={"da_table": str(paths["da_table"])},
+        )
+        if "post_edits" in paths:
+            loaded.post_edits = _aligned(read_lines(paths["post_edits"]), paths["post_edits"], loaded, 1)
+            loaded.files["post_edits"] = str(paths["post_edits"])
+    if table is not None:
+        _attach_nmt_inputs(loaded, table, paths)
     return loaded
+
+
+def _aligned(values: list[str], path: str | Path, dataset: QEDataset, first_line: int) -> list[str]:
+    """``values`` if there is one per pair of ``dataset``, else an error naming the file."""
+    if len(values) != len(dataset):
+        raise QEInputError(
+            f"has {len(values)} rows but {dataset.name} has {len(dataset)} sentences: the files must align",
+            path,
+            first_line + min(len(values), len(dataset)),
+        )
+    return values
+
+
+def _attach_nmt_inputs(dataset: QEDataset, table: DATable, paths: dict[str, Path]) -> None:
+    """MLQE-PE's glass-box material as family inputs (``nmt`` family): the NMT log-probabilities
+    (one per subword token plus ``</s>``), the NMT output in those tokens, the model's sentence score."""
+    for name in ("nmt_logprobs", "nmt_tokens"):
+        dataset.inputs[name] = _aligned(read_lines(paths[name]), paths[name], dataset, 1)
+        dataset.input_origins[name] = (str(paths[name]), 1)
+    dataset.inputs["nmt_score"] = _aligned(table.texts("model_scores"), table.path, dataset, 2)
+    dataset.input_origins["nmt_score"] = (str(table.path), 2)
+
+
+# --------------------------------------------------------------------------- MLQE-PE DA tables
+
+DA_COLUMNS = ("original", "translation", "z_mean", "model_scores")
+
+
+@dataclass
+class DATable:
+    """An MLQE-PE direct-assessment table (``*.df.short.tsv``): columns by name, rows from line 2."""
+
+    path: Path
+    columns: dict[str, list[str]]
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    def texts(self, column: str) -> list[str]:
+        """A text column, refusing an empty cell (naming its line)."""
+        values = self.columns[column]
+        for row, value in enumerate(values):
+            if not value.strip():
+                raise QEInputError(f"empty {column!r}", self.path, row + 2)
+        return values
+
+    def numbers(self, column: str, label_range: tuple[float, float] | None = None) -> np.ndarray:
+        """A numeric column, each value checked like a label (finite, inside ``label_range``)."""
+        return np.array(
+            [parse_label(v, self.path, row + 2, label_range) for row, v in enumerate(self.columns[column])]
+        )
+
+
+def read_da_table(path: str | Path) -> DATable:
+    """Read a direct-assessment TSV: a header naming at least ``DA_COLUMNS``, then one row per pair.
+
+    Fields are split on every tab: quotes are ordinary characters in these files (translations
+    contain them), so a quoted field holding a tab is refused as a row with too many fields.
+    """
+    path = Path(path)
+    lines = read_lines(path)
+    header = lines[0].split("\t")
+    missing = [column for column in DA_COLUMNS if column not in header]
+    if missing:
+        raise QEInputError(
+            f"not a direct-assessment table: the header lacks {', '.join(missing)} "
+            f"(found: {', '.join(header)})",
+            path,
+            1,
+        )
+    columns: dict[str, list[str]] = {name: [] for name in header}
+    for number, text in enumerate(lines[1:], start=2):
+        fields = text.split("\t")
+        if len(fields) != len(header):
+            hint = (
+                "; a field holds a tab (quotes do not protect tabs in this format)"
+                if len(fields) > len(header) and '"' in text
+                else ""
+            )
+            raise QEInputError(
+                f"expected {len(header)} tab-separated fields, found {len(fields)}{hint}", path, number
+            )
+        for name, value in zip(header, fields, strict=True):
+            columns[name].append(value)
+    if len(lines) < 2:
+        raise QEInputError("the table has a header but no rows", path)
+    return DATable(path, columns)
 
 
 def load_registered_features(
@@ -525,7 +683,7 @@ def load_registered_features(
     if feature_set not in dataset.feature_sets:
         known = ", ".join(dataset.feature_sets) or "none"
         raise QEInputError(f"dataset {dataset_name} has no feature set {feature_set!r} (known: {known})")
-    entry = dataset.feature_sets[feature_set][split]
+    entry = dataset.feature_sets[feature_set][dataset.split_name(split)]
     path = ensure_file(dataset, entry, resolve_data_dir(data_dir))
     return load_feature_table(path, names=dataset.feature_names[feature_set])
 

@@ -14,29 +14,32 @@ import numpy as np
 import pandas as pd
 import sklearn
 from sklearn.base import clone
-from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
+from sklearn.model_selection import GridSearchCV, KFold, PredefinedSplit, cross_val_predict
 
 from qe import __version__
 from qe.config import dump_config, load_config, split_settings
-from qe.data import (
-    DATASETS,
-    QEDataset,
-    load_feature_table,
-    load_parallel,
-    load_registered,
-    load_registered_features,
-    load_table,
-)
+from qe.data import QEDataset, load_registered_features
 from qe.errors import QEInputError
-from qe.io import atomic_write, read_lines, write_text_atomic
+from qe.io import atomic_write, read_lines, sha256_file, write_text_atomic
 from qe.learners.factory import describe, make_learner
 from qe.metrics import evaluate, paired_bootstrap
 from qe.model import QEModel
 from qe.outputs import staged_dir
-from qe.published import comparison_table
+from qe.published import bootstrap_key, comparison_table, summary_columns
+from qe.schema import SPLIT_COLUMNS, SPLIT_FILES, SPLITS
+from qe.splits import (
+    cache_label,
+    check_overlap,
+    has_dev,
+    has_text,
+    label_range,
+    load_split,
+    registered_dataset,
+)
 from qe.workers import exit_with_parent_everywhere
 
-BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman")
+MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
+BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman", "Spearman_scipy", "Pearson")
 
 
 @dataclass
@@ -48,39 +51,12 @@ class SplitData:
     extraction_seconds: dict[str, float] = field(
         default_factory=dict
     )  # per family (cache hits: as first run)
-
-
-def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
-    """The declared label range: from the config, else from the registered dataset."""
-    data = config["data"]
-    if "label_range" in data:
-        low, high = data["label_range"]
-        return float(low), float(high)
-    if "dataset" in data:
-        return DATASETS[data["dataset"]].label_range if data["dataset"] in DATASETS else None
-    return None
+    table_sha256: str | None = None  # of the split's precomputed feature table, if any
 
 
 def load_split_dataset(config: dict[str, Any], split: str) -> QEDataset:
-    """The sentences and labels of the ``train`` or ``test`` split named by the config."""
-    data = config["data"]
-    files = data.get(split)
-    bounds = label_range(config)
-    if files:
-        if "table" in files:
-            return load_table(files["table"], label_range=bounds)
-        if "src" not in files or "mt" not in files:
-            raise QEInputError(f"[data.{split}] needs src and mt files (or a table)")
-        return load_parallel(
-            files["src"],
-            files["mt"],
-            files.get("labels"),
-            label_range=bounds,
-            post_edits=files.get("post_edits"),
-            references=files.get("references"),
-            name=f"{config['name']}/{split}",
-        )
-    return load_registered(data["dataset"], data[f"{split}_split"], data.get("data_dir"))
+    """The sentences and labels of the ``train``, ``dev`` or ``test`` split named by the config."""
+    return load_split(config, split).dataset
 
 
 def build_split(
@@ -88,7 +64,8 @@ def build_split(
 ) -> SplitData:
     """Load a split and compute or read every feature the config asks for (``resources``: the
     config's bundle when already open)."""
-    dataset = load_split_dataset(config, split)
+    loaded = load_split(config, split)
+    dataset = loaded.dataset
     data, features = config["data"], config["features"]
     tables: list[pd.DataFrame] = []
     seconds: dict[str, float] = {}
@@ -100,10 +77,14 @@ def build_split(
                 data["dataset"], feature_set, data[f"{split}_split"], data.get("data_dir")
             )
         )
-    extra_table = data.get(split, {}).get("features")
-    if extra_table:
-        tables.append(load_feature_table(extra_table))
+    if loaded.table is not None:
+        tables.append(loaded.table.features)
     if features["families"]:
+        if not has_text(dataset):
+            raise QEInputError(
+                f"[features] families need sentences, but [data.{split}] gives only a feature table "
+                "(add src / mt files or a table, or drop the families)"
+            )
         table, seconds = _extract_families(config, dataset, split, progress, resources)
         tables.append(table)
     for table in tables:
@@ -112,7 +93,8 @@ def build_split(
                 f"a feature table for {split} has {len(table)} rows but the data has {len(dataset)}"
             )
     table = pd.concat([t.reset_index(drop=True) for t in tables], axis=1)
-    return SplitData(dataset=dataset, features=table, extraction_seconds=seconds)
+    sha = loaded.table.sha256[:16] if loaded.table is not None else None
+    return SplitData(dataset=dataset, features=table, extraction_seconds=seconds, table_sha256=sha)
 
 
 def _extract_families(
@@ -121,10 +103,11 @@ def _extract_families(
     from qe.features.cache import extract_cached
 
     resources = resources if resources is not None else open_bundle_of(config)
-    families, inputs = bound_families(config, split, resources)
-    extra = {}
-    for name, path in inputs.items():
+    families, inputs = bound_families(config, split, resources, dataset)
+    extra, origins = dict(dataset.inputs), dict(dataset.input_origins)
+    for name, path in inputs.items():  # files named in [data.<split>] replace the dataset's own
         extra[name] = read_lines(path)
+        origins[name] = (str(path), 1)
         if len(extra[name]) != len(dataset):
             raise QEInputError(f"has {len(extra[name])} lines but the {split} data has {len(dataset)}", path)
     table, seconds = extract_cached(
@@ -133,8 +116,9 @@ def _extract_families(
         dataset.src,
         dataset.mt,
         resources,
-        dataset=f"{dataset.name}-{dataset.fingerprint()}".replace("/", "_"),
+        dataset=cache_label(dataset, config),
         extra=extra,
+        origins=origins,
         n_jobs=config["cv"]["n_jobs"],
         progress=progress,
     )
@@ -150,11 +134,14 @@ def open_bundle_of(config: dict[str, Any]) -> Any:
     return with_mt2(bundle, config["mt2"]) if config.get("mt2") else bundle
 
 
-def bound_families(config: dict[str, Any], split: str, resources: Any) -> tuple[list[Any], dict[str, str]]:
+def bound_families(
+    config: dict[str, Any], split: str, resources: Any, dataset: QEDataset | None = None
+) -> tuple[list[Any], dict[str, str]]:
     """The config's families for one split, bound to the bundle, and the line inputs they read.
 
     Inputs named in ``[data.<split>]`` go to the families that declare them (file inputs such as
-    decoder logs become settings); a line input that is neither given nor provided is refused.
+    decoder logs become settings); inputs the ``dataset`` brings (MLQE-PE's NMT log-probabilities)
+    count as given; a line input that is neither given nor provided is refused.
     """
     from qe.features.registry import check_line_inputs, make_families, route_inputs
 
@@ -163,7 +150,7 @@ def bound_families(config: dict[str, Any], split: str, resources: Any) -> tuple[
     settings = split_settings(features["settings"], split)
     lines, settings = route_inputs(features["families"], given, settings, strict=False)
     families = [family.bind(resources) for family in make_families(features["families"], settings)]
-    check_line_inputs(families, lines, resources)
+    check_line_inputs(families, {*lines, *(dataset.inputs if dataset is not None else ())}, resources)
     return families, lines
 
 
@@ -195,15 +182,24 @@ def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str]
 
 
 def signature(
-    config: dict[str, Any], estimator_description: str, train: QEDataset, bundle: Any = None
+    config: dict[str, Any],
+    estimator_description: str,
+    train: QEDataset,
+    bundle: Any = None,
+    *,
+    dev: QEDataset | None = None,
+    tables: dict[str, str] | None = None,
 ) -> str:
-    """Everything that changes a number, sacrebleu-style: features (each family's own signature),
-    data, resources, learner, CV, versions."""
+    """Everything that changes a number, sacrebleu-style: data (and the dev split and precomputed
+    feature tables, by content), features (each family's own signature), resources, learner, CV,
+    versions."""
     features = config["features"]
-    parts = [
-        f"data:{config['data'].get('dataset', 'files')}@{train.fingerprint()}",
-        f"features:{'+'.join(features['sets'] + features['families'])}",
-    ]
+    parts = [f"data:{config['data'].get('dataset', 'files')}@{train.fingerprint()}"]
+    if dev is not None:
+        parts.append(f"dev:{dev.fingerprint()}")
+    parts += [f"table.{split}:{sha}" for split, sha in sorted((tables or {}).items())]
+    parts += input_hashes(config)
+    parts.append(f"features:{'+'.join(features['sets'] + features['families'])}")
     if config.get("selection"):
         parts.append(f"selection:{config['selection']['name']}")
     bundle = bundle if bundle is not None else open_bundle_of(config)
@@ -214,11 +210,12 @@ def signature(
         if "mt2" in bundle:
             parts.append(f"mt2:{bundle.info('mt2').get('pair')}@{bundle.info('mt2').get('signature')}")
     if features["families"]:
-        families, _ = bound_families(config, "train", bundle)
+        families, _ = bound_families(config, "train", bundle, train)
         parts += [f"family:{family.signature()}" for family in families]
+    tuned_on = "dev" if dev is not None else f"cv{config['cv']['folds']}"
     parts += [
         f"learner:{estimator_description}",
-        f"select:cv{config['cv']['folds']}-{config['learner']['scoring']}",
+        f"select:{tuned_on}-{config['learner']['scoring']}",
         f"seed:{config['seed']}",
         f"qe:{__version__}",
         f"sklearn:{sklearn.__version__}",
@@ -226,6 +223,17 @@ def signature(
         f"python:{platform.python_version()}",
     ]
     return "|".join(parts)
+
+
+def input_hashes(config: dict[str, Any]) -> list[str]:
+    """``input.<split>.<name>:<sha256>`` of every family input file named in ``[data.<split>]``
+    (NMT log-probabilities, pseudo-references, decoder logs): they change the features."""
+    parts = []
+    for split in SPLITS:
+        for name, value in sorted(config["data"].get(split, {}).items()):
+            if name not in SPLIT_FILES and name not in SPLIT_COLUMNS and Path(value).is_file():
+                parts.append(f"input.{split}.{name}:{sha256_file(value)[:16]}")
+    return parts
 
 
 def config_inputs(config: dict[str, Any]) -> list[Path]:
@@ -244,7 +252,7 @@ def config_inputs(config: dict[str, Any]) -> list[Path]:
             found.append(Path(value))
 
     data, features = config["data"], config["features"]
-    walk([data.get("train", {}), data.get("test", {}), data.get("data_dir")])
+    walk([*(data.get(split, {}) for split in SPLITS), data.get("data_dir")])
     walk([features.get("resources"), features.get("settings", {})])
     walk([entry.get("config") for entry in config["report"].get("against", [])])
     if "dataset" in data:
@@ -274,13 +282,14 @@ def run_experiment(
 
 @dataclass
 class FittedSystem:
-    """A learner fitted on training features: its CV and test metrics and predictions."""
+    """A learner fitted on training features: its CV (and dev) and test metrics and predictions."""
 
     estimator: Any  # as configured (a GridSearchCV when a grid is searched)
     chosen: Any  # the refitted best pipeline
     metrics: dict[str, Any]
     cv_pred: np.ndarray
     test_pred: np.ndarray
+    dev: SplitData | None = None  # the split hyperparameters were chosen on, if not CV
 
 
 def _fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np.ndarray:
@@ -299,12 +308,29 @@ def _fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np
     return stack_targets(train.labels, aux_target_matrix(train, list(names)))
 
 
-def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) -> FittedSystem:
-    """Fit the configured learner (hyperparameters by CV on train), CV-predict train, predict test."""
+def fit_and_evaluate(
+    config: dict[str, Any], train: SplitData, test: SplitData, dev: SplitData | None = None
+) -> FittedSystem:
+    """Fit the configured learner, CV-predict train, predict test. Hyperparameters (a grid) are
+    chosen by CV on train, or with a ``dev`` split by fitting on train and scoring on dev; the
+    chosen configuration is then fitted on train only."""
     learner = config["learner"]
     seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
     check_folds(config, len(train.dataset))
     x_train, y_train = train.features.to_numpy(), train.dataset.labels
+    for name, split, least in (("training", train, max(MIN_SCORED, folds)), ("dev", dev, MIN_SCORED)):
+        if split is not None and len(split.dataset) < least:
+            raise QEInputError(
+                f"the {name} split has {len(split.dataset)} sentences; at least {least} are needed "
+                f"({folds}-fold CV, and DeltaAvg needs {MIN_SCORED} scored sentences)"
+            )
+    if test.dataset.labels is not None and len(test.dataset) < MIN_SCORED:
+        raise QEInputError(f"the test split has {len(test.dataset)} sentences; scoring needs {MIN_SCORED}")
+    tune_on = None
+    if dev is not None:
+        if dev.dataset.labels is None:
+            raise QEInputError("the dev split has no labels, so it cannot choose hyperparameters")
+        tune_on = PredefinedSplit(np.r_[np.full(len(x_train), -1), np.zeros(len(dev.dataset))])
     estimator = make_learner(
         learner["name"],
         learner.get("params"),
@@ -314,10 +340,17 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
         seed=seed,
         scoring=learner["scoring"],
         n_jobs=n_jobs,
+        cv=tune_on,
     )
     y_fit = _fit_target(learner, train.dataset, estimator)
-    estimator.fit(x_train, y_fit)
-    chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+    if isinstance(estimator, GridSearchCV) and dev is not None:
+        estimator.set_params(refit=False)
+        estimator.fit(np.vstack([x_train, dev.features.to_numpy()]), np.r_[y_fit, dev.dataset.labels])
+        chosen = clone(estimator.estimator).set_params(**estimator.best_params_).fit(x_train, y_fit)
+        estimator.best_estimator_ = chosen
+    else:
+        estimator.fit(x_train, y_fit)
+        chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
     bounds = label_range(config)
 
     def clip(pred: np.ndarray) -> np.ndarray:
@@ -332,26 +365,43 @@ def fit_and_evaluate(config: dict[str, Any], train: SplitData, test: SplitData) 
         best = {k.removeprefix("model__"): v for k, v in estimator.best_params_.items()}
         metrics["cv"]["grid_best_params"] = best
         metrics["cv"]["grid_best_score"] = float(estimator.best_score_)
+        metrics["cv"]["grid_chosen_on"] = "dev" if dev is not None else "cv"
+    if dev is not None:
+        dev_pred = clip(chosen.predict(dev.features.to_numpy()))
+        metrics["dev"] = evaluate(dev.dataset.labels, dev_pred)
     test_pred = clip(chosen.predict(test.features.to_numpy()))
     if test.dataset.labels is not None:
         metrics["test"] = evaluate(test.dataset.labels, test_pred)
-    return FittedSystem(estimator, chosen, metrics, cv_pred, test_pred)
+    return FittedSystem(estimator, chosen, metrics, cv_pred, test_pred, dev)
 
 
 def fit_config(
     config: dict[str, Any], progress: bool = True, resources: Any = None
 ) -> tuple[SplitData, SplitData, FittedSystem, dict[str, Any] | None]:
-    """Build both splits, select features (if configured) and fit: (train, test, fitted, selection)."""
+    """Build the splits, select features (if configured) and fit: (train, test, fitted, selection)."""
     resources = resources if resources is not None else open_bundle_of(config)
+    if has_dev(config):  # before any extraction: an overlapping dev split is refused at once
+        allow = config["data"].get("allow_overlap", False)
+        check_overlap(load_split_dataset(config, "train"), load_split_dataset(config, "dev"), allow)
     train = build_split(config, "train", progress, resources)
-    test = build_split(config, "test", progress, resources)
     if train.dataset.labels is None:
         raise QEInputError("the training split has no labels")
+    dev = build_split(config, "dev", progress, resources) if has_dev(config) else None
+    test = build_split(config, "test", progress, resources)
+    for name, other in (("dev", dev), ("test", test)):
+        if other is not None and list(other.features.columns) != list(train.features.columns):
+            raise QEInputError(
+                f"the {name} split's feature columns differ from the training split's: "
+                f"{len(other.features.columns)} vs {len(train.features.columns)} columns "
+                "(do both name the same kind of feature table?)"
+            )
     report = None
     if config.get("selection"):
         selected, report = select_features(config, train)
-        train.features, test.features = train.features[selected], test.features[selected]
-    return train, test, fit_and_evaluate(config, train, test), report
+        for split in (train, dev, test):
+            if split is not None:
+                split.features = split.features[selected]
+    return train, test, fit_and_evaluate(config, train, test, dev), report
 
 
 def against_config(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -377,7 +427,7 @@ def compare_against(
         _, _, other, _ = fit_config(against_config(config, entry), progress)
         result[entry["name"]] = {
             "cv": {m: other.metrics["cv"][m] for m in ("MAE", "DeltaAvg")},
-            "test": {m: other.metrics["test"][m] for m in BOOTSTRAP_METRICS},
+            "test": {m: other.metrics["test"][m] for m in (*BOOTSTRAP_METRICS, "MAE_exact", "RMSE_exact")},
             "bootstrap": {
                 metric: paired_bootstrap(gold, predictions, other.test_pred, metric).as_dict()
                 for metric in BOOTSTRAP_METRICS
@@ -396,7 +446,17 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
     if config["report"].get("against") and test.dataset.labels is not None:
         metrics["against"] = compare_against(config, test.dataset.labels, test_pred, progress)
     description = describe(estimator)
-    sig = signature(config, description, train.dataset, bundle)
+    dev = fitted.dev
+    splits = (("train", train), ("dev", dev), ("test", test))
+    tables = {name: split.table_sha256 for name, split in splits if split is not None and split.table_sha256}
+    sig = signature(
+        config,
+        description,
+        train.dataset,
+        bundle,
+        dev=dev.dataset if dev is not None else None,
+        tables=tables,
+    )
     metrics["signature"] = sig
     metrics["seconds"] = round(time.perf_counter() - started, 3)
     metrics["extraction_seconds"] = {"train": train.extraction_seconds, "test": test.extraction_seconds}
@@ -418,10 +478,13 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
 
 
 def languages(config: dict[str, Any], bundle: Any = None) -> dict[str, str] | None:
-    """The language pair: from the resource bundle, else from the registered dataset."""
+    """The language pair: from the resource bundle, else ``[data] languages``, else the registered
+    dataset's."""
     if bundle is not None and bundle.manifest.get("languages"):
         return dict(bundle.manifest["languages"])
-    dataset = DATASETS.get(config["data"].get("dataset", ""))
+    if "languages" in config["data"]:
+        return dict(config["data"]["languages"])
+    dataset = registered_dataset(config)
     return {"src": dataset.languages[0], "tgt": dataset.languages[1]} if dataset else None
 
 
@@ -455,24 +518,25 @@ def model_manifest(
 
 
 def summary_table(config: dict[str, Any], metrics: dict[str, Any]) -> str:
-    """Our test metrics beside the published WMT12 systems, then the bootstrap tests (markdown)."""
+    """Our test metrics (beside the published systems, for WMT12 only), then the bootstrap tests
+    (markdown); the metric columns are the dataset's (``qe.published.summary_columns``)."""
     against = metrics.get("against", {})
+    dataset = config["data"].get("dataset")
     ours = {f"{config['name']} (ours, test)": metrics["test"]}
     ours.update({f"{name} (ours, test)": other["test"] for name, other in against.items()})
-    lines = [comparison_table(ours, published=config["report"]["published"])]
+    lines = [comparison_table(ours, dataset, published=config["report"]["published"])]
     if against:
+        shown = [(title, bootstrap_key(key)) for title, key in summary_columns(dataset)]
         lines += [
             "",
             f"Paired bootstrap of {config['name']} against each (1000 test resamples; "
             "p = share of resamples where it is not better):",
             "",
-            "| vs | " + " | ".join(BOOTSTRAP_METRICS) + " |",
-            "|---" * (len(BOOTSTRAP_METRICS) + 1) + "|",
+            "| vs | " + " | ".join(title for title, _ in shown) + " |",
+            "|---" * (len(shown) + 1) + "|",
         ]
         for name, other in against.items():
-            cells = [
-                f"{t['a']:.3f} vs {t['b']:.3f}, p {t['p_value']:.3f}"
-                for t in (other["bootstrap"][m] for m in BOOTSTRAP_METRICS)
-            ]
+            tests = [other["bootstrap"].get(key) for _, key in shown]
+            cells = [f"{t['a']:.3f} vs {t['b']:.3f}, p {t['p_value']:.3f}" if t else "n/a" for t in tests]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

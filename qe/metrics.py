@@ -140,12 +140,20 @@ def evaluate(gold: ArrayLike, pred: ArrayLike, official_rounding: bool = True) -
 
 # --------------------------------------------------------------------------- significance
 
-HIGHER_IS_BETTER = {"MAE": False, "RMSE": False, "DeltaAvg": True, "Spearman": True, "Pearson": True}
+HIGHER_IS_BETTER = {
+    "MAE": False,
+    "RMSE": False,
+    "DeltaAvg": True,
+    "Spearman": True,
+    "Spearman_scipy": True,
+    "Pearson": True,
+}
 METRIC_FUNCTIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "MAE": mae,
     "RMSE": rmse,
     "DeltaAvg": delta_avg,
     "Spearman": spearman_official,
+    "Spearman_scipy": spearman,
     "Pearson": pearson,
 }
 

@@ -186,17 +186,29 @@ class QEModel:
         resources: Any = None,
         families: list[Any] | None = None,
         extra: dict[str, list[Any]] | None = None,
+        origins: dict[str, tuple[str, int]] | None = None,
         n_jobs: int = 1,
         progress: bool = False,
+        whole: bool = True,
     ) -> Any:
         """The model's input feature table for raw sentence pairs (``families``: reuse made ones;
-        ``extra``: line inputs such as a pseudo-reference, by input name)."""
+        ``extra``: line inputs such as a pseudo-reference, by input name; ``origins``: where they
+        were read, for error messages; ``whole=False``: one chunk of a longer input)."""
         from qe.features.extractor import extract_features
 
         families = self.make_families() if families is None else families
         ids = [str(i) for i in range(len(src))] if ids is None else ids
         table = extract_features(
-            families, ids, src, mt, resources=resources, extra=extra, n_jobs=n_jobs, progress=progress
+            families,
+            ids,
+            src,
+            mt,
+            resources=resources,
+            extra=extra,
+            origins=origins,
+            n_jobs=n_jobs,
+            progress=progress,
+            whole=whole,
         )
         missing = [name for name in self.feature_names if name not in table.columns]
         if missing:

@@ -1,4 +1,11 @@
-"""Published WMT12 QE results (Callison-Burch et al. 2012, Tables 12-13) to print beside ours."""
+"""Published results to print beside ours, and the metric columns of each dataset's summary tables.
+
+Only WMT12 en-es has a published table here (Callison-Burch et al. 2012, Tables 12-13); it is
+shown beside WMT12 runs only. WMT12 summaries report the official scorer's rank-difference
+Spearman (what the published table holds) next to scipy's average-rank Spearman; other datasets
+report scipy's (the rank-difference formula runs high when many labels tie, e.g. HTER = 0) and
+the exact MAE / RMSE (the WMT12 scorer rounds each error to 2 decimals).
+"""
 
 from __future__ import annotations
 
@@ -10,17 +17,53 @@ WMT12_PUBLISHED: dict[str, dict[str, float | None]] = {
     "UEdin": {"MAE": 0.68, "RMSE": 0.82, "DeltaAvg": 0.54, "Spearman": 0.58},
     "Baseline (17FFs SVM)": {"MAE": 0.69, "RMSE": 0.82, "DeltaAvg": 0.55, "Spearman": 0.58},
 }
+PUBLISHED: dict[str, dict[str, dict[str, float | None]]] = {"wmt12-en-es": WMT12_PUBLISHED}
 
-METRICS_SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")
+METRICS_SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")  # the published WMT12 columns
+
+# (column title, metrics.json key)
+WMT12_COLUMNS = (
+    ("MAE", "MAE"),
+    ("RMSE", "RMSE"),
+    ("DeltaAvg", "DeltaAvg"),
+    ("Spearman (WMT12)", "Spearman"),
+    ("Spearman (scipy)", "Spearman_scipy"),
+    ("Pearson", "Pearson"),
+)
+COLUMNS = (
+    ("MAE", "MAE_exact"),
+    ("RMSE", "RMSE_exact"),
+    ("DeltaAvg", "DeltaAvg"),
+    ("Spearman", "Spearman_scipy"),
+    ("Pearson", "Pearson"),
+)
 
 
-def comparison_table(ours: dict[str, dict[str, float]], published: bool = True) -> str:
-    """A markdown table: our systems (name -> metrics) beside the published WMT12 systems."""
-    lines = ["| system | " + " | ".join(METRICS_SHOWN) + " |", "|---" * (len(METRICS_SHOWN) + 1) + "|"]
+def bootstrap_key(key: str) -> str:
+    """The paired-bootstrap entry of a summary column (the bootstrap's MAE / RMSE are unrounded)."""
+    return {"MAE_exact": "MAE", "RMSE_exact": "RMSE"}.get(key, key)
+
+
+def summary_columns(dataset: str | None) -> tuple[tuple[str, str], ...]:
+    """The (title, metrics key) columns of a dataset's summary tables (WMT12's keep its scorer)."""
+    return WMT12_COLUMNS if dataset in PUBLISHED else COLUMNS
+
+
+def _cell(value: object, digits: int) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, int | float) else "n/a"
+
+
+def comparison_table(
+    ours: dict[str, dict[str, float]], dataset: str | None = None, published: bool = True
+) -> str:
+    """A markdown table of our systems (name -> metrics), beside the dataset's published systems
+    (only for a dataset that has them, and only with ``published``)."""
+    columns = summary_columns(dataset)
+    lines = ["| system | " + " | ".join(t for t, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, metrics in ours.items():
-        lines.append(f"| **{name}** | " + " | ".join(f"{metrics[m]:.3f}" for m in METRICS_SHOWN) + " |")
-    if published:
-        for name, metrics in WMT12_PUBLISHED.items():
-            cells = ["n/a" if metrics[m] is None else f"{metrics[m]:.2f}" for m in METRICS_SHOWN]
+        lines.append(f"| **{name}** | " + " | ".join(_cell(metrics.get(k), 3) for _, k in columns) + " |")
+    if published and dataset in PUBLISHED:
+        for name, metrics in PUBLISHED[dataset].items():
+            cells = [_cell(metrics.get(k), 2) for _, k in columns]
             lines.append(f"| {name} (published) | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, read_lines, write_text_atomic
-from qe.published import METRICS_SHOWN, WMT12_PUBLISHED
+from qe.published import METRICS_SHOWN, PUBLISHED, bootstrap_key, summary_columns
 
 FIGURES_DIR = "report_files"
 FIGURE_NAMES = ("scatter", "residual_bands", "selection_path", "importances", "ablation")
@@ -540,41 +540,53 @@ def _overview(run: RunDir) -> list[Block]:
 def _comparison(run: RunDir) -> list[Block]:
     metrics = run.metrics or {}
     name = _name(run)
-    header = ["system", *METRICS_SHOWN]
+    dataset = (run.config or {}).get("data", {}).get("dataset")
+    columns = summary_columns(dataset)
+    header = ["system", *(title for title, _ in columns)]
+
+    def cells(values: dict[str, Any]) -> list[str]:
+        return [_fmt(values.get(key)) if key in values else "n/a" for _, key in columns]
+
     rows, bold = [], set()
     if "test" in metrics:
         bold.add(len(rows))
-        rows.append([f"{name} (ours, test)", *(_fmt(float(metrics["test"][m])) for m in METRICS_SHOWN)])
+        rows.append([f"{name} (ours, test)", *cells(metrics["test"])])
     if "cv" in metrics:
         folds = metrics["cv"].get("folds", "k")
         bold.add(len(rows))
-        rows.append(
-            [
-                f"{name} (ours, {folds}-fold CV on train)",
-                *(_fmt(float(metrics["cv"][m])) for m in METRICS_SHOWN),
-            ]
-        )
+        rows.append([f"{name} (ours, {folds}-fold CV on train)", *cells(metrics["cv"])])
+    if "dev" in metrics:
+        rows.append([f"{name} (ours, dev)", *cells(metrics["dev"])])
     against = metrics.get("against", {})
     for other, values in against.items():
-        rows.append([f"{other} (ours, test)", *(_fmt(float(values["test"][m])) for m in METRICS_SHOWN)])
-    published = (run.config or {}).get("report", {}).get("published", True)
+        rows.append([f"{other} (ours, test)", *cells(values["test"])])
+    published = (run.config or {}).get("report", {}).get("published", True) and dataset in PUBLISHED
     if published:
-        for system, values in WMT12_PUBLISHED.items():
-            cells = ["n/a" if values[m] is None else f"{values[m]:.2f}" for m in METRICS_SHOWN]
-            rows.append([f"{system} (published)", *cells])
-    blocks: list[Block] = [Heading("Metrics beside the published WMT12 systems"), Table(header, rows, bold)]
+        for system, values in PUBLISHED[dataset].items():
+            rows.append(
+                [
+                    f"{system} (published)",
+                    *(_fmt(values[k], 2) if values.get(k) is not None else "n/a" for _, k in columns),
+                ]
+            )
+    title = "Metrics beside the published WMT12 systems" if published else "Metrics"
+    blocks: list[Block] = [Heading(title), Table(header, rows, bold)]
     if published:
         blocks.append(
             Para(
                 [
                     "Published: WMT12 QE shared task, scoring sub-task (Callison-Burch et al. 2012). "
                     "MAE and RMSE follow the official scorer (errors rounded to two decimals); "
-                    "Spearman is the official scorer's rank-difference formula."
+                    "Spearman (WMT12) is the official scorer's rank-difference formula."
                 ]
             )
         )
     if against:
-        tested = [m for m in METRICS_SHOWN if all(m in v["bootstrap"] for v in against.values())]
+        tested = [
+            bootstrap_key(k)
+            for _, k in columns
+            if all(bootstrap_key(k) in v["bootstrap"] for v in against.values())
+        ]
         blocks += [
             Heading("Paired bootstrap against other systems", 3),
             Para(
@@ -720,14 +732,15 @@ def _ablation_section(run: RunDir, figures: dict[str, bytes]) -> list[Block]:
         for metric in system.get("bootstrap_vs_full", system.get("bootstrap", {})):
             if metric not in boot_metrics:
                 boot_metrics.append(metric)
-    header = ["system", "features", "CV MAE", *(f"test {m}" for m in METRICS_SHOWN)]
+    columns = summary_columns((run.config or {}).get("data", {}).get("dataset"))
+    header = ["system", "features", "CV MAE", *(f"test {title}" for title, _ in columns)]
     header += [f"p ({m} vs full)" for m in boot_metrics]
     rows = []
     for name, system in systems.items():
         cv, test = system.get("cv", {}), system.get("test", {})
         boot = system.get("bootstrap_vs_full", system.get("bootstrap", {}))
         row = [name, str(system.get("n_features", "?")), _fmt(cv["MAE"]) if "MAE" in cv else "n/a"]
-        row += [_fmt(float(test[m])) if m in test else "n/a" for m in METRICS_SHOWN]
+        row += [_fmt(float(test[k])) if k in test else "n/a" for _, k in columns]
         row += [_fmt(float(boot[m]["p_value"])) if m in boot else "-" for m in boot_metrics]
         rows.append(row)
     blocks: list[Block] = [

@@ -343,7 +343,11 @@ def _aux_targets() -> list[str]:
 SEED = Int(0, MAX_SEED)
 MT2 = Table({"engine": Str(["apertium"]), "pair": Text()}, required=("pair",))
 """``[mt2]``: a second MT system (bundle or experiment config), e.g. engine = "apertium", pair = "eng-spa"."""
-DATA_ROLES = ("src", "mt", "labels", "post_edits", "references", "table", "features")
+SPLITS = ("train", "dev", "test")
+SPLIT_FILES = ("src", "mt", "labels", "post_edits", "references", "table", "features")
+"""The files a ``[data.<split>]`` table may name (besides the inputs feature families declare)."""
+SPLIT_COLUMNS = ("src_column", "mt_column", "label_column", "id_column", "post_edit_column")
+"""Column names of a ``table`` (TSV / JSONL) or ``features`` table: not paths."""
 
 
 class SplitFiles(Table):
@@ -357,10 +361,8 @@ class SplitFiles(Table):
     def fields(self) -> dict[str, Rule]:  # type: ignore[override]
         from qe.features.registry import declared_inputs
 
-        return {role: Str() for role in (*DATA_ROLES, *(item.name for item in declared_inputs()))}
-
-
-SPLIT_FILES = SplitFiles()
+        names = (*SPLIT_FILES, *SPLIT_COLUMNS, *(item.name for item in declared_inputs()))
+        return {name: Str() for name in names}
 FEATURES = Table(
     {
         "sets": List(Str()),
@@ -380,10 +382,12 @@ EXPERIMENT = Table(
                 "dataset": Str(_datasets, noun="dataset"),
                 "data_dir": Str(),
                 "train_split": Str(),
+                "dev_split": Str(),
                 "test_split": Str(),
                 "label_range": LabelRange(),
-                "train": SPLIT_FILES,
-                "test": SPLIT_FILES,
+                "allow_overlap": Bool(),
+                "languages": Table({"src": Text(), "tgt": Text()}),
+                **{split: SplitFiles() for split in SPLITS},
             }
         ),
         "features": FEATURES,
@@ -461,8 +465,13 @@ BUNDLE = Table(
             }
         ),
         "edits": Table(
-            {"dataset": Str(_datasets, noun="dataset"), "split": Str(), "folds": Int(2), "seed": SEED},
-            required=("dataset",),
+            {
+                "dataset": Str(_datasets, noun="dataset"),
+                "split": Str(),
+                "folds": Int(2),
+                "seed": SEED,
+                **{role: Str() for role in ("src", "mt", "post_edits", "labels")},  # or the user's files
+            }
         ),
         "mt2": MT2,
     }

@@ -191,6 +191,7 @@ def _fake_run(folder: Path, mae: float) -> Path:
     folder.mkdir(parents=True)
     test = {"MAE": mae, "RMSE": 0.8, "DeltaAvg": 0.5, "Spearman": 0.5}
     (folder / "metrics.json").write_text(json.dumps({"test": test, "cv": test}))
+    (folder / "config.toml").write_text('[data]\ndataset = "wmt12-en-es"\n')  # the WMT12 columns
     return folder
 
 
@@ -201,10 +202,10 @@ def test_compare_keeps_runs_that_share_a_folder_name(tmp_path, capsys):
     assert main(["compare", str(a), str(b), str(c), str(a)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| **")]
     assert rows == [
-        "| **a/x** | 0.111 | 0.800 | 0.500 | 0.500 |",
-        "| **b/x** | 0.222 | 0.800 | 0.500 | 0.500 |",
-        "| **c** | 0.333 | 0.800 | 0.500 | 0.500 |",
-        "| **a/x #2** | 0.111 | 0.800 | 0.500 | 0.500 |",
+        "| **a/x** | 0.111 | 0.800 | 0.500 | 0.500 | n/a | n/a |",
+        "| **b/x** | 0.222 | 0.800 | 0.500 | 0.500 | n/a | n/a |",
+        "| **c** | 0.333 | 0.800 | 0.500 | 0.500 | n/a | n/a |",
+        "| **a/x #2** | 0.111 | 0.800 | 0.500 | 0.500 | n/a | n/a |",
     ]
 
 

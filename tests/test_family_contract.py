@@ -30,6 +30,8 @@ SRC = ["the black cat sat on the mat .", "", "a dog , a cat and a bird", "the ca
 MT = ["el gato negro se sentó en la alfombra .", "un perro", "", "el gato " * 200]
 IDS = ["0", "1", "2", "3"]
 PSEUDO = ["el gato negro estaba en la alfombra .", "un perro", "un perro , un gato", "el gato"]
+# one log-probability per MT token plus </s> (the empty MT has only </s>)
+LOGPROBS = [" ".join(f"-{(i % 7) / 10 + 0.05:.2f}" for i in range(len(t.split()) + 1)) for t in MT]
 TEXT = {"src": TextConfig(lang="en", style="moses"), "tgt": TextConfig(lang="es", style="moses")}
 
 
@@ -82,6 +84,11 @@ EXAMPLES: dict[str, tuple[dict[str, Any], bool, dict[str, list[str]]]] = {
         {"src_lang": "en", "tgt_lang": "es", "pseudo_ref": True, "projections": 2},
         False,
         {"pseudo_ref": PSEUDO},
+    ),
+    "nmt": (
+        {},
+        False,
+        {"nmt_logprobs": LOGPROBS, "nmt_score": ["-0.3", "-1", "-0.05", "-0.4"], "nmt_tokens": MT},
     ),
 }
 FAMILIES = sorted(registered_families())

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from qe.cli import main
-from qe.data import DATASET_FOLDERS, DATASETS
+from qe.data import DATASETS
 from tests.conftest import write_lines
 
 SECRET = "SECRET-TOKEN-5678"
@@ -59,7 +59,7 @@ def test_a_config_data_dir_outside_the_data_directory_is_not_read(tmp_path, data
     """A registered dataset looked up in a folder the run names (here holding a secret as labels)."""
     elsewhere = tmp_path / "elsewhere"
     for role, entry in DATASETS["wmt12-en-es"].splits["test"].items():
-        target = elsewhere / DATASET_FOLDERS["wmt12-en-es"] / entry.path
+        target = elsewhere / DATASETS["wmt12-en-es"].folder / entry.path
         target.parent.mkdir(parents=True, exist_ok=True)
         write_lines(target, [SECRET if role == "labels" else "a sentence ."])
     config = f'name = "x"\n[data]\ndataset = "wmt12-en-es"\ntest_split = "test"\ndata_dir = "{elsewhere}"\n'

@@ -1,8 +1,10 @@
-"""``qe compare RUN_DIR...``: test metrics of several runs beside the published WMT12 systems."""
+"""``qe compare RUN_DIR...``: test metrics of several runs (beside the published systems of their
+dataset, when it has them: WMT12 en-es)."""
 
 from __future__ import annotations
 
 import argparse
+import tomllib
 from pathlib import Path
 
 from qe.errors import QEInputError
@@ -33,10 +35,21 @@ def run_labels(runs: list[Path]) -> list[str]:
     return labels
 
 
+def run_dataset(run_dir: Path) -> str | None:
+    """The registered dataset a run used (from its resolved config.toml), None for files."""
+    try:
+        config = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    dataset = config.get("data", {}).get("dataset") if isinstance(config.get("data"), dict) else None
+    return dataset if isinstance(dataset, str) else None
+
+
 def run(args: argparse.Namespace) -> int:
     from qe.report import read_metrics
 
     ours = {}
+    datasets = {run_dataset(run_dir) for run_dir in args.runs}
     for run_dir, label in zip(args.runs, run_labels(args.runs), strict=True):
         path = run_dir / "metrics.json"
         if not path.is_file():
@@ -45,5 +58,6 @@ def run(args: argparse.Namespace) -> int:
         if "test" not in metrics:
             raise QEInputError("run has no test metrics", path)
         ours[label] = metrics["test"]
-    print(comparison_table(ours))
+    # one dataset: its columns and published systems; runs on different data: no published table
+    print(comparison_table(ours, datasets.pop() if len(datasets) == 1 else None))
     return 0

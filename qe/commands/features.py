@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
+from qe.commands.options import (
+    add_input_options,
+    add_streaming_options,
+    check_ids_of_input,
+    given_inputs,
+    streaming_options,
+)
 from qe.errors import QEInputError
 from qe.outputs import check_output_file
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
@@ -93,6 +99,7 @@ class FeatureTask(ChunkTask):
     resources: str | None
     output: str = "tsv"
     batch_size: int = 1000
+    input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
 
     def setup(self) -> Any:
         from qe.features.registry import make_families
@@ -112,6 +119,7 @@ class FeatureTask(ChunkTask):
 
         families, resources = state
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
+        paths = json.loads(self.input_paths_json)
         table = extract_features(
             families,
             chunk.ids,
@@ -119,9 +127,11 @@ class FeatureTask(ChunkTask):
             chunk.lines["mt"],
             resources=resources,
             extra=extra,
+            origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
             batch_size=self.batch_size,
             n_jobs=1,
             progress=False,
+            whole=False,
         )
         clear_text_memos(families, resources)
         if self.output == "parquet":
@@ -154,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
     families = [family.bind(resources) for family in make_families(names, settings)]
     check_line_inputs(families, lines, resources)
+    check_ids_of_input(families, args.src)
     columns = [column for family in families for column in family.column_names()]
     output = "parquet" if args.out.suffix == ".parquet" else "tsv"
     task = FeatureTask(
@@ -162,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         None if resources is None else str(Path(args.resources).resolve()),
         output,
         args.batch_size,
+        json.dumps({name: str(path) for name, path in lines.items()}),
     )
     if output == "parquet":
         sink: Sink = ParquetSink(args.out)

@@ -32,6 +32,24 @@ def given_inputs(args: argparse.Namespace) -> dict[str, Path]:
     }
 
 
+def check_ids_of_input(families: list[Any], src: Path) -> None:
+    """Each family's whole-input id check (a decoder log must cover exactly the input's lines), done
+    once before streaming, since a chunk only sees its own ids. The lines are counted, not kept."""
+    from qe.features.base import FeatureFamily
+
+    checking = [f for f in families if type(f).check_ids is not FeatureFamily.check_ids]
+    if not checking or not Path(src).is_file():
+        return
+    count, last = 0, b"\n"
+    with Path(src).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            count, last = count + block.count(b"\n"), block[-1:]
+    count += last != b"\n"  # a last line without a newline
+    ids = [str(i) for i in range(count)]
+    for family in checking:
+        family.check_ids(ids)
+
+
 def add_streaming_options(parser: argparse.ArgumentParser) -> None:
     """The options shared by the streaming commands (predict, features)."""
     parser.add_argument(

@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from qe.commands.options import add_input_options, add_streaming_options, given_inputs, streaming_options
+from qe.commands.options import (
+    add_input_options,
+    add_streaming_options,
+    check_ids_of_input,
+    given_inputs,
+    streaming_options,
+)
 from qe.io import atomic_write, sha256_file
 from qe.langid import check_language, script_findings
 from qe.metrics import ranks_from_scores
@@ -96,6 +102,7 @@ class PredictTask(ChunkTask):
     model: str
     resources: str | None = None
     file_inputs_json: str = "{}"
+    input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
 
     def setup(self) -> Any:
         model = QEModel.load(self.model)
@@ -106,6 +113,7 @@ class PredictTask(ChunkTask):
     def process(self, state: Any, chunk: Chunk) -> np.ndarray:
         model, resources, families = state
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
+        paths = json.loads(self.input_paths_json)
         table = model.features(
             chunk.lines["src"],
             chunk.lines["mt"],
@@ -113,6 +121,8 @@ class PredictTask(ChunkTask):
             resources=resources,
             families=families,
             extra=extra,
+            origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
+            whole=False,
         )
         clear_text_memos(families, resources)
         return model.score(table)
@@ -169,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
     families = model.make_families(file_inputs)
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
     check_line_inputs([f.bind(resources) for f in families], lines, resources)
+    check_ids_of_input(families, args.src)
     langs = model.manifest.get("languages") or {}
 
     def check_first(chunk: Chunk) -> None:
@@ -198,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         str(args.model.resolve()),
         None if args.resources is None else str(args.resources.resolve()),
         json.dumps(file_inputs, sort_keys=True),
+        json.dumps({name: str(path) for name, path in lines.items()}),
     )
     job = {
         "command": "predict",

@@ -43,16 +43,26 @@ class PairBatch:
 
     ``ids`` are the dataset's sentence ids (used to match external logs such as Moses n-best
     lists); ``src`` / ``mt`` are the raw sentences; ``extra`` carries the per-pair inputs the
-    families declare (e.g. ``pseudo_ref``) keyed by name, each a list aligned with ``ids``.
+    families declare (e.g. ``pseudo_ref``) keyed by name, each a list aligned with ``ids``;
+    ``origins`` says, when known, where each extra input was read: ``(file, line of the batch's
+    first pair)``, so a family can name the file and line of a bad value.
     """
 
     ids: list[str]
     src: list[str]
     mt: list[str]
     extra: dict[str, list[Any]] = field(default_factory=dict)
+    origins: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def where(self, name: str, row: int) -> tuple[str | None, int | None]:
+        """The file and line of input ``name``'s value for pair ``row``; ``(None, None)`` if unknown."""
+        if name not in self.origins:
+            return None, None
+        path, first = self.origins[name]
+        return path, first + row
 
 
 # ====================================================================== settings

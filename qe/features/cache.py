@@ -159,6 +159,7 @@ def extract_cached(
     *,
     dataset: str = "data",
     extra: dict[str, list[Any]] | None = None,
+    origins: dict[str, tuple[str, int]] | None = None,
     batch_size: int = 1000,
     n_jobs: int = 1,
     progress: bool = True,
@@ -171,7 +172,8 @@ def extract_cached(
     ``extract_features`` and stored. ``dataset`` is a readable label for the file name only (the
     sentences are part of the key). ``refresh`` recomputes and overwrites; ``use_cache=False``
     neither reads nor writes. The seconds of a cached family are those measured when it was
-    computed; ``table.attrs["cache_hits"]`` lists the families read from the cache.
+    computed; ``table.attrs["cache_hits"]`` lists the families read from the cache. ``origins``
+    (where each extra input was read) only serves error messages.
     """
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(ids)} ids, {len(src)} source sentences and {len(mt)} translations")
@@ -201,6 +203,7 @@ def extract_cached(
                 mt,
                 resources=resources,
                 extra=extra,
+                origins=origins,
                 batch_size=batch_size,
                 n_jobs=n_jobs,
                 progress=progress,

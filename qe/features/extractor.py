@@ -26,18 +26,26 @@ def extract_features(
     *,
     resources: Any = None,
     extra: dict[str, list[Any]] | None = None,
+    origins: dict[str, tuple[str, int]] | None = None,
     batch_size: int = 1000,
     n_jobs: int = 1,
     progress: bool = True,
+    whole: bool = True,
 ) -> pd.DataFrame:
-    """A table with one row per pair and one ``family.feature`` column per feature."""
+    """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
+    where each extra input was read, ``(file, line of the first pair)``, for error messages).
+
+    ``whole=False`` marks one chunk of a longer input: the families' ``check_ids`` (does a decoder
+    log cover exactly the dataset?) is then the caller's, once, with every id.
+    """
     exit_with_parent_everywhere()  # workers end with this process, even if it is killed
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}
     for family in families:
         family.bind(resources)
-        family.check_ids(ids)
+        if whole:
+            family.check_ids(ids)
     columns = [column for family in families for column in family.column_names()]
     starts = range(0, len(src), batch_size)
     batches = [
@@ -46,6 +54,7 @@ def extract_features(
             src=src[i : i + batch_size],
             mt=mt[i : i + batch_size],
             extra={key: values[i : i + batch_size] for key, values in extra.items()},
+            origins={key: (path, line + i) for key, (path, line) in (origins or {}).items()},
         )
         for i in starts
     ]

@@ -226,12 +226,14 @@ def make_learner(
     scoring: str = "MAE",
     n_jobs: int | None = None,
     where: str = "learner",
+    cv: Any = None,
 ) -> BaseEstimator:
     """A scikit-learn estimator: optional standardization (fitted on training data only) + learner.
 
     With a ``grid`` the pipeline is wrapped in a ``GridSearchCV`` over ``cv_folds`` shuffled folds,
-    so hyperparameters are chosen on training data only; ``grid = "default"`` uses the default
-    grid for the learner (SVR only). Parameter and grid values are checked against the learner's
+    so hyperparameters are chosen on training data only (``cv``: another splitter, e.g. a
+    ``PredefinedSplit`` that scores on a dev split); ``grid = "default"`` uses the default grid
+    for the learner (SVR only). Parameter and grid values are checked against the learner's
     constraints (:func:`check_params`); errors name the key under ``where`` (e.g. ``learner.params.C``).
     """
     if name not in LEARNERS:
@@ -266,7 +268,7 @@ def make_learner(
         pipeline,
         {f"model__{key}": list(values) for key, values in grid.items()},
         scoring=SCORINGS[scoring],
-        cv=KFold(cv_folds, shuffle=True, random_state=seed),
+        cv=cv if cv is not None else KFold(cv_folds, shuffle=True, random_state=seed),
         n_jobs=n_jobs,
         refit=True,
     )

@@ -35,10 +35,12 @@ Config layout (paths relative to the data directory)::
     [ibm1]       iterations = 5  directions = ["s2t", "t2s"]  min_prob = 0.001
     [edits]      dataset = "wmt12-en-es"  split = "train"  folds = 5  seed = 0
     [mt2]        engine = "apertium"  pair = "eng-spa"    # a second MT system (pseudo-references)
+    [edits]      src = "..."  mt = "..."  post_edits = "..."  labels = "..."   # or the user's files
 
-``[edits]`` learns word-level post-editing statistics from a registered dataset's *training*
-split (its post-edits and labels), cross-fitted so that training pairs never see their own
-post-edit (see ``qe.resources.edits``); the test split is refused.
+``[edits]`` learns word-level post-editing statistics from training data with post-edits and
+labels: a registered dataset's *training* split (any with post-edits: ``wmt12-en-es``,
+``mlqe-pe/<pair>``, ``mlqe-da/<pair>``; its test split is refused) or line-aligned files,
+cross-fitted so that training pairs never see their own post-edit (see ``qe.resources.edits``).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ DEFAULT_BUNDLE_DIR = Path("models/resources")
 SIDES = ("src", "tgt")
 
 _IBM1_DIRECTIONS = ("s2t", "t2s")
+_EDITS_FILES = ("src", "mt", "post_edits", "labels")
 
 
 # ====================================================================== loading
@@ -329,9 +332,11 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
     if "languages" not in config:
         raise QEInputError('[languages] needs src = LANG and tgt = LANG (e.g. "en")', config_path)
     check(BUNDLE, config, config_path)
-    corpora = config.get("corpora", {})
-    if not corpora:
-        raise QEInputError("[corpora] lists no corpus", config_path)
+    corpora = config.setdefault("corpora", {})
+    readers = [section for section in ("lm", "poslm", "ngrams", "ibm1") if config.get(section)]
+    if not corpora and (readers or not (config.get("unigrams") or "edits" in config or "mt2" in config)):
+        needed = f" ([{readers[0]}] is built from corpora)" if readers else ""
+        raise QEInputError(f"[corpora] lists no corpus{needed}", config_path)
     for name, table in corpora.items():
         if not table:
             raise QEInputError(f"[corpora.{name}] needs src and/or tgt", config_path)
@@ -347,16 +352,33 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         if corpus not in corpora:
             raise QEInputError(f"[ibm1] names unknown corpus {corpus!r}", config_path)
     if "edits" in config:
-        edits = config["edits"]
-        for key, default in (("split", "train"), ("folds", 5), ("seed", 0)):
-            edits.setdefault(key, default)
-        if edits["split"] == "test":
+        _check_edits(config["edits"], config_path)
+    config.setdefault("name", config_path.stem.removeprefix("resources-"))
+    return config
+
+
+def _check_edits(edits: dict[str, Any], config_path: Path) -> dict[str, Any]:
+    """``[edits]``: a registered dataset's training split, or all four training files; defaults filled."""
+    from qe.data import DATASETS
+
+    files = [key for key in _EDITS_FILES if key in edits]
+    if ("dataset" in edits) == bool(files) or (files and len(files) != len(_EDITS_FILES)):
+        raise QEInputError(
+            '[edits] needs dataset = NAME (a registered dataset with post-edits, e.g. "mlqe-pe/en-de") '
+            "or all of src, mt, post_edits and labels (training files)",
+            config_path,
+        )
+    for key, default in (("folds", 5), ("seed", 0)):
+        edits.setdefault(key, default)
+    if "dataset" in edits:
+        registered = DATASETS[edits["dataset"]]
+        edits.setdefault("split", "train")
+        if registered.split_name(edits["split"]) == registered.test_split:
             raise QEInputError(
                 "[edits] must learn from a training split: the test post-edits and labels would leak",
                 config_path,
             )
-    config.setdefault("name", config_path.stem.removeprefix("resources-"))
-    return config
+    return edits
 
 
 def _text_configs(config: dict[str, Any], config_path: Path) -> dict[str, TextConfig]:
@@ -654,15 +676,20 @@ def _build_members(
 def _build_edits(
     table: dict[str, Any], root: Path, processors: dict[str, TextProcessor], work: Path, t0: float
 ):
-    """The ``edits`` member: post-editing statistics of a registered dataset's training split."""
-    from qe.data import load_registered
+    """The ``edits`` member: post-editing statistics of a registered dataset's training split or
+    of training files (relative to the data directory)."""
+    from qe.data import load_parallel, load_registered
     from qe.resources.edits import EditModel, pair_key
 
-    dataset = load_registered(table["dataset"], table["split"], root)
+    if "dataset" in table:
+        dataset = load_registered(table["dataset"], table["split"], root)
+        source = f"dataset {table['dataset']}"
+    else:
+        paths = {key: _resolve(root, table[key]) for key in _EDITS_FILES}
+        dataset = load_parallel(paths["src"], paths["mt"], paths["labels"], post_edits=paths["post_edits"])
+        source = f"files {paths['src']} ..."
     if dataset.post_edits is None or dataset.labels is None:
-        raise QEInputError(
-            f"[edits]: dataset {table['dataset']} has no post-edits or labels for learning edits"
-        )
+        raise QEInputError(f"[edits]: {source} has no post-edits or labels for learning edits")
     model = EditModel.build(
         processors["src"].tokenize_many(dataset.src),
         processors["tgt"].tokenize_many(dataset.mt),
@@ -674,9 +701,9 @@ def _build_edits(
     )
     out = work / "edits.json.gz"
     model.save(out)
+    where = {k: table[k] for k in ("dataset", "split", *_EDITS_FILES) if k in table}
     settings = {
-        "dataset": table["dataset"],
-        "split": table["split"],
+        **where,
         "data_fingerprint": dataset.fingerprint(),
         "folds": model.info["folds"],
         "seed": model.info["seed"],

@@ -1,0 +1,193 @@
+"""``qe init``: write a working experiment config for a new language pair from the user's files.
+
+The files are read and checked first (line counts, labels, the declared range), so the config
+written is one ``qe run`` accepts. It uses features that need no resource bundle (``surface``,
+with the given languages) and an SVR chosen by cross-validation; with ``--post-edits`` it also
+writes a bundle config learning the ``edits`` family from them, and says how to build and use it.
+Paths in the experiment config are relative to its folder; the bundle config's are absolute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.io import write_text_atomic
+
+LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "init",
+        help="write a working experiment config for your own files (no Python needed)",
+        description="Check your files and write an experiment config that `qe run` accepts: training "
+        "and test sentences (and labels), the language pair, an SVR on the surface features.",
+    )
+    parser.add_argument("--src", type=Path, required=True, help="training source sentences, one per line")
+    parser.add_argument("--mt", type=Path, required=True, help="training machine translations, one per line")
+    parser.add_argument("--labels", type=Path, required=True, help="training labels, one number per line")
+    parser.add_argument("--post-edits", type=Path, help="training post-edits (adds a bundle for `edits`)")
+    parser.add_argument("--test-src", type=Path, required=True, help="test source sentences")
+    parser.add_argument("--test-mt", type=Path, required=True, help="test machine translations")
+    parser.add_argument("--test-labels", type=Path, help="test labels (without them: predictions only)")
+    parser.add_argument("--src-lang", required=True, help="source language code, e.g. en")
+    parser.add_argument("--tgt-lang", required=True, help="target language code, e.g. de")
+    parser.add_argument(
+        "--label-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="declared label range (checked)"
+    )
+    parser.add_argument(
+        "--name", help="experiment name (default: --out's stem; its folder's for config.toml)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("config.toml"), help="config to write")
+    parser.add_argument("--force", action="store_true", help="replace an existing --out file")
+    parser.set_defaults(func=run)
+
+
+def _toml(value: object) -> str:
+    """A TOML value: strings and numbers in their JSON spelling (valid TOML for these)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """Relative to the config's folder when the file is inside it, else absolute."""
+    path, folder = path.resolve(), folder.resolve()
+    return path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
+
+
+def svr_grid(labels: np.ndarray) -> dict[str, list[float]]:
+    """The default SVR grid with epsilon (the error ignored) scaled to the labels' spread: the
+    default's 0.1-0.3 suit a 1-5 scale (std ~0.85), not HTER in [0, 1] (std ~0.2)."""
+    from qe.learners.factory import DEFAULT_SVR_GRID
+
+    scale = float(np.std(labels)) / 0.85 or 1.0
+    return {**DEFAULT_SVR_GRID, "epsilon": [float(f"{e * scale:.2g}") for e in DEFAULT_SVR_GRID["epsilon"]]}
+
+
+def render_config(
+    args: argparse.Namespace, name: str, folder: Path, bundle: Path | None, grid: dict[str, list[float]]
+) -> str:
+    """The experiment config's text (with comments on what to change)."""
+    lines = [
+        f"# Written by `qe init`; run it with: qe run {args.out} --output-dir runs/{name}",
+        f"name = {_toml(name)}",
+        "",
+        "[data]",
+        f"languages = {{ src = {_toml(args.src_lang)}, tgt = {_toml(args.tgt_lang)} }}",
+    ]
+    if args.label_range:
+        lines.append(
+            f"label_range = [{args.label_range[0]:g}, {args.label_range[1]:g}]  # checked; clips predictions"
+        )
+    splits = {
+        "train": {"src": args.src, "mt": args.mt, "labels": args.labels, "post_edits": args.post_edits},
+        "test": {"src": args.test_src, "mt": args.test_mt, "labels": args.test_labels},
+    }
+    for split, files in splits.items():
+        lines += ["", f"[data.{split}]"]
+        lines += [f"{role} = {_toml(_relative(path, folder))}" for role, path in files.items() if path]
+    lines += [
+        "",
+        "[features]",
+        "# Features that need no resource bundle. More: `qe features --list`; language models,",
+        "# IBM1 and n-gram families need `qe resources build` (see docs/own-data.md).",
+        'families = ["surface"]',
+    ]
+    if bundle is not None:
+        lines += [
+            f"# After `qe resources build {bundle.name} --output models/resources/{name}`, use the",
+            "# post-edits too (word edit rates learned from the training post-edits, cross-fitted):",
+            '# families = ["surface", "edits"]',
+            f'# resources = "models/resources/{name}"',
+        ]
+    lines += [
+        "",
+        "[features.settings.surface]",
+        f"src_lang = {_toml(args.src_lang)}",
+        f"tgt_lang = {_toml(args.tgt_lang)}",
+        "",
+        "[learner]",
+        'name = "svr"',
+        "",
+        "[learner.grid]  # chosen by 5-fold CV on the training data; epsilon scaled to the labels' spread",
+        *(f"{key} = [{', '.join(f'{v:g}' for v in values)}]" for key, values in grid.items()),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_bundle(args: argparse.Namespace, name: str, bundle: Path) -> str:
+    """A resource bundle config learning the ``edits`` member from the training post-edits."""
+    files = {"src": args.src, "mt": args.mt, "post_edits": args.post_edits, "labels": args.labels}
+    return "\n".join(
+        [
+            f"# Written by `qe init`; build: qe resources build {bundle} --output models/resources/{name}",
+            f"name = {_toml(name)}",
+            "",
+            "[languages]",
+            f"src = {_toml(args.src_lang)}",
+            f"tgt = {_toml(args.tgt_lang)}",
+            "",
+            "[text]  # how the edits member tokenizes (Moses tokenizer, lower-cased)",
+            'style = "moses"',
+            'case = "lower"',
+            "",
+            "[edits]  # word edit rates of the training post-edits (never the test ones)",
+            *(f"{role} = {_toml(str(path.resolve()))}" for role, path in files.items()),
+            "",
+        ]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from qe.config import load_config
+    from qe.data import load_parallel
+
+    for option in ("src_lang", "tgt_lang"):
+        if not LANGUAGE.match(getattr(args, option)):
+            raise QEInputError(
+                f"--{option.replace('_', '-')} {getattr(args, option)!r} is not a language code like en"
+            )
+    if args.out.exists() and not args.force:
+        raise QEInputError("already exists (pass --force to replace it)", args.out)
+    if args.out.suffix != ".toml":
+        raise QEInputError("--out must end in .toml", args.out)
+    if args.label_range and args.label_range[0] >= args.label_range[1]:
+        raise QEInputError(
+            f"--label-range needs LOW < HIGH, got {args.label_range[0]:g} {args.label_range[1]:g}"
+        )
+    bounds = tuple(args.label_range) if args.label_range else None
+    train = load_parallel(args.src, args.mt, args.labels, label_range=bounds, post_edits=args.post_edits)
+    test = load_parallel(args.test_src, args.test_mt, args.test_labels, label_range=bounds)
+    if len(train) < 10:
+        raise QEInputError(
+            f"{len(train)} training pairs are too few to learn from (5-fold CV needs 10+)", args.src
+        )
+    default = args.out.stem if args.out.stem != "config" else args.out.resolve().parent.name
+    name = args.name or default or f"{args.src_lang}-{args.tgt_lang}"
+    folder = args.out.parent if str(args.out.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    bundle = None
+    if args.post_edits is not None:
+        bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
+        if bundle.exists() and not args.force:
+            raise QEInputError("already exists (pass --force to replace it)", bundle)
+    write_text_atomic(args.out, render_config(args, name, folder, bundle, svr_grid(train.labels)))
+    try:
+        load_config(args.out)  # the config written must be one `qe run` accepts
+    except QEInputError:
+        args.out.unlink()
+        raise
+    print(
+        f"wrote {args.out}: {len(train)} training and {len(test)} test pairs, {args.src_lang}-{args.tgt_lang}"
+    )
+    if bundle is not None:
+        write_text_atomic(bundle, render_bundle(args, name, bundle))
+        print(f"wrote {bundle}: builds the edits member from the training post-edits")
+    print(f"next: qe run {args.out} --output-dir runs/{name}")
+    return 0

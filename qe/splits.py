@@ -1,0 +1,169 @@
+"""A config's data splits: a registered dataset, or the user's own files, tables and feature tables.
+
+``[data] dataset = NAME`` loads registered splits (``train_split`` / ``dev_split`` /
+``test_split``); otherwise ``[data.train]``, ``[data.test]`` (and optionally ``[data.dev]``) name
+files: ``src`` + ``mt`` (+ ``labels``, ``post_edits``, ``references``) line-aligned text, or a
+``table`` (TSV with a header, or JSONL) whose columns ``src_column`` / ``mt_column`` /
+``label_column`` / ``id_column`` name (defaults ``src``, ``mt``, ``score``, ``id``; a
+``post_edit_column`` only when named), and/or a ``features`` table (CSV / TSV / parquet, see ``qe.tables``).
+A split with only a ``features`` table needs no text at all: its labels come from its
+``label_column`` (or a ``labels`` file). See ``docs/own-data.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qe.data import (
+    DATASETS,
+    QEDataset,
+    RegisteredDataset,
+    load_parallel,
+    load_registered,
+    load_table,
+    read_labels,
+)
+from qe.errors import QEInputError
+from qe.tables import FeatureTable, read_feature_table
+
+TABLE_DEFAULTS = {"src_column": "src", "mt_column": "mt", "label_column": "score", "id_column": "id"}
+
+
+def registered_dataset(config: dict[str, Any]) -> RegisteredDataset | None:
+    """The config's registered dataset, if it names a known one."""
+    return DATASETS.get(config["data"].get("dataset", ""))
+
+
+def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
+    """The declared label range: from the config, else from the registered dataset (None: unbounded)."""
+    data = config["data"]
+    if "label_range" in data:
+        low, high = data["label_range"]
+        return float(low), float(high)
+    dataset = registered_dataset(config)
+    return dataset.label_range if dataset is not None else None
+
+
+def has_dev(config: dict[str, Any]) -> bool:
+    """Whether the config names a dev split (``dev_split`` or ``[data.dev]``)."""
+    return "dev" in config["data"] or "dev_split" in config["data"]
+
+
+@dataclass
+class LoadedSplit:
+    """A split's sentences and labels, and its precomputed feature table (if the config names one)."""
+
+    dataset: QEDataset
+    table: FeatureTable | None = None
+
+
+def load_split(config: dict[str, Any], split: str) -> LoadedSplit:
+    """Load the ``train``, ``dev`` or ``test`` split the config names."""
+    data = config["data"]
+    files = data.get(split)
+    if files:
+        return _load_files(files, split, label_range(config))
+    if "dataset" not in data or (split == "dev" and "dev_split" not in data):
+        raise QEInputError(f"[data] names no {split} split (give [data.{split}] files or a dataset)")
+    return LoadedSplit(load_registered(data["dataset"], data[f"{split}_split"], data.get("data_dir")))
+
+
+def _load_files(files: dict[str, str], split: str, bounds: tuple[float, float] | None) -> LoadedSplit:
+    table = None
+    if "features" in files:
+        named = "table" not in files  # label / id columns belong to the text table when there is one
+        table = read_feature_table(
+            files["features"],
+            label_column=files.get("label_column") if named else None,
+            id_column=files.get("id_column") if named else None,
+            label_range=bounds,
+        )
+    if "table" in files:
+        columns = {key: files.get(key, default) for key, default in TABLE_DEFAULTS.items()}
+        dataset = load_table(
+            files["table"], label_range=bounds, post_edit_column=files.get("post_edit_column"), **columns
+        )
+        if "label_column" in files and dataset.labels is None:
+            raise QEInputError(f"no label column {files['label_column']!r}", files["table"], 1)
+    elif "src" in files:
+        dataset = load_parallel(
+            files["src"],
+            files["mt"],
+            files.get("labels"),
+            label_range=bounds,
+            post_edits=files.get("post_edits"),
+            references=files.get("references"),
+            name=split,
+        )
+    else:  # a feature table alone: no text
+        assert table is not None
+        n = len(table.features)
+        labels = table.labels
+        if labels is None and "labels" in files:
+            labels = read_labels(files["labels"], bounds)
+            if len(labels) != n:
+                raise QEInputError(
+                    f"has {len(labels)} labels but the feature table has {n} rows", files["labels"]
+                )
+        dataset = QEDataset(
+            ids=table.ids or [str(i) for i in range(n)],
+            src=[""] * n,
+            mt=[""] * n,
+            labels=labels,
+            name=split,
+            files={"features": str(table.path)},
+        )
+    if table is not None:
+        if len(table.features) != len(dataset):
+            raise QEInputError(
+                f"has {len(table.features)} rows but the {split} data has {len(dataset)} sentences",
+                table.path,
+            )
+        if table.ids is not None and "features" not in dataset.files and table.ids != dataset.ids:
+            raise QEInputError(
+                "the feature table's ids are not the data's ids, in the same order", table.path
+            )
+        if table.labels is not None and dataset.labels is None:
+            dataset.labels = table.labels
+        elif table.labels is not None and not np.array_equal(table.labels, dataset.labels):
+            raise QEInputError(
+                f"the label column {files['label_column']!r} differs from the labels file: give one",
+                table.path,
+            )
+    return LoadedSplit(dataset, table)
+
+
+def has_text(dataset: QEDataset) -> bool:
+    """False for a split given only as a feature table (no sentences to extract features from)."""
+    return any(dataset.src) or any(dataset.mt)
+
+
+def check_overlap(train: QEDataset, dev: QEDataset, allow: bool) -> int:
+    """The number of dev pairs (source and MT) that are also training pairs; refused unless ``allow``."""
+    if not has_text(dev):
+        return 0
+    seen = set(zip(train.src, train.mt, strict=True))
+    hits = [k for k, pair in enumerate(zip(dev.src, dev.mt, strict=True)) if pair in seen]
+    if hits and not allow:
+        first = hits[0]
+        path = next((dev.files[k] for k in ("src", "table", "da_table") if k in dev.files), None)
+        line = first + (2 if path and path.endswith((".tsv", ".txt")) and "src" not in dev.files else 1)
+        raise QEInputError(
+            f"the dev split shares {len(hits)} sentence pair(s) with the training split (first: "
+            f"{dev.src[first][:40]!r}): tuning on them overstates the dev score; remove them or set "
+            "[data] allow_overlap = true",
+            path,
+            line,
+        )
+    return len(hits)
+
+
+def cache_label(dataset: QEDataset, config: dict[str, Any]) -> str:
+    """A readable, config-independent label for the feature cache's file names (the sentences and
+    inputs are in the cache key): the registered dataset and split, else ``data``, plus the
+    data's fingerprint."""
+    prefix = dataset.name if registered_dataset(config) is not None else "data"
+    return f"{prefix}-{dataset.fingerprint()}".replace("/", "_")
