@@ -363,6 +363,8 @@ class SplitFiles(Table):
 
         names = (*SPLIT_FILES, *SPLIT_COLUMNS, *(item.name for item in declared_inputs()))
         return {name: Str() for name in names}
+
+
 FEATURES = Table(
     {
         "sets": List(Str()),

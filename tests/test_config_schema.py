@@ -145,7 +145,10 @@ def _bundle(**changes) -> dict:
         ({"leakage__near_duplicate_chrf": True}, "leakage.near_duplicate_chrf = true: expected false or 0"),
         ({"leakage__eval_files": "eval.en"}, "leakage.eval_files = 'eval.en': expected a list of a string"),
         ({"edits__dataset": "wmt12-en-es", "edits__folds": 1}, "edits.folds = 1: expected an integer >= 2"),
-        ({"edits__dataset": "nope"}, "edits.dataset: unknown dataset 'nope' (allowed: wmt12-en-es, mlqe-pe/en-de,"),
+        (
+            {"edits__dataset": "nope"},
+            "edits.dataset: unknown dataset 'nope' (allowed: wmt12-en-es, mlqe-pe/en-de,",
+        ),
         ({"corpora__toy__src": 5}, "corpora.toy.src = 5: expected a string"),
         ({"name": ["x"]}, "name = ['x']: expected a string"),
     ],
