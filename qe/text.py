@@ -7,7 +7,7 @@ The config's ``signature()`` records every setting that changes a token.
 Styles:
 
 - ``moses``: sacremoses' Moses tokenizer (``escape=False``; the same tokens from ``qe.fastmoses``,
-  about 4x faster), hyphens kept inside words.
+  about 5x faster), hyphens kept inside words.
 - ``moses-aggressive``: the same with ``aggressive_dash_splits`` (``a @-@ b``).
 - ``wmt12``: reproduces the token boundaries of the 2012 QuEst/WMT12 pipeline (Moses tokenizer
   run on the cased text, then lowercased). On top of ``moses`` it splits backticks, splits a quote
