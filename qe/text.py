@@ -1,4 +1,4 @@
-"""Tokenization, normalization and casing (Moses-style, via sacremoses), done once per corpus and cached.
+"""Tokenization, normalization and casing (Moses-style, sacremoses' tokens), done once per corpus and cached.
 
 Every feature family and resource builder tokenizes through a ``TextProcessor`` built from a
 ``TextConfig``, so that a language model is queried with exactly the tokens it was trained on.
@@ -6,7 +6,8 @@ The config's ``signature()`` records every setting that changes a token.
 
 Styles:
 
-- ``moses``: sacremoses' Moses tokenizer (``escape=False``), hyphens kept inside words.
+- ``moses``: sacremoses' Moses tokenizer (``escape=False``; the same tokens from ``qe.fastmoses``,
+  about 5x faster), hyphens kept inside words.
 - ``moses-aggressive``: the same with ``aggressive_dash_splits`` (``a @-@ b``).
 - ``wmt12``: reproduces the token boundaries of the 2012 QuEst/WMT12 pipeline (Moses tokenizer
   run on the cased text, then lowercased). On top of ``moses`` it splits backticks, splits a quote
@@ -29,9 +30,6 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
-
-from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from qe.errors import QEInputError
 from qe.io import atomic_write
@@ -166,9 +164,13 @@ class TextProcessor:
         self, sentences: Sequence[str], *, n_jobs: int = 1, progress: bool = False, desc: str = "tokenize"
     ) -> list[list[str]]:
         """Tokenize a list of sentences, in parallel chunks with joblib when ``n_jobs != 1``."""
+        from tqdm.auto import tqdm  # imported here: ``import qe.text`` stays cheap
+
         sentences = list(sentences)
         todo = [s for s in dict.fromkeys(sentences) if s not in self._memo]
         if todo and n_jobs != 1 and len(todo) > 2000:
+            from joblib import Parallel, delayed
+
             chunk = max(1000, len(todo) // (4 * max(os.cpu_count() or 1, 1)))
             chunks = [todo[i : i + chunk] for i in range(0, len(todo), chunk)]
             worker = TextProcessor(self.config)
@@ -198,16 +200,14 @@ class TextProcessor:
             text = self._normalizer.normalize(text)
         if cfg.style == "wmt12":
             text = text.replace("`", " ` ")
-        tokens = self._tokenizer.tokenize(
-            text, escape=False, aggressive_dash_splits=cfg.style == "moses-aggressive"
-        )
+        tokens = self._tokenizer.tokenize(text, aggressive_dash_splits=cfg.style == "moses-aggressive")
         if cfg.style == "wmt12":
             if cfg.lang == "en":
                 tokens = _split_edge_quotes(tokens)
-            if any("-" in token for token in tokens):
+            if "-" in "".join(tokens):
                 tokens = [piece for token in tokens for piece in _split_hyphens_wmt12(token)]
         if cfg.case == "lower":
-            tokens = [t.lower() for t in tokens]
+            tokens = list(map(str.lower, tokens))
         elif cfg.case == "truecase":
             tokens = self._truecaser.truecase(" ".join(tokens)) if tokens else []
         return tokens
@@ -215,22 +215,10 @@ class TextProcessor:
 
 @functools.lru_cache(maxsize=16)
 def _moses_tokenizer(lang: str):
-    """One sacremoses tokenizer per language and process (building one compiles ~200 regexes)."""
-    from sacremoses import MosesTokenizer
+    """One Moses tokenizer per language and process: sacremoses' tokens, computed faster."""
+    from qe.fastmoses import FastMosesTokenizer
 
-    class _Tokenizer(MosesTokenizer):
-        # sacremoses rebuilds a set of its (large) character classes on every call of these two
-        # checks; the same tests against sets built once make tokenization about 15 % faster.
-        _lower = frozenset(MosesTokenizer.IsLower)
-        _alpha = frozenset(MosesTokenizer.IsAlpha)
-
-        def islower(self, text):
-            return self._lower.issuperset(text)
-
-        def isanyalpha(self, text):
-            return not self._alpha.isdisjoint(text)
-
-    return _Tokenizer(lang=lang)
+    return FastMosesTokenizer(lang)
 
 
 @functools.lru_cache(maxsize=16)
