@@ -208,7 +208,9 @@ def signature(
         if bundle.manifest.get("text"):
             parts.append(bundle.text_config("src").signature())
         if "mt2" in bundle:
-            parts.append(f"mt2:{bundle.info('mt2').get('pair')}@{bundle.info('mt2').get('signature')}")
+            info = bundle.info("mt2")
+            info = info.get("settings", info)  # built members keep it under settings, attached ones not
+            parts.append(f"mt2:{info.get('engine')}-{info.get('pair')}@{info.get('signature')}")
     if features["families"]:
         families, _ = bound_families(config, "train", bundle, train)
         parts += [f"family:{family.signature()}" for family in families]

@@ -39,6 +39,7 @@ MODEL_TYPES = frozenset(
         "sklearn.svm._classes.SVR",
         "sklearn.dummy.DummyRegressor",
         "sklearn.kernel_ridge.KernelRidge",
+        "sklearn.linear_model._ridge.RidgeCV",
         "sklearn.tree._classes.DecisionTreeRegressor",
         "sklearn.tree._classes.ExtraTreeRegressor",
         "sklearn.tree._tree.Tree",

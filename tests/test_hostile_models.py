@@ -137,6 +137,8 @@ FACTORY_SPECS: list[tuple[str, dict]] = [
     ("gradient_boosting", {"params": {"max_iter": 10, "loss": "poisson"}}),
     ("kernel_ridge", {}),
     ("kernel_ridge", {"params": {"kernel": "laplacian"}}),
+    ("ridge", {}),
+    ("ridge", {"params": {"alphas": [0.1, 1.0]}}),
     ("gp", {}),
     ("gp", {"params": {"linear": True, "ard": True, "restarts": 1}}),
     (

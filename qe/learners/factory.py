@@ -83,6 +83,14 @@ def _kernel_ridge(**params: Any) -> BaseEstimator:
     return KernelRidge(**params)
 
 
+def _ridge(**params: Any) -> BaseEstimator:
+    """Linear least squares with an L2 penalty chosen by efficient leave-one-out CV on the training rows."""
+    from sklearn.linear_model import RidgeCV
+
+    params.setdefault("alphas", [1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0])
+    return RidgeCV(**params)
+
+
 def _gp(**params: Any) -> BaseEstimator:
     from qe.learners.gp import GPRegressor
 
@@ -134,6 +142,7 @@ LEARNERS = {
     "extra_trees": _extra_trees,
     "gradient_boosting": _gradient_boosting,
     "kernel_ridge": _kernel_ridge,
+    "ridge": _ridge,
     "gp": _gp,
     "average": _average,
     "stack": _stack,
@@ -147,6 +156,7 @@ SCALED_BY_DEFAULT = {
     "extra_trees": False,
     "gradient_boosting": False,
     "kernel_ridge": True,
+    "ridge": True,
     "gp": True,
     "average": False,  # members scale themselves
     "stack": False,
