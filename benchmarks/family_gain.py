@@ -1,7 +1,8 @@
 """Benchmark: what each feature family is worth on WMT12 en-es, alone and added to the official 17.
 
-For every registered family that runs on WMT12 without extra inputs (decoder and pseudoref are
-skipped; a family that fails to extract is skipped with the reason on stderr), two SVR models are
+For every registered family that runs on WMT12 without extra inputs (decoder and nmt are skipped;
+pseudoref gets its pseudo-reference from the bundle's Apertium ``mt2`` member; a family that fails
+to extract is skipped with the reason on stderr), two SVR models are
 trained on the 1,832 training pairs: (a) the family's features alone, (b) the official 17 baseline
 features (``wmt12-official-bf17``) plus the family's. Each model is
 ``make_learner("svr", grid="default", scoring="MAE")``: standardization + RBF SVR with C, gamma,
@@ -49,7 +50,7 @@ from qe.resources.bundle import open_bundle  # noqa: E402
 
 DATASET = "wmt12-en-es"
 OFFICIAL = "wmt12-official-bf17"
-SKIPPED = ("decoder", "pseudoref")  # need Moses logs / a second MT system's output
+SKIPPED = ("decoder", "nmt")  # need Moses logs / an NMT system's log-probabilities (not in WMT12)
 CV_KEYS = ("MAE", "DeltaAvg")
 TEST_KEYS = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 

@@ -9,9 +9,13 @@ Each part is one function taking the pairs and returning its timings:
 - ``spelling``: ``spelling_stats`` on every pair (source en_US, MT es_ES) with freshly loaded
   dictionaries and empty memos (loading included); the Moses tokens are made beforehand, as the
   feature families share them.
+- ``embeddings``: the 4,508 sources and MT sentences through the package's own ``encode`` (one
+  process, its defaults) and through ``qe.embeddings`` with two workers; ``min_cosine`` compares
+  the vectors (see ``benchmarks/encoder_speed.py``).
 
-Usage: python benchmarks/second_opinion_speed.py [--data-dir DIR] [--parts mt2,spelling]
-Prints ``{"mt2": {"pairs_per_second": ..., ...}, "spelling": {"pairs_per_second": ..., ...}}``.
+Usage: python benchmarks/second_opinion_speed.py [--data-dir DIR] [--parts mt2,spelling,embeddings]
+Prints ``{"mt2": {"pairs_per_second": ...}, "spelling": {"pairs_per_second": ...}, "embeddings":
+{"sentences_per_second", "package_sentences_per_second", "speedup", "min_cosine", ...}}``.
 """
 
 from __future__ import annotations
@@ -88,7 +92,21 @@ def spelling_part(data: Pairs) -> dict:
     return {"pairs": n, "seconds": round(seconds, 3), "pairs_per_second": _rate(n, seconds)}
 
 
-PARTS: dict[str, Callable[[Pairs], dict]] = {"mt2": mt2_part, "spelling": spelling_part}
+def embeddings_part(data: Pairs) -> dict:
+    """The sentence encoder on the sources and MT of every pair: the package's own ``encode`` in
+    one process against ours with two workers (``benchmarks/encoder_speed.py``), same run."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from encoder_speed import compare_encoders
+
+    result, _ = compare_encoders(data.src + data.mt)
+    return result
+
+
+PARTS: dict[str, Callable[[Pairs], dict]] = {
+    "mt2": mt2_part,
+    "spelling": spelling_part,
+    "embeddings": embeddings_part,
+}
 
 
 def main() -> None:
