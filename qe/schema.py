@@ -430,6 +430,12 @@ def _text_cases() -> tuple[str, ...]:
     return CASES
 
 
+def _text_segmenters() -> tuple[str, ...]:
+    from qe.text import SEGMENTERS
+
+    return SEGMENTERS
+
+
 SIDE = Str(["src", "tgt"])
 CORPUS_LIST = List(Str())
 TEXT_FIELDS: dict[str, Rule] = {
@@ -437,6 +443,7 @@ TEXT_FIELDS: dict[str, Rule] = {
     "case": Str(_text_cases),
     "normalize": Bool(),
     "truecase_model": Str(),
+    "segmenter": Str(_text_segmenters),
 }
 LM = Table({"side": SIDE, "order": Int(LM_MIN_ORDER, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
 POSLM = Table({"side": SIDE, "order": Int(3, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
