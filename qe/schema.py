@@ -458,9 +458,25 @@ BUNDLE = Table(
                 "eval_files": List(Str()),
                 # 0 or false: no near-duplicate search; below 0.5 unrelated sentences would match
                 "near_duplicate_chrf": Either(Off(), Number(0.5, 1.0)),
+                "drop_overlap": Bool(),  # leave the overlapping lines out instead of refusing
             }
         ),
-        "corpora": TablesOf(Table({"src": Str(), "tgt": Str()})),
+        "corpora": TablesOf(
+            Table(
+                {
+                    "src": Str(),
+                    "tgt": Str(),
+                    # a QE training split (qe.resources.crossfit): a registered dataset or files
+                    "dataset": Str(_datasets, noun="dataset"),
+                    "split": Str(),
+                    "mt": Str(),
+                    "post_edits": Str(),
+                    "target": Str(["post_edits", "mt"]),
+                    "cross_fit": Either(Bool(), Int(2, 50)),
+                    "seed": SEED,
+                }
+            )
+        ),
         "lm": TablesOf(LM),
         "poslm": TablesOf(POSLM),
         "ngrams": TablesOf(Table({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST})),

@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Build every resource of CONFIG (LMs, n-gram counts, IBM1 tables, ...) into a bundle "
             "directory with a manifest. Corpora sharing sentences with the evaluation files listed "
-            "in the config's [leakage] section are refused unless --allow-overlap is given."
+            "in the config's [leakage] section are refused unless --drop-overlap (leave those lines "
+            "out, listed in the manifest) or --allow-overlap (keep them) is given."
         ),
     )
     build.add_argument(
@@ -29,8 +30,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--output", "-o", metavar="DIR", help=f"bundle directory (default {DEFAULT_BUNDLE_DIR}/<name>)"
     )
     build.add_argument("--data-dir", metavar="DIR", help="where the corpora live (default $QE_DATA_DIR)")
-    build.add_argument(
+    overlap = build.add_mutually_exclusive_group()
+    overlap.add_argument(
         "--allow-overlap", action="store_true", help="build even if corpora share sentences with eval data"
+    )
+    overlap.add_argument(
+        "--drop-overlap",
+        action="store_true",
+        default=None,
+        help="leave out the corpus lines shared with eval data (default: [leakage] drop_overlap)",
     )
     build.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
     build.add_argument("--n-jobs", type=int, default=2, metavar="N", help="parallel jobs (default 2)")
@@ -52,16 +60,32 @@ def _build(args: argparse.Namespace) -> int:
         output,
         data_dir=args.data_dir,
         allow_overlap=args.allow_overlap,
+        drop_overlap=args.drop_overlap,
         overwrite=args.overwrite,
         n_jobs=args.n_jobs,
         progress=not args.quiet,
     )
     manifest = bundle.manifest
     overlaps = manifest["leakage"]["overlaps"]
-    if overlaps:
+    dropped = manifest["leakage"].get("dropped") or {}
+    if dropped:
+        counts = ", ".join(f"{entry['lines']} from {name}" for name, entry in dropped.items())
+        print(f"dropped lines shared with the evaluation data: {counts} (listed in the manifest)")
+    elif overlaps:
         shared = sum(o["count"] for o in overlaps)
         print(
             f"warning: built despite {shared} sentence(s) shared with the evaluation data (--allow-overlap)"
+        )
+    cross_fit = manifest.get("cross_fit") or {}
+    if cross_fit.get("members"):
+        members = ", ".join(cross_fit["members"])
+        print(f"cross-fitted over {cross_fit['folds']} folds of {cross_fit['corpus']}: {members}")
+    if cross_fit.get("in_sample", {}).get("members"):
+        in_sample = cross_fit["in_sample"]
+        print(
+            f"warning: {', '.join(in_sample['members'])} built from the QE training split "
+            f"{', '.join(in_sample['corpora'])} without cross-fitting: its training pairs get in-sample "
+            "features (cross-validation will look better than new text)"
         )
     print(f"built {bundle.path} ({', '.join(bundle.names())}) in {manifest['build_seconds']:.1f} s")
     print(f"signature: {bundle.signature()}")
