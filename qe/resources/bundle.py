@@ -445,7 +445,9 @@ def _check_corpus(name: str, table: dict[str, Any], config_path: Path) -> None:
             )
         extra = sorted(set(table) - set(_PLAIN_CORPUS_KEYS))
         if extra:
-            raise QEInputError(f"{where}: {', '.join(extra)} belong to a QE training split (dataset or mt)", config_path)
+            raise QEInputError(
+                f"{where}: {', '.join(extra)} belong to a QE training split (dataset or mt)", config_path
+            )
         if not isinstance(table.get("cross_fit", False), bool):
             raise QEInputError(
                 f"{where}: cross_fit = {table['cross_fit']!r} on a plain corpus must be true or false "
