@@ -380,6 +380,10 @@ def fit_config(
 ) -> tuple[SplitData, SplitData, FittedSystem, dict[str, Any] | None]:
     """Build the splits, select features (if configured) and fit: (train, test, fitted, selection)."""
     resources = resources if resources is not None else open_bundle_of(config)
+    from qe.resources.check import experiment_pieces, require
+
+    pair = "-".join((languages(config, resources) or {}).values()) or "this language pair"
+    require(experiment_pieces(config, resources), f"features for {pair}", config.get("config_file"))
     if has_dev(config):  # before any extraction: an overlapping dev split is refused at once
         allow = config["data"].get("allow_overlap", False)
         check_overlap(load_split_dataset(config, "train"), load_split_dataset(config, "dev"), allow)

@@ -45,6 +45,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.set_defaults(func=_build)
 
+    check = sub.add_parser(
+        "check",
+        help="list every installed piece a config needs for its language pair and lacks",
+        description=(
+            "For a bundle config: tokenizers (word segmenters), KenLM tools, spaCy pipelines of POS "
+            "LMs, the Apertium pair. For an experiment config: what its feature families need for "
+            "the language pair (spaCy pipelines, Hunspell dictionaries, encoder languages, Apertium, "
+            "kenlm, the bundle and its members). Exit 0 when nothing is missing, else 2."
+        ),
+    )
+    check.add_argument("config", metavar="CONFIG", help="a bundle config or an experiment config")
+    check.set_defaults(func=_check)
+
     info = sub.add_parser("info", help="print a bundle's manifest summary as JSON")
     info.add_argument("bundle", metavar="DIR", help="bundle directory")
     info.set_defaults(func=_info)
@@ -89,6 +102,46 @@ def _build(args: argparse.Namespace) -> int:
         )
     print(f"built {bundle.path} ({', '.join(bundle.names())}) in {manifest['build_seconds']:.1f} s")
     print(f"signature: {bundle.signature()}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import sys
+    import tomllib
+
+    from qe.config import load_config
+    from qe.errors import QEInputError
+    from qe.io import require_file
+    from qe.resources.check import bundle_pieces, experiment_pieces
+
+    path = require_file(args.config, "config file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        raw = {}  # the readers below give the precise error
+    if "features" in raw or "data" in raw:
+        config = load_config(path)
+        from qe.experiment import languages
+        from qe.resources.bundle import open_bundle
+
+        resources = config["features"].get("resources")
+        try:
+            bundle = open_bundle(resources) if resources else None
+            missing = []
+        except QEInputError as exc:
+            bundle, missing = None, [f"resources: {exc}"]
+        missing += experiment_pieces(config, bundle, bind=bundle is not None)
+        pair = "-".join((languages(config, bundle) or {}).values()) or "?"
+    else:
+        config = read_bundle_config(path)
+        missing = bundle_pieces(config)
+        pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
+    for line in missing:
+        print(f"missing: {line}")
+    if missing:
+        print(f"{path}: {len(missing)} missing piece(s) for {pair}", file=sys.stderr)
+        return 2
+    print(f"{path}: nothing missing for {pair}")
     return 0
 
 

@@ -556,6 +556,10 @@ def build_bundle(
     output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config["name"]
     inputs = [config_path, *_input_files(config, root), root]
     check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
+    from qe.resources.check import bundle_pieces, require
+
+    pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
+    require(bundle_pieces(config), f"cannot build the {pair} bundle", config_path)
     text = _text_configs(config, config_path)
 
     # ---- read and check the corpora
