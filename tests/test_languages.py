@@ -191,3 +191,29 @@ def test_a_bundle_config_with_missing_pieces_is_refused_naming_each(tmp_path, ca
     )
     err = capsys.readouterr().err
     assert "cannot build the ja-de bundle: 3 missing piece(s)" in err and not (tmp_path / "out").exists()
+
+
+def test_families_without_a_bundle_learn_the_pair_from_the_config(tmp_path):
+    pytest.importorskip("rjieba")
+    from qe.config import load_config
+    from qe.experiment import bound_families
+    from qe.features.registry import with_languages
+
+    config = load_config(experiment(tmp_path, ["surface"], {"src": "en", "tgt": "zh"}))
+    (surface,), _ = bound_families(config, "train", None)
+    assert (surface.settings["src_lang"], surface.settings["tgt_lang"]) == ("en", "zh")
+    # Chinese MT is segmented into jieba's words (its README's example), not kept as one token.
+    assert surface._processor("tgt", None).tokenize("我来到北京清华大学") == [
+        "我",
+        "来到",
+        "北京",
+        "清华大学",
+    ]
+    # Settings given explicitly win; families without language settings are left alone.
+    settings = with_languages(
+        ["surface", "spelling", "nmt"], {"spelling": {"src_lang": "de"}}, {"src": "en", "tgt": "zh"}
+    )
+    assert settings == {
+        "spelling": {"src_lang": "de", "tgt_lang": "zh"},
+        "surface": {"src_lang": "en", "tgt_lang": "zh"},
+    }
