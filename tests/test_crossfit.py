@@ -224,3 +224,18 @@ def test_language_models_per_fold(tmp_path, data):
     for i, fold in enumerate(folds_of(bundle)):
         assert bundle.fold_view(fold).get("lm.tgt").is_oov(OWN_PE[i])
         assert not bundle.get("lm.tgt").is_oov(OWN_PE[i])
+
+
+def test_a_foreign_fold_map_is_one_line(tmp_path):
+    import gzip
+
+    from qe.resources.crossfit import FoldMap
+
+    path = tmp_path / "cross_fit.json.gz"
+    path.write_bytes(gzip.compress(b'{"format": "qe-cross-fit/1", "folds": 2, "fold_of": {"k": 7}}'))
+    with pytest.raises(QEInputError, match=r"not a readable fold map \(ValueError\)") as info:
+        FoldMap.load(path)
+    assert info.value.path == str(path)
+    path.write_bytes(b"plain text")
+    with pytest.raises(QEInputError, match="not a readable fold map"):
+        FoldMap.load(path)

@@ -158,10 +158,14 @@ def _info(args: argparse.Namespace) -> int:
             name: {side: v["lines"] for side, v in sides.items()} for name, sides in m["corpora"].items()
         },
         "members": {
-            name: {k: v for k, v in entry.items() if k in ("kind", "file", "bytes", "build_seconds", "side")}
+            name: {
+                **{k: v for k, v in entry.items() if k in ("kind", "file", "bytes", "build_seconds", "side")},
+                **({"folds": len(entry["folds"])} if entry.get("folds") else {}),
+            }
             for name, entry in m["members"].items()
         },
         "leakage": m.get("leakage"),
+        "cross_fit": m.get("cross_fit"),
     }
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0
