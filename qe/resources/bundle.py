@@ -632,7 +632,9 @@ def build_bundle(
             "corpora": {
                 name: {
                     side: {
-                        "path": _shown_path(root, path),
+                        "path": _shown_path(root, path)
+                        if corpus.qe is not None
+                        else config["corpora"][name][side],
                         "sha256": sha256_file(path),
                         "bytes": path.stat().st_size,
                         "lines": len(corpus.lines[side]),
