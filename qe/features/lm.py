@@ -199,4 +199,3 @@ class LMFeatures(FeatureFamily):
                 "(build it with qe.resources.pos.build_pos_lm, or set pos = false)"
             )
         return resources.get(name)
-

@@ -120,10 +120,12 @@ def _family_pieces(family: Any, pair: dict[str, str], bundle: Any) -> list[str]:
     if name in ("lm", "ibm1") and settings.get("pos") is True:
         members = [settings[f"{side}_poslm"] for side in SIDES] if name == "lm" else []
         if bundle is not None:
-            missing += [f"{name} (pos = true): {p}" for p in pos.pos_pieces(name, bundle, members)]
+            missing += [f"{name} (pos = true): {p}" for p in pos.pos_pieces(bundle, members)]
         else:
             missing += [
-                f"{name} (pos = true): {p}" for s in SIDES if (p := nlp.missing_pipeline(lang[s], ROLE[s]))
+                f"{name} (pos = true): {p}"
+                for s in SIDES
+                if lang[s] and (p := nlp.missing_pipeline(lang[s], ROLE[s]))
             ]
     if name == "spelling":
         from qe.resources.spelling import find_dictionary

@@ -253,8 +253,8 @@ def missing_tagger(resources: Any, side: str) -> str | None:
     return nlp.missing_pipeline(resources.text_config(side).lang, SIDE_NAMES[side])
 
 
-def pos_pieces(family: str, resources: Any, members: Sequence[str] = ()) -> list[str]:
-    """Every piece a family's POS features lack in this bundle: taggers of both sides, then the
+def pos_pieces(resources: Any, members: Sequence[str] = ()) -> list[str]:
+    """Every piece POS features lack in this bundle: taggers of both sides, then the
     named bundle members (POS LMs)."""
     if resources is None:
         return ["a resource bundle"]
@@ -268,11 +268,11 @@ def pos_switch(family: str, setting: Any, resources: Any, members: Sequence[str]
     the pieces (a bundle that has none of ``members`` is not warned about: POS was not asked for)."""
     if setting is False:
         return False
-    missing = pos_pieces(family, resources, members)
+    missing = pos_pieces(resources, members)
     if setting is True and missing:
         raise QEInputError(f"{family}: pos = true but missing: {'; '.join(missing)} (or set pos = false)")
     asked = resources is not None and (not members or any(name in resources for name in members))
-    message = f"{family}: POS features skipped (pos = \"auto\"), missing: {'; '.join(missing)}"
+    message = f'{family}: POS features skipped (pos = "auto"), missing: {"; ".join(missing)}'
     if missing and asked and message not in _WARNED:
         _WARNED.add(message)
         log.warning(message)
