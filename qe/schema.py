@@ -430,6 +430,12 @@ def _text_cases() -> tuple[str, ...]:
     return CASES
 
 
+def _text_segmenters() -> tuple[str, ...]:
+    from qe.text import SEGMENTERS
+
+    return SEGMENTERS
+
+
 SIDE = Str(["src", "tgt"])
 CORPUS_LIST = List(Str())
 TEXT_FIELDS: dict[str, Rule] = {
@@ -437,6 +443,7 @@ TEXT_FIELDS: dict[str, Rule] = {
     "case": Str(_text_cases),
     "normalize": Bool(),
     "truecase_model": Str(),
+    "segmenter": Str(_text_segmenters),
 }
 LM = Table({"side": SIDE, "order": Int(LM_MIN_ORDER, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
 POSLM = Table({"side": SIDE, "order": Int(3, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
@@ -451,9 +458,25 @@ BUNDLE = Table(
                 "eval_files": List(Str()),
                 # 0 or false: no near-duplicate search; below 0.5 unrelated sentences would match
                 "near_duplicate_chrf": Either(Off(), Number(0.5, 1.0)),
+                "drop_overlap": Bool(),  # leave the overlapping lines out instead of refusing
             }
         ),
-        "corpora": TablesOf(Table({"src": Str(), "tgt": Str()})),
+        "corpora": TablesOf(
+            Table(
+                {
+                    "src": Str(),
+                    "tgt": Str(),
+                    # a QE training split (qe.resources.crossfit): a registered dataset or files
+                    "dataset": Str(_datasets, noun="dataset"),
+                    "split": Str(),
+                    "mt": Str(),
+                    "post_edits": Str(),
+                    "target": Str(["post_edits", "mt"]),
+                    "cross_fit": Either(Bool(), Int(2, 50)),
+                    "seed": SEED,
+                }
+            )
+        ),
         "lm": TablesOf(LM),
         "poslm": TablesOf(POSLM),
         "ngrams": TablesOf(Table({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST})),

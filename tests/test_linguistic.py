@@ -120,7 +120,7 @@ def test_bad_settings(settings):
 
 @needs_spacy
 def test_missing_pipeline_names_the_pip_package():
-    family = LinguisticFamily(tgt_model="xx_bogus_pipeline", n_process=1)
+    family = LinguisticFamily(src_lang="en", tgt_model="xx_bogus_pipeline", n_process=1)
     with pytest.raises(QEInputError) as info:
         family.extract(PairBatch(["1"], ["A cat."], ["Un gato."]))
     assert "'xx_bogus_pipeline' is not installed" in str(info.value)
@@ -537,7 +537,7 @@ def test_family_on_a_parallel_sentence(pipelines, tmp_path):
     tgt = "Peter Englund es un historiador sueco de Estocolmo que trabaja para Reuters."
     words = tmp_path / "words.txt"
     words.write_text("es\nun\nhistoriador\nsueco\nde\nque\ntrabaja\npara\n")
-    family = LinguisticFamily(vocabulary_file=str(words), n_process=1)
+    family = LinguisticFamily(src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=1)
     row = dict(zip(family.column_names(), family.extract(PairBatch(["1"], [src], [tgt]))[0], strict=True))
     got = {name.split(".", 1)[1]: value for name, value in row.items()}
     expected_src = {
@@ -593,12 +593,14 @@ def test_vocabulary_from_a_resource_bundle_member():
         pass
 
     bundle = Bundle({"unigrams.tgt": {"un": 10, "gato": 1}})
-    family = LinguisticFamily(n_process=1, vocabulary_min_count=2)
+    family = LinguisticFamily(src_lang="en", tgt_lang="es", n_process=1, vocabulary_min_count=2)
     row = family.extract(PairBatch(["1"], ["A cat."], ["Un gato."]), bundle)[0]
     got = dict(zip(family.column_names(), row, strict=True))
     assert (got["linguistic.tgt_unknown_words"], got["linguistic.tgt_unknown_share"]) == (1, 0.5)
     with pytest.warns(UserWarning, match="no Spanish vocabulary"):
-        row = LinguisticFamily(n_process=1).extract(PairBatch(["1"], ["A cat."], ["Un gato."]))[0]
+        row = LinguisticFamily(src_lang="en", tgt_lang="es", n_process=1).extract(
+            PairBatch(["1"], ["A cat."], ["Un gato."])
+        )[0]
     assert row[-2:].tolist() == [0.0, 0.0]
 
 
@@ -609,7 +611,7 @@ def test_vocabulary_from_a_resource_bundle_member():
 def test_empty_whitespace_and_letterless_sentences(tmp_path):
     words = tmp_path / "words.txt"
     words.write_text("hola\n")
-    family = LinguisticFamily(vocabulary_file=str(words), n_process=1)
+    family = LinguisticFamily(src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=1)
     batch = PairBatch(
         ["empty", "space", "digits", "emoji", "control"],
         ["", "   ", "123 !!! ...", "😀 中文 東京", "a\x00b\tc"],
@@ -631,7 +633,7 @@ def test_empty_whitespace_and_letterless_sentences(tmp_path):
 
 
 def test_non_text_and_oversized_sentences_are_refused():
-    family = LinguisticFamily(n_process=1)
+    family = LinguisticFamily(src_lang="en", tgt_lang="es", n_process=1)
     with pytest.raises(QEInputError, match=r"'7'.*not text"):
         family.extract(PairBatch(["7"], [None], ["hola"]))  # type: ignore[list-item]
     with pytest.raises(QEInputError, match="1,000,000"):
@@ -650,6 +652,10 @@ def test_parallel_workers_give_the_same_values(tmp_path):
     words = tmp_path / "words.txt"
     words.write_text("el\nanciano\n")
     batch = PairBatch([str(i) for i in range(len(src))], src, tgt)
-    one = LinguisticFamily(vocabulary_file=str(words), n_process=1).extract(batch)
-    two = LinguisticFamily(vocabulary_file=str(words), n_process=2, parallel_min_pairs=0).extract(batch)
+    one = LinguisticFamily(src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=1).extract(
+        batch
+    )
+    two = LinguisticFamily(
+        src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=2, parallel_min_pairs=0
+    ).extract(batch)
     np.testing.assert_array_equal(one, two)

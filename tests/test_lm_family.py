@@ -173,10 +173,9 @@ def test_pos_setting_decides_the_columns(tiny: dict) -> None:
     assert len(LMFeatures().bind(tiny["bundle"]).specs()) == n_word
     assert len(LMFeatures().bind(tiny["bundle_pos"]).specs()) == n_word + 2 * (3 + 5 + 1)
     assert len(LMFeatures(pos=False).bind(tiny["bundle_pos"]).specs()) == n_word
-    # pos = true without POS LMs: a clear error at extraction.
-    family = LMFeatures(pos=True).bind(tiny["bundle"])
-    with pytest.raises(QEInputError, match=r"poslm\.src"):
-        family.extract(PairBatch(ids=["1"], src=["the cat"], mt=["the cat"]), tiny["bundle"])
+    # pos = true without POS LMs: one clear error at bind, naming both.
+    with pytest.raises(QEInputError, match=r"pos = true but missing: .*poslm\.src; .*poslm\.tgt"):
+        LMFeatures(pos=True).bind(tiny["bundle"])
     assert "pos=1" in LMFeatures(pos=True).bind(tiny["bundle_pos"]).signature()
 
 

@@ -127,3 +127,41 @@ def test_wmt12_style_matches_official_token_counts(data_dir):
     n_tgt = np.array([len(t) for t in TextProcessor(TextConfig("es")).tokenize_many(tgt)])
     assert (n_src == counts[:, 0]).mean() >= 0.99
     assert (n_tgt == counts[:, 1]).mean() >= 0.99
+
+
+# ---------------------------------------------------------------------- languages without spaces
+
+
+def test_chinese_is_segmented_into_jieba_words():
+    pytest.importorskip("rjieba")
+    # jieba's README gives these precise-mode segmentations (HMM on: "杭研" is a new word it finds).
+    assert tok("我来到北京清华大学", "zh", style="moses") == ["我", "来到", "北京", "清华大学"]
+    assert tok("他来到了网易杭研大厦。", "zh") == ["他", "来到", "了", "网易", "杭研", "大厦", "。"]
+    # Latin words, numbers and punctuation inside Chinese text still go through the Moses rules.
+    assert tok("他是2019年来的，Hello World!", "zh-TW", style="moses") == [
+        "他", "是", "2019", "年", "来", "的", "，", "hello", "world", "!",
+    ]  # fmt: skip
+    assert TextConfig("zh").segmenter == "jieba"
+    assert "seg=jieba@rjieba-" in TextConfig("zh").signature()
+    assert tok("他来到了网易杭研大厦。", "zh", segmenter="none") == ["他来到了网易杭研大厦。"]
+
+
+def test_character_tokens_keep_combining_marks():
+    # Thai: U+0E34 (sara i) is a combining vowel sign and stays with its consonant.
+    assert tok("กิน ok", "th", segmenter="chars", case="keep") == ["กิ", "น", "o", "k"]
+    assert tok("東京タワー", "ja", segmenter="chars") == ["東", "京", "タ", "ワ", "ー"]
+
+
+def test_unspaced_languages_without_a_segmenter_are_refused():
+    for lang, name in (("ja", "Japanese"), ("th", "Thai"), ("km", "Khmer")):
+        with pytest.raises(QEInputError, match=f'{name}.*segmenter = "chars"'):
+            TextConfig(lang)
+    with pytest.raises(QEInputError, match="unknown segmenter"):
+        TextConfig("en", segmenter="mecab")
+
+
+def test_spaced_languages_keep_their_settings_and_signatures():
+    config = TextConfig("de")
+    assert config.segmenter == "none" and "segmenter" not in config.to_dict()
+    assert config.signature() == "tok:v1:lang=de,style=wmt12,case=lower,norm=0"
+    assert TextConfig.from_dict(TextConfig("zh").to_dict()) == TextConfig("zh")

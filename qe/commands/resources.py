@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Build every resource of CONFIG (LMs, n-gram counts, IBM1 tables, ...) into a bundle "
             "directory with a manifest. Corpora sharing sentences with the evaluation files listed "
-            "in the config's [leakage] section are refused unless --allow-overlap is given."
+            "in the config's [leakage] section are refused unless --drop-overlap (leave those lines "
+            "out, listed in the manifest) or --allow-overlap (keep them) is given."
         ),
     )
     build.add_argument(
@@ -29,13 +30,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--output", "-o", metavar="DIR", help=f"bundle directory (default {DEFAULT_BUNDLE_DIR}/<name>)"
     )
     build.add_argument("--data-dir", metavar="DIR", help="where the corpora live (default $QE_DATA_DIR)")
-    build.add_argument(
+    overlap = build.add_mutually_exclusive_group()
+    overlap.add_argument(
         "--allow-overlap", action="store_true", help="build even if corpora share sentences with eval data"
+    )
+    overlap.add_argument(
+        "--drop-overlap",
+        action="store_true",
+        default=None,
+        help="leave out the corpus lines shared with eval data (default: [leakage] drop_overlap)",
     )
     build.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
     build.add_argument("--n-jobs", type=int, default=2, metavar="N", help="parallel jobs (default 2)")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.set_defaults(func=_build)
+
+    check = sub.add_parser(
+        "check",
+        help="list every installed piece a config needs for its language pair and lacks",
+        description=(
+            "For a bundle config: tokenizers (word segmenters), KenLM tools, spaCy pipelines of POS "
+            "LMs, the Apertium pair. For an experiment config: what its feature families need for "
+            "the language pair (spaCy pipelines, Hunspell dictionaries, encoder languages, Apertium, "
+            "kenlm, the bundle and its members). Exit 0 when nothing is missing, else 2."
+        ),
+    )
+    check.add_argument("config", metavar="CONFIG", help="a bundle config or an experiment config")
+    check.set_defaults(func=_check)
 
     info = sub.add_parser("info", help="print a bundle's manifest summary as JSON")
     info.add_argument("bundle", metavar="DIR", help="bundle directory")
@@ -52,19 +73,75 @@ def _build(args: argparse.Namespace) -> int:
         output,
         data_dir=args.data_dir,
         allow_overlap=args.allow_overlap,
+        drop_overlap=args.drop_overlap,
         overwrite=args.overwrite,
         n_jobs=args.n_jobs,
         progress=not args.quiet,
     )
     manifest = bundle.manifest
     overlaps = manifest["leakage"]["overlaps"]
-    if overlaps:
+    dropped = manifest["leakage"].get("dropped") or {}
+    if dropped:
+        counts = ", ".join(f"{entry['lines']} from {name}" for name, entry in dropped.items())
+        print(f"dropped lines shared with the evaluation data: {counts} (listed in the manifest)")
+    elif overlaps:
         shared = sum(o["count"] for o in overlaps)
         print(
             f"warning: built despite {shared} sentence(s) shared with the evaluation data (--allow-overlap)"
         )
+    cross_fit = manifest.get("cross_fit") or {}
+    if cross_fit.get("members"):
+        members = ", ".join(cross_fit["members"])
+        print(f"cross-fitted over {cross_fit['folds']} folds of {cross_fit['corpus']}: {members}")
+    if cross_fit.get("in_sample", {}).get("members"):
+        in_sample = cross_fit["in_sample"]
+        print(
+            f"warning: {', '.join(in_sample['members'])} built from the QE training split "
+            f"{', '.join(in_sample['corpora'])} without cross-fitting: its training pairs get in-sample "
+            "features (cross-validation will look better than new text)"
+        )
     print(f"built {bundle.path} ({', '.join(bundle.names())}) in {manifest['build_seconds']:.1f} s")
     print(f"signature: {bundle.signature()}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import sys
+    import tomllib
+
+    from qe.config import load_config
+    from qe.errors import QEInputError
+    from qe.io import require_file
+    from qe.resources.check import bundle_pieces, experiment_pieces
+
+    path = require_file(args.config, "config file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        raw = {}  # the readers below give the precise error
+    if "features" in raw or "data" in raw:
+        config = load_config(path)
+        from qe.experiment import languages
+        from qe.resources.bundle import open_bundle
+
+        resources = config["features"].get("resources")
+        try:
+            bundle = open_bundle(resources) if resources else None
+            missing = []
+        except QEInputError as exc:
+            bundle, missing = None, [f"resources: {exc}"]
+        missing += experiment_pieces(config, bundle, bind=bundle is not None)
+        pair = "-".join((languages(config, bundle) or {}).values()) or "?"
+    else:
+        config = read_bundle_config(path)
+        missing = bundle_pieces(config)
+        pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
+    for line in missing:
+        print(f"missing: {line}")
+    if missing:
+        print(f"{path}: {len(missing)} missing piece(s) for {pair}", file=sys.stderr)
+        return 2
+    print(f"{path}: nothing missing for {pair}")
     return 0
 
 
@@ -81,10 +158,14 @@ def _info(args: argparse.Namespace) -> int:
             name: {side: v["lines"] for side, v in sides.items()} for name, sides in m["corpora"].items()
         },
         "members": {
-            name: {k: v for k, v in entry.items() if k in ("kind", "file", "bytes", "build_seconds", "side")}
+            name: {
+                **{k: v for k, v in entry.items() if k in ("kind", "file", "bytes", "build_seconds", "side")},
+                **({"folds": len(entry["folds"])} if entry.get("folds") else {}),
+            }
             for name, entry in m["members"].items()
         },
         "leakage": m.get("leakage"),
+        "cross_fit": m.get("cross_fit"),
     }
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0

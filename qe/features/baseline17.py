@@ -109,6 +109,7 @@ SETTINGS = {
     "tgt_text": toml_table(None, "the same for the target side"),
 }
 TRUECASE_MIN_COUNT = 2
+_CACHED_BUNDLES = 12  # a bundle, its fold views (5 by default) and a few more
 
 
 def quest_punctuation_count(sentence: str) -> int:
@@ -146,7 +147,7 @@ class Baseline17(FeatureFamily):
 
     def fresh_state(self) -> dict[str, Any]:
         """Lookups prepared for one bundle (rebuilt in each worker)."""
-        return {"_cache": {}, "_cache_owner": None}
+        return {"_cache": {}, "_cache_owners": []}
 
     def required_members(self) -> list[str]:
         """LMs, n-gram counts, the IBM1 table of the chosen lexicon, and truecase unigrams if forced."""
@@ -164,11 +165,14 @@ class Baseline17(FeatureFamily):
     # ------------------------------------------------------------------ resources
 
     def _bundle_key(self, resources: Any) -> int:
-        # Prepared lookups belong to one bundle: a different bundle object starts a fresh cache
-        # (holding a reference also keeps id() from being reused while the cache lives).
-        if self._cache_owner is not resources:
-            self._cache = {}
-            self._cache_owner = resources
+        # Prepared lookups belong to a few bundle objects (a bundle and its cross-fitting fold views);
+        # a bundle beyond those starts a fresh cache (holding references also keeps id() from being
+        # reused while the cache lives).
+        if not any(owner is resources for owner in self._cache_owners):
+            if len(self._cache_owners) >= _CACHED_BUNDLES:
+                self._cache = {}
+                self._cache_owners = []
+            self._cache_owners.append(resources)
         return id(resources)
 
     def _processor(self, resources: Any, side: str) -> TextProcessor:

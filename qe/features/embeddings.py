@@ -70,6 +70,7 @@ class EmbeddingFamily(FeatureFamily):
         from qe.embeddings.encoder import check_language
 
         self._languages = {}
+        missing = []
         for side in SIDES:
             lang = self.settings[f"{side}_lang"]
             if lang is None and resources is not None:
@@ -79,7 +80,12 @@ class EmbeddingFamily(FeatureFamily):
                     f"embeddings: no {'source' if side == 'src' else 'MT'} language: set "
                     f"features.settings.embeddings.{side}_lang or use a resource bundle with [languages]"
                 )
-            self._languages[side] = check_language(str(lang))
+            try:
+                self._languages[side] = check_language(str(lang))
+            except QEInputError as exc:
+                missing.append(exc.message)
+        if missing:  # both sides named at once
+            raise QEInputError("embeddings: " + "; ".join(dict.fromkeys(missing)))
         return self
 
     def signature_details(self) -> list[str]:

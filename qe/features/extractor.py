@@ -11,11 +11,13 @@ from tqdm import tqdm
 
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch
+from qe.resources.crossfit import extract_by_fold
 from qe.workers import exit_with_parent_everywhere
 
 
 def _extract_batch(families: list[FeatureFamily], batch: PairBatch, resources: Any) -> np.ndarray:
-    return np.hstack([family.extract(batch, resources) for family in families])
+    # Training pairs of a cross-fitted bundle are scored with their fold's tables (qe.resources.crossfit).
+    return np.hstack([extract_by_fold(family, batch, resources, family.extract) for family in families])
 
 
 def extract_features(

@@ -25,9 +25,10 @@ H MT tokens:
   ``o2o_pos_agree_count``, ``..._per_o2o``, ``..._per_src_word``, ``..._per_mt_word``.
 
 Setting ``pos``: ``False`` drops the POS-agreement features; ``True`` requires spaCy pipelines for
-both languages (clear error otherwise); ``"auto"`` (default) is decided by ``bind(bundle)``: True
-iff pipelines for both bundle languages are installed (checked without loading them). A family
-never bound has no POS features.
+both languages (``bind`` names each missing one); ``"auto"`` (default) is decided by
+``bind(bundle)``: True iff pipelines for both bundle languages are installed (checked without
+loading them), else skipped with one warning line naming the missing pipeline. A family never
+bound has no POS features.
 """
 
 from __future__ import annotations
@@ -159,12 +160,9 @@ class IBM1Features(FeatureFamily):
         return cls(pos=True).specs()
 
     def bind(self, resources: Any) -> IBM1Features:
-        """Resolve ``pos="auto"`` against a bundle's languages (see the module docstring); returns self."""
+        """Resolve ``pos`` against a bundle's languages (see the module docstring); returns self."""
         super().bind(resources)
-        if self.settings["pos"] == "auto":
-            self._pos_resolved = resources is not None and all(
-                pos_resources.bundle_has_tagger(resources, side) for side in ("src", "tgt")
-            )
+        self._pos_resolved = pos_resources.pos_switch("ibm1", self.settings["pos"], resources)
         self._taggers = {}
         if self._pos_resolved and resources is not None:
             self._taggers = {

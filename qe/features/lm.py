@@ -19,12 +19,13 @@ vocabulary) score the spaCy UPOS sequence of each side with the bundle's POS LMs
 ``poslm.tgt`` (built by ``qe.resources.pos.build_pos_lm``). Setting ``pos``:
 
 - ``False``: no POS features;
-- ``True``: POS features; extraction fails with a clear error if the bundle lacks the POS LMs
-  or spaCy / the pipelines are not installed;
+- ``True``: POS features; ``bind`` refuses with one error naming every missing piece (the POS
+  LMs, spaCy, the pipeline of each language: ``qe.nlp.PIPELINES``, never another language's);
 - ``"auto"`` (default): decided by ``bind(bundle)``: True iff the bundle has both POS LMs and
-  spaCy pipelines for both of its languages are installed (checked without loading them). A
-  family never bound has no POS features. ``specs()`` therefore depends only on the settings and
-  the bound bundle (and the installed pipelines), never on the sentences.
+  spaCy pipelines for both of its languages are installed (checked without loading them); a
+  bundle with POS LMs but a language without a pipeline skips them with one warning line naming
+  what is missing. A family never bound has no POS features. ``specs()`` therefore depends only
+  on the settings and the bound bundle (and the installed pipelines), never on the sentences.
 """
 
 from __future__ import annotations
@@ -124,10 +125,11 @@ class LMFeatures(FeatureFamily):
         return cls(pos=True).specs()
 
     def bind(self, resources: Any) -> LMFeatures:
-        """Resolve ``pos="auto"`` against a bundle (see the module docstring); returns self."""
+        """Resolve ``pos`` against a bundle (see the module docstring): ``True`` with a missing tagger
+        or POS LM is one error naming each; ``"auto"`` skips with one warning line. Returns self."""
         super().bind(resources)
-        if self.settings["pos"] == "auto":
-            self._pos_resolved = _bundle_supports_pos(resources, self.settings)
+        poslms = [self.settings[f"{side}_poslm"] for _, side in SIDES]
+        self._pos_resolved = pos_resources.pos_switch("lm", self.settings["pos"], resources, poslms)
         self._taggers = {}
         if self._pos_resolved and resources is not None:
             self._taggers = {
@@ -197,15 +199,3 @@ class LMFeatures(FeatureFamily):
                 "(build it with qe.resources.pos.build_pos_lm, or set pos = false)"
             )
         return resources.get(name)
-
-
-def _bundle_supports_pos(resources: Any, settings: dict[str, Any]) -> bool:
-    """Both POS LMs in the bundle and a tagger for both of its languages."""
-    if resources is None:
-        return False
-    for _, side in SIDES:
-        if settings[f"{side}_poslm"] not in resources:
-            return False
-        if not pos_resources.bundle_has_tagger(resources, side):
-            return False
-    return True

@@ -64,6 +64,24 @@ def make_families(
     return [family_class(name)(**settings.get(name, {})) for name in names]
 
 
+def with_languages(
+    names: Iterable[str], settings: dict[str, dict[str, Any]], languages: dict[str, str] | None
+) -> dict[str, dict[str, Any]]:
+    """``settings`` with the language pair filled in as ``src_lang`` / ``tgt_lang`` of the families
+    that have such settings and leave them unset (for runs without a resource bundle, whose families
+    would otherwise not know the languages)."""
+    if not languages:
+        return settings
+    out = {family: dict(values) for family, values in settings.items()}
+    for name in names:
+        specs = family_class(name).setting_specs
+        for side in ("src", "tgt"):
+            key = f"{side}_lang"
+            if key in specs and out.get(name, {}).get(key) is None and languages.get(side):
+                out.setdefault(name, {})[key] = languages[side]
+    return out
+
+
 def declared_inputs(families: Iterable[type[FeatureFamily] | FeatureFamily] | None = None) -> list[PairInput]:
     """The per-pair inputs of the given families (default: all registered), one per name."""
     classes = registered_families().values() if families is None else families

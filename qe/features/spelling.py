@@ -65,8 +65,14 @@ class SpellingFamily(FeatureFamily):
         self._languages = {side: self._language(side, resources) for side in SIDES}
         from qe.resources.spelling import find_dictionary
 
-        for lang in self._languages.values():
-            find_dictionary(lang)  # one line naming the Debian package when it is missing
+        missing = []
+        for lang in dict.fromkeys(self._languages.values()):
+            try:
+                find_dictionary(lang)
+            except QEInputError as exc:
+                missing.append(exc.message)
+        if missing:  # one line naming every missing dictionary and its Debian package
+            raise QEInputError("spelling: " + "; ".join(missing))
         self._tools = None
         return self
 

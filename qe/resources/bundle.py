@@ -12,7 +12,17 @@ kind            member names (config section)            loaded as
 ``ibm1``        ``ibm1.s2t`` / ``ibm1.t2s`` (``[ibm1]``)  ``qe.resources.ibm1.IBM1Table``
 ``edits``       ``edits`` (``[edits]``)                  ``qe.resources.edits.EditModel``
 ``mt2``         ``mt2`` (``[mt2]``)                      ``qe.resources.mt2.SecondMT`` (Apertium)
+``folds``       ``cross_fit`` (a QE corpus, below)       ``qe.resources.crossfit.FoldMap``
 ==============  =======================================  ==========================================
+
+A corpus may be the QE training split itself (``[corpora.NAME] dataset = "mlqe-pe/en-de"``, or the
+files ``src``, ``mt`` and optionally ``post_edits``; its target side is the post-edits, or the MT
+with ``target = "mt"``). Members built from it (``lm``, ``poslm``, ``ngrams``, ``ibm1``) are
+cross-fitted (``cross_fit = 5`` folds by default, see ``qe.resources.crossfit``): the manifest entry
+of such a member lists one extra file per fold under ``folds``, and ``bundle.fold_view(k)`` is the
+bundle seen by a training pair of fold k. ``cross_fit = true`` on a plain corpus masks its lines
+that repeat a training sentence in the same way; ``cross_fit = false`` on a QE corpus builds
+in-sample tables (recorded in the manifest as ``in_sample``, and warned about).
 
 The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
 member's settings, file size, build time and summary, and the result of the leakage check.
@@ -34,6 +44,7 @@ Config layout (paths relative to the data directory)::
     [unigrams.src]  side = "src"  truecase_model = "..."
     [ibm1]       iterations = 5  directions = ["s2t", "t2s"]  min_prob = 0.001
     [edits]      dataset = "wmt12-en-es"  split = "train"  folds = 5  seed = 0
+    [corpora.qe] dataset = "mlqe-pe/en-de"  cross_fit = 5  seed = 0   # the QE training split
     [mt2]        engine = "apertium"  pair = "eng-spa"    # a second MT system (pseudo-references)
     [edits]      src = "..."  mt = "..."  post_edits = "..."  labels = "..."   # or the user's files
 
@@ -48,13 +59,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from qe import __version__
@@ -73,6 +86,8 @@ DEFAULT_BUNDLE_DIR = Path("models/resources")
 SIDES = ("src", "tgt")
 
 _IBM1_DIRECTIONS = ("s2t", "t2s")
+DEFAULT_CROSS_FIT = 5
+"""Folds of a QE training corpus unless its ``cross_fit`` says otherwise."""
 _EDITS_FILES = ("src", "mt", "post_edits", "labels")
 
 
@@ -117,6 +132,8 @@ class ResourceBundle:
         self._objects: dict[tuple, Any] = {}
         self._injected: dict[str, Any] = {}
         self._processors: dict[str, TextProcessor] = {}
+        self._fold: int | None = None  # a fold view: cross-fitted members resolve to this fold's files
+        self._views: dict[int, ResourceBundle] = {}
 
     @classmethod
     def in_memory(
@@ -134,6 +151,8 @@ class ResourceBundle:
         bundle._objects = {}
         bundle._injected = dict(members)
         bundle._processors = {}
+        bundle._fold = None
+        bundle._views = {}
         return bundle
 
     def attach(self, name: str, member: Any, info: dict[str, Any]) -> ResourceBundle:
@@ -150,10 +169,27 @@ class ResourceBundle:
         state = dict(self.__dict__)
         state["_objects"] = {}
         state["_processors"] = {}
+        state["_views"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("_fold", None)
+        state.setdefault("_views", {})
         self.__dict__.update(state)
+
+    def fold_view(self, fold: int) -> ResourceBundle:
+        """The bundle as a training pair of ``fold`` sees it: cross-fitted members load the tables built
+        without that fold; everything else (and every loaded object and tokenizer) is shared."""
+        if fold not in self._views:  # views share this dict, the loaded members and the tokenizers
+            view = ResourceBundle.__new__(ResourceBundle)
+            view.__dict__.update(self.__dict__)
+            view._fold = int(fold)
+            self._views[fold] = view
+        return self._views[fold]
+
+    def cross_fitted(self, name: str) -> bool:
+        """Whether member ``name`` has one version per cross-fitting fold."""
+        return bool(self.manifest.get("members", {}).get(name, {}).get("folds"))
 
     # ------------------------------------------------------------------ introspection
 
@@ -208,17 +244,18 @@ class ResourceBundle:
         """Load (once) and return a member; ``options`` go to its loader (e.g. ``min_count=3``)."""
         if name in self._injected:
             return self._injected[name]
-        key = (name, tuple(sorted(options.items())))
+        fold = self._fold if self._fold is not None and self.cross_fitted(name) else None
+        key = (name, fold, tuple(sorted(options.items())))
         if key not in self._objects:
-            self._objects[key] = self._load_shared(name, options, key)
+            self._objects[key] = self._load_shared(name, options, key, fold)
         return self._objects[key]
 
-    def _load_shared(self, name: str, options: dict[str, Any], key: tuple) -> Any:
+    def _load_shared(self, name: str, options: dict[str, Any], key: tuple, fold: int | None = None) -> Any:
         """Load through a per-process cache, so joblib workers (which receive the bundle without its
         loaded members) load each member file once, not once per batch."""
-        path = self.member_path(name)
+        path = self.member_path(name, fold)
         stat = path.stat()
-        self._verify(name, path, stat)
+        self._verify(name, path, stat, fold)
         shared_key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, key)
         if shared_key not in _PROCESS_CACHE:
             if len(_PROCESS_CACHE) >= _PROCESS_CACHE_SIZE:
@@ -231,11 +268,24 @@ class ResourceBundle:
             known = ", ".join(self.names()) or "none"
             raise QEInputError(f"bundle has no resource {name!r} (has: {known})", self.path)
 
-    def member_path(self, name: str) -> Path:
-        """The file of a member: a plain file name inside the bundle (no directory part, no ``..``, no
-        link leading out of the bundle), else ``QEInputError`` naming the member; it must exist."""
+    def _entry(self, name: str, fold: int | None) -> dict[str, Any]:
+        """The manifest entry of a member, or of its version for one cross-fitting fold."""
+        entry = self.manifest["members"][name]
+        if fold is None:
+            return entry
+        folds = entry.get("folds")
+        if not isinstance(folds, list) or not 0 <= fold < len(folds) or not isinstance(folds[fold], dict):
+            raise QEInputError(
+                f"bundle member {name!r} has no fold {fold} in the manifest", self.path / MANIFEST
+            )
+        return folds[fold]
+
+    def member_path(self, name: str, fold: int | None = None) -> Path:
+        """The file of a member (of its version for cross-fitting ``fold``): a plain file name inside
+        the bundle (no directory part, no ``..``, no link leading out of the bundle), else
+        ``QEInputError`` naming the member; it must exist."""
         self._require(name)
-        file = self.manifest["members"][name].get("file")
+        file = self._entry(name, fold).get("file")
         if not isinstance(file, str) or file in ("", ".", "..") or any(c in file for c in "/\\\0"):
             raise QEInputError(
                 f"bundle member {name!r} must name a plain file inside the bundle", self.path / MANIFEST
@@ -247,10 +297,10 @@ class ResourceBundle:
             raise QEInputError(f"bundle member {name!r} is a link to a file not inside the bundle", path)
         return path
 
-    def _verify(self, name: str, path: Path, stat: os.stat_result) -> None:
+    def _verify(self, name: str, path: Path, stat: os.stat_result, fold: int | None = None) -> None:
         """Check a member file against the size and sha256 in the manifest; the digest of each file
         version (path, size, mtime) is computed once per process."""
-        entry = self.manifest["members"][name]
+        entry = self._entry(name, fold)
         expected = entry.get("sha256")
         if not isinstance(expected, str):
             raise QEInputError(f"bundle member {name!r} has no sha256 in the manifest", self.path / MANIFEST)
@@ -288,6 +338,10 @@ class ResourceBundle:
                 from qe.resources.mt2 import SecondMT
 
                 return SecondMT.load(path)
+            if kind == "folds":
+                from qe.resources.crossfit import FoldMap
+
+                return FoldMap.load(path)
         except QEInputError:
             raise
         except (OSError, RuntimeError, ValueError) as exc:
@@ -317,6 +371,9 @@ class _Corpus:
     name: str
     files: dict[str, Path]  # side -> path
     lines: dict[str, list[str]]
+    tokens: dict[str, list[list[str]]] = field(default_factory=dict)  # side -> tokenized lines
+    qe: Any = None  # a QE training split (qe.data.QEDataset) when the corpus is one
+    masks: np.ndarray | None = None  # cross-fitting: bit k set = the line repeats a fold-k sentence
 
 
 def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
@@ -338,8 +395,21 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         needed = f" ([{readers[0]}] is built from corpora)" if readers else ""
         raise QEInputError(f"[corpora] lists no corpus{needed}", config_path)
     for name, table in corpora.items():
-        if not table:
-            raise QEInputError(f"[corpora.{name}] needs src and/or tgt", config_path)
+        _check_corpus(name, table, config_path)
+    fitted = [n for n, t in corpora.items() if is_qe_corpus(t) and t["cross_fit"]]
+    if len(fitted) > 1:
+        raise QEInputError(
+            f"[corpora.{fitted[1]}]: only one QE training corpus can define the cross-fitting folds "
+            f"([corpora.{fitted[0]}] does already)",
+            config_path,
+        )
+    asked = [n for n, t in corpora.items() if not is_qe_corpus(t) and t.get("cross_fit")]
+    if asked and not fitted:
+        raise QEInputError(
+            f"[corpora.{asked[0]}] cross_fit = true needs a QE training corpus to take the folds from "
+            '(a [corpora.NAME] with dataset = "..." or src / mt files, and cross_fit)',
+            config_path,
+        )
     for section in ("lm", "poslm", "ngrams", "unigrams"):
         for key, table in config.get(section, {}).items():
             side = table.get("side", key if key in SIDES else None)
@@ -355,6 +425,60 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         _check_edits(config["edits"], config_path)
     config.setdefault("name", config_path.stem.removeprefix("resources-"))
     return config
+
+
+def is_qe_corpus(table: dict[str, Any]) -> bool:
+    """Whether a ``[corpora.NAME]`` table is a QE training split (a dataset, or src / mt files)."""
+    return "dataset" in table or "mt" in table
+
+
+_PLAIN_CORPUS_KEYS = (*SIDES, "cross_fit")
+
+
+def _check_corpus(name: str, table: dict[str, Any], config_path: Path) -> None:
+    """A plain corpus (src and/or tgt) or a QE training split; defaults filled, mixtures refused."""
+    where = f"[corpora.{name}]"
+    if not is_qe_corpus(table):
+        if not any(side in table for side in SIDES):
+            raise QEInputError(
+                f"{where} needs src and/or tgt (or dataset / mt for a QE training split)", config_path
+            )
+        extra = sorted(set(table) - set(_PLAIN_CORPUS_KEYS))
+        if extra:
+            raise QEInputError(
+                f"{where}: {', '.join(extra)} belong to a QE training split (dataset or mt)", config_path
+            )
+        if not isinstance(table.get("cross_fit", False), bool):
+            raise QEInputError(
+                f"{where}: cross_fit = {table['cross_fit']!r} on a plain corpus must be true or false "
+                "(the folds come from the QE training corpus)",
+                config_path,
+            )
+        return
+    if "tgt" in table:
+        raise QEInputError(
+            f'{where}: a QE training split has no tgt: its target side is target = "post_edits" or "mt"',
+            config_path,
+        )
+    if "dataset" in table:
+        if any(k in table for k in ("src", "mt", "post_edits")):
+            raise QEInputError(f"{where}: give dataset or files (src, mt, post_edits), not both", config_path)
+        from qe.data import DATASETS
+
+        registered = DATASETS[table["dataset"]]
+        table.setdefault("split", "train")
+        if registered.split_name(table["split"]) == registered.test_split:
+            raise QEInputError(
+                f"{where}: resources must not be built from the test split (its sentences would leak)",
+                config_path,
+            )
+    elif "src" not in table:
+        raise QEInputError(f"{where}: a QE training split from files needs src and mt", config_path)
+    elif "split" in table:
+        raise QEInputError(f"{where}: split goes with dataset", config_path)
+    fit = table.get("cross_fit", True)
+    table["cross_fit"] = DEFAULT_CROSS_FIT if fit is True else int(fit)
+    table.setdefault("seed", 0)
 
 
 def _check_edits(edits: dict[str, Any], config_path: Path) -> dict[str, Any]:
@@ -406,6 +530,7 @@ def build_bundle(
     *,
     data_dir: str | Path | None = None,
     allow_overlap: bool = False,
+    drop_overlap: bool | None = None,
     overwrite: bool = False,
     n_jobs: int = 2,
     progress: bool = True,
@@ -416,8 +541,11 @@ def build_bundle(
     Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
     sides of a parallel corpus have the same number of lines, and no corpus line copies or nearly
     copies a line of the ``[leakage] eval_files`` (unless ``allow_overlap``; see
-    ``qe.resources.leakage``). The bundle is built in a temporary
-    directory beside ``output`` and moved into place at the end.
+    ``qe.resources.leakage``). With ``drop_overlap`` (default: ``[leakage] drop_overlap``) such
+    lines (both sides of a parallel line) are left out instead, and listed in the manifest's
+    ``leakage.dropped``. Members built from a QE training split are cross-fitted (see the module
+    docstring). The bundle is built in a temporary directory beside ``output`` and moved into place
+    at the end.
     """
     from qe.data import resolve_data_dir
 
@@ -428,11 +556,18 @@ def build_bundle(
     output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config["name"]
     inputs = [config_path, *_input_files(config, root), root]
     check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
+    from qe.resources.check import bundle_pieces, require
+
+    pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
+    require(bundle_pieces(config), f"cannot build the {pair} bundle", config_path)
     text = _text_configs(config, config_path)
 
     # ---- read and check the corpora
     corpora: dict[str, _Corpus] = {}
     for name, table in config["corpora"].items():
+        if is_qe_corpus(table):
+            corpora[name] = _qe_corpus(name, table, root)
+            continue
         files = {side: _resolve(root, table[side]) for side in SIDES if side in table}
         lines = {side: read_text_lines(path) for side, path in files.items()}
         if len(lines) == 2 and len(lines["src"]) != len(lines["tgt"]):
@@ -452,15 +587,36 @@ def build_bundle(
         eval_files,
         near_chrf,
     )
-    if overlaps and not allow_overlap:
+    if drop_overlap is None:
+        drop_overlap = bool(leakage.get("drop_overlap", False))
+    dropped = _drop_overlapping_lines(corpora, overlaps, root) if drop_overlap else {}
+    if overlaps and not allow_overlap and not drop_overlap:
         first = overlaps[0]
         more = f" ({len(overlaps) - 1} more corpus file(s) overlap too)" if len(overlaps) > 1 else ""
-        raise QEInputError(first.reason() + more, first.corpus, first.lines[0])
+        raise QEInputError(
+            first.reason().replace("pass --allow-overlap", "pass --drop-overlap or --allow-overlap") + more,
+            first.corpus,
+            first.lines[0],
+        )
+    fold_map = _plan_cross_fitting(config, corpora)
 
     exit_with_parent_everywhere()
     with staged_dir(output, "bundle", overwrite=overwrite, inputs=inputs) as work:
         members = _build_members(
             config, config_path, root, corpora, text, work, n_jobs, progress, token_cache_dir
+        )
+        cross_fit = _cross_fit_members(
+            config,
+            config_path,
+            root,
+            corpora,
+            text,
+            work,
+            n_jobs,
+            progress,
+            token_cache_dir,
+            members,
+            fold_map,
         )
         manifest = {
             "format": FORMAT,
@@ -476,7 +632,9 @@ def build_bundle(
             "corpora": {
                 name: {
                     side: {
-                        "path": config["corpora"][name][side],
+                        "path": _shown_path(root, path)
+                        if corpus.qe is not None
+                        else config["corpora"][name][side],
                         "sha256": sha256_file(path),
                         "bytes": path.stat().st_size,
                         "lines": len(corpus.lines[side]),
@@ -490,8 +648,10 @@ def build_bundle(
                 "eval_sentences": len(eval_sentences),
                 "near_duplicate_chrf": near_chrf,
                 "overlaps": [o.manifest_entry() for o in overlaps],
-                "allowed": bool(overlaps) and allow_overlap,
+                "allowed": bool(overlaps) and allow_overlap and not drop_overlap,
+                "dropped": dropped,
             },
+            "cross_fit": cross_fit,
             "members": members,
             "build_seconds": round(time.perf_counter() - start, 3),
         }
@@ -502,10 +662,189 @@ def build_bundle(
     return ResourceBundle(output)
 
 
+def _shown_path(root: Path, path: Path) -> str:
+    """A corpus path as the manifest shows it: relative to the data directory when inside it."""
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _qe_corpus(name: str, table: dict[str, Any], root: Path) -> _Corpus:
+    """A QE training split as a parallel corpus: its sources and its post-edits (or MT)."""
+    from qe.data import load_parallel, load_registered
+
+    if "dataset" in table:
+        dataset = load_registered(table["dataset"], table["split"], root)
+    else:
+        post_edits = _resolve(root, table["post_edits"]) if "post_edits" in table else None
+        dataset = load_parallel(
+            _resolve(root, table["src"]), _resolve(root, table["mt"]), post_edits=post_edits, name=name
+        )
+    target = table.get("target") or ("post_edits" if dataset.post_edits is not None else "mt")
+    if target == "post_edits" and dataset.post_edits is None:
+        raise QEInputError(f'[corpora.{name}]: {dataset.name} has no post-edits (set target = "mt")')
+    table["target"] = target  # resolved: the manifest's config says which text was used
+    first = next(iter(dataset.files.values()))
+    files = {"src": Path(dataset.files.get("src", first)), "tgt": Path(dataset.files.get(target, first))}
+    tgt = dataset.post_edits if target == "post_edits" else dataset.mt
+    return _Corpus(name, files, {"src": list(dataset.src), "tgt": list(tgt)}, qe=dataset)
+
+
+def _drop_overlapping_lines(
+    corpora: dict[str, _Corpus], overlaps: list[Any], root: Path
+) -> dict[str, dict[str, Any]]:
+    """Remove the lines that copy or nearly copy evaluation sentences (both sides of a parallel line);
+    what the manifest records under ``leakage.dropped``, per corpus."""
+    files = [(name, side, str(path)) for name, c in corpora.items() for side, path in c.files.items()]
+    rows: dict[str, set[int]] = {}
+    entries: dict[str, list[dict[str, Any]]] = {}
+    for overlap in overlaps:  # in the order of ``files`` (check_leakage keeps it)
+        while files[0][2] != overlap.corpus:
+            files.pop(0)
+        name, side, path = files.pop(0)
+        rows.setdefault(name, set()).update(line - 1 for line in overlap.lines)
+        entry = overlap.manifest_entry()
+        entry.update(side=side, corpus=_shown_path(root, Path(path)))
+        entries.setdefault(name, []).append(entry)
+    dropped = {}
+    for name, gone in rows.items():
+        corpus = corpora[name]
+        keep = [i for i in range(len(next(iter(corpus.lines.values())))) if i not in gone]
+        corpus.lines = {side: [lines[i] for i in keep] for side, lines in corpus.lines.items()}
+        dropped[name] = {"lines": len(gone), "kept": len(keep), "files": entries[name]}
+    return dropped
+
+
+def _plan_cross_fitting(config: dict[str, Any], corpora: dict[str, _Corpus]) -> Any:
+    """The fold map of the cross-fitted QE corpus (None without one); masks the lines of it and of the
+    plain corpora with ``cross_fit = true`` that repeat a training sentence."""
+    from qe.resources.crossfit import FoldMap, SentenceFolds, assign_folds
+    from qe.resources.edits import pair_key
+
+    tables = config["corpora"]
+    fitted = [n for n, c in corpora.items() if c.qe is not None and tables[n]["cross_fit"]]
+    if not fitted:
+        return None
+    name = fitted[0]
+    qe = corpora[name].qe
+    folds, seed = int(tables[name]["cross_fit"]), int(tables[name]["seed"])
+    keys = [pair_key(s, m) for s, m in zip(qe.src, qe.mt, strict=True)]
+    if len(set(keys)) < 2 * folds:
+        raise QEInputError(
+            f"[corpora.{name}]: {len(set(keys))} distinct training pairs are too few for cross_fit = {folds}"
+        )
+    fold_of = assign_folds(keys, folds, seed)
+    targets = [qe.mt] + ([qe.post_edits] if qe.post_edits is not None else [])
+    sentences = SentenceFolds(fold_of, keys, qe.src, targets)
+    for other, table in tables.items():
+        if other == name or (not is_qe_corpus(table) and table.get("cross_fit")):
+            corpora[other].masks = sentences.masks(corpora[other].lines)
+    per_fold = np.bincount(list(fold_of.values()), minlength=folds).tolist()
+    return FoldMap(fold_of, folds, {"corpus": name, "seed": seed, "pairs": len(keys), "per_fold": per_fold})
+
+
+def _fold_file(member: str, file: str, fold: int) -> str:
+    """``lm.src.bin`` -> ``lm.src.fold2.bin``: the file of one fold's version of a member."""
+    rest = file[len(member) :] if file.startswith(member) else "." + file
+    return f"{member}.fold{fold}{rest}"
+
+
+def _without_fold(corpus: _Corpus, fold: int) -> _Corpus:
+    """The corpus without its lines masked for ``fold`` (tokens already computed are kept)."""
+    keep = np.flatnonzero(((corpus.masks >> fold) & 1) == 0)
+    return _Corpus(
+        corpus.name,
+        corpus.files,
+        {side: [lines[i] for i in keep] for side, lines in corpus.lines.items()},
+        {side: [tokens[i] for i in keep] for side, tokens in corpus.tokens.items()},
+    )
+
+
+def _cross_fit_members(
+    config: dict[str, Any],
+    config_path: Path,
+    root: Path,
+    corpora: dict[str, _Corpus],
+    text: dict[str, TextConfig],
+    work: Path,
+    n_jobs: int,
+    progress: bool,
+    token_cache_dir: str | Path | None,
+    members: dict[str, dict[str, Any]],
+    fold_map: Any,
+) -> dict[str, Any]:
+    """Build each member that read a masked corpus once more per fold (its ``folds`` entries) and the
+    ``cross_fit`` member; returns the manifest's ``cross_fit`` section (also naming in-sample members)."""
+    section: dict[str, Any] = {}
+    tables = config["corpora"]
+    in_sample = sorted(n for n, c in corpora.items() if c.qe is not None and not tables[n]["cross_fit"])
+    if in_sample:
+        section["in_sample"] = {
+            "corpora": in_sample,
+            "members": sorted(m for m, e in members.items() if set(e.get("corpora", [])) & set(in_sample)),
+        }
+    if fold_map is None:
+        return section
+    t0 = time.perf_counter()
+    masked = sorted(n for n, c in corpora.items() if c.masks is not None and c.masks.any())
+    fitted = sorted(m for m, e in members.items() if set(e.get("corpora", [])) & set(masked))
+    fold_map.save(work / "cross_fit.json.gz")
+    entry = _file_entry(
+        "folds",
+        work / "cross_fit.json.gz",
+        work,
+        None,
+        [fold_map.info["corpus"]],
+        {"folds": fold_map.folds},
+        t0,
+    )
+    members["cross_fit"] = {**entry, "summary": fold_map.info}
+    sub = {
+        kind: {key: table for key, table in config.get(kind, {}).items() if f"{kind}.{key}" in fitted}
+        for kind in ("lm", "poslm", "ngrams")
+    }
+    if any(m.startswith("ibm1.") for m in fitted):
+        sub["ibm1"] = config["ibm1"]
+    bar = tqdm(range(fold_map.folds), desc="cross-fitting", unit="fold", disable=not progress)
+    for fold in bar:
+        fold_corpora = {n: _without_fold(c, fold) if n in masked else c for n, c in corpora.items()}
+        fold_dir = work / f".fold{fold}"
+        fold_dir.mkdir()
+        built = _build_members(
+            sub, config_path, root, fold_corpora, text, fold_dir, n_jobs, False, token_cache_dir
+        )
+        for member, fold_entry in built.items():
+            file = _fold_file(member, fold_entry["file"], fold)
+            os.replace(fold_dir / fold_entry["file"], work / file)
+            excluded = {
+                n: int(((corpora[n].masks >> fold) & 1).sum()) for n in masked if n in fold_entry["corpora"]
+            }
+            kept = {k: v for k, v in fold_entry.items() if k not in _FOLD_ENTRY_DROPPED}
+            members[member].setdefault("folds", []).append({**kept, "file": file, "excluded_lines": excluded})
+        shutil.rmtree(fold_dir)
+    section.update(
+        corpus=fold_map.info["corpus"],
+        folds=fold_map.folds,
+        seed=fold_map.info["seed"],
+        masked_corpora=masked,
+        members=fitted,
+    )
+    return section
+
+
+_FOLD_ENTRY_DROPPED = ("kind", "corpora", "settings", "side", "key_side", "build_seconds")
+
+
 def _input_files(config: dict[str, Any], root: Path) -> list[Path]:
     """The files a bundle config reads (corpora, evaluation files, truecase models): the bundle
     directory must never hold one."""
-    files = [_resolve(root, path) for table in config["corpora"].values() for path in table.values()]
+    files = [
+        _resolve(root, table[key])
+        for table in config["corpora"].values()
+        for key in (*SIDES, "mt", "post_edits")
+        if key in table
+    ]
     files += [_resolve(root, path) for path in config.get("leakage", {}).get("eval_files", [])]
     tables = [config.get("text", {}), *config.get("text", {}).values(), *config.get("unigrams", {}).values()]
     files += [
@@ -563,11 +902,10 @@ def _build_members(
 ) -> dict[str, dict[str, Any]]:
     """Tokenize the corpora once per side and build each member; returns the manifest entries."""
     processors = {side: TextProcessor(text[side]) for side in SIDES}
-    token_cache: dict[tuple[str, str], list[list[str]]] = {}
 
     def tokens(name: str, side: str) -> list[list[str]]:
-        if (name, side) not in token_cache:
-            token_cache[(name, side)] = tokenize_corpus(
+        if side not in corpora[name].tokens:
+            corpora[name].tokens[side] = tokenize_corpus(
                 corpora[name].lines[side],
                 text[side],
                 cache_dir=token_cache_dir,
@@ -575,7 +913,7 @@ def _build_members(
                 progress=progress,
                 processor=processors[side],
             )
-        return token_cache[(name, side)]
+        return corpora[name].tokens[side]
 
     steps: list[tuple[str, Any]] = []
     for key, table in config.get("lm", {}).items():

@@ -174,9 +174,9 @@ class EditModel:
         if not np.all(np.isfinite(labels)):
             raise QEInputError("edit model: the training labels hold a missing or non-finite value")
         edited = [edited_mask(m, p) for m, p in zip(mt, post_edits, strict=True)]
-        unique = sorted(set(keys))
-        order = np.random.default_rng(seed).permutation(len(unique))
-        fold_of = {unique[i]: int(rank % folds) for rank, i in enumerate(order)}
+        from qe.resources.crossfit import assign_folds
+
+        fold_of = assign_folds(keys, folds, seed)
         row_fold = np.array([fold_of[k] for k in keys])
 
         def stats(rows: np.ndarray) -> EditStats:

@@ -266,6 +266,7 @@ class Overlap:
             "near_duplicates": len(self.near),
             "first_line": self.lines[0],
             "first_lines": self.lines[:10],
+            "eval_files": sorted({m.eval_file for m in self.matches}),
             "examples": [
                 {"line": m.line, "eval": f"{m.eval_file}:{m.eval_line}", "chrf": round(m.chrf, 4)}
                 for m in self.matches[:SHOWN]

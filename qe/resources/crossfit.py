@@ -1,0 +1,170 @@
+"""Cross-fitting of bundle members built from the QE training split itself.
+
+A language model, n-gram table or IBM1 lexicon built from the training pairs' own sentences scores
+those pairs in-sample: their features look far better in cross-validation than on new text. So
+the training pairs are split into ``folds`` groups (by :func:`qe.resources.edits.pair_key`, identical
+pairs together, the same assignment as ``[edits]`` for the same folds and seed) and such a member
+is built once from all lines (for every other pair: test, new text) and once per fold from the
+lines that share no sentence with that fold's pairs. At scoring time a training pair is recognised
+by its key and scored with its fold's tables; every other pair with the full ones.
+
+Which lines a fold must not see is decided by text, not by position: a corpus line is *masked* for
+fold k when its source equals (lower-cased, whitespace collapsed) the source of a fold-k training
+pair, or its target equals that pair's MT or post-edit. That covers the QE corpus itself, a pair
+repeated in two folds, and an external corpus that happens to contain training sentences
+(``cross_fit = true`` on a plain corpus).
+
+The bundle keeps the pair key -> fold map in its ``cross_fit`` member (gzip JSON, no code).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.io import atomic_write
+from qe.resources.leakage import normalize_for_overlap
+
+FORMAT = "qe-cross-fit/1"
+MEMBER = "cross_fit"
+"""The bundle member holding the fold map."""
+
+
+def assign_folds(keys: Sequence[str], folds: int, seed: int) -> dict[str, int]:
+    """Pair key -> fold: the distinct keys, sorted, in a seeded random order, dealt round-robin."""
+    unique = sorted(set(keys))
+    order = np.random.default_rng(seed).permutation(len(unique))
+    return {unique[i]: int(rank % folds) for rank, i in enumerate(order)}
+
+
+class FoldMap:
+    """Which fold each training pair belongs to (by pair key); pairs not listed use the full tables."""
+
+    def __init__(self, fold_of: dict[str, int], folds: int, info: dict[str, Any]) -> None:
+        self.fold_of = fold_of
+        self.folds = folds
+        self.info = info
+
+    def fold(self, src: str, mt: str) -> int | None:
+        """The fold of a raw pair, or None when it is not a training pair."""
+        from qe.resources.edits import pair_key
+
+        return self.fold_of.get(pair_key(src, mt))
+
+    def save(self, path: str | Path) -> None:
+        """Write gzip JSON (atomically, reproducibly)."""
+        payload = {"format": FORMAT, "folds": self.folds, "info": self.info, "fold_of": self.fold_of}
+        with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            gz.write(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+
+    @classmethod
+    def load(cls, path: str | Path) -> FoldMap:
+        """Read a saved map; a truncated or foreign file raises QEInputError naming it."""
+        path = Path(path)
+        try:
+            with gzip.open(path, "rb") as handle:
+                payload = json.loads(handle.read().decode("utf-8"))
+            if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+                raise QEInputError(f"not a qe cross-fitting fold map (expected the format {FORMAT})", path)
+            folds = int(payload["folds"])
+            fold_of = {str(k): int(v) for k, v in payload["fold_of"].items()}
+            if folds < 2 or any(not 0 <= v < folds for v in fold_of.values()):
+                raise ValueError("fold out of range")
+            return cls(fold_of, folds, dict(payload.get("info", {})))
+        except (
+            OSError,
+            EOFError,
+            UnicodeDecodeError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+        ) as exc:
+            raise QEInputError(f"not a readable fold map ({exc.__class__.__name__})", path) from None
+
+
+# ====================================================================== building
+
+
+class SentenceFolds:
+    """The folds each training sentence belongs to, as bit masks, to mask corpus lines by text."""
+
+    def __init__(
+        self,
+        fold_of: dict[str, int],
+        keys: Sequence[str],
+        src: Sequence[str],
+        targets: Sequence[Sequence[str]],
+    ) -> None:
+        self.src: dict[str, int] = {}
+        self.tgt: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            bit = 1 << fold_of[key]
+            text = normalize_for_overlap(src[i])
+            self.src[text] = self.src.get(text, 0) | bit
+            for lines in targets:  # the MT and the post-edit of the pair
+                text = normalize_for_overlap(lines[i])
+                self.tgt[text] = self.tgt.get(text, 0) | bit
+
+    def masks(self, lines: dict[str, Sequence[str]]) -> np.ndarray:
+        """One mask per corpus line (bit k: the line shares a sentence with a fold-k training pair)."""
+        n = len(next(iter(lines.values())))
+        out = np.zeros(n, dtype=np.int64)
+        for side, table in (("src", self.src), ("tgt", self.tgt)):
+            if side in lines:
+                out |= np.fromiter(
+                    (table.get(normalize_for_overlap(line), 0) for line in lines[side]), np.int64, count=n
+                )
+        return out
+
+
+# ====================================================================== scoring
+
+
+def fold_groups(resources: Any, src: Sequence[str], mt: Sequence[str]) -> list[tuple[int | None, np.ndarray]]:
+    """(fold or None, row indices) groups of a batch: training pairs by fold, the rest together."""
+    fold_map = resources.get(MEMBER)
+    folds = np.array([-1 if (f := fold_map.fold(s, m)) is None else f for s, m in zip(src, mt, strict=True)])
+    return [(None if k < 0 else int(k), np.flatnonzero(folds == k)) for k in np.unique(folds)]
+
+
+def is_cross_fitted(resources: Any) -> bool:
+    """Whether a bundle holds cross-fitted members (and so a fold map)."""
+    return resources is not None and hasattr(resources, "fold_view") and MEMBER in resources
+
+
+def extract_by_fold(
+    family: Any, batch: Any, resources: Any, extract: Callable[..., np.ndarray]
+) -> np.ndarray:
+    """``extract(batch, resources)`` for a family that reads bundle members, with training pairs
+    scored on their fold's tables: the batch is cut by fold (rows keep their order in the result).
+
+    Families that need no bundle get the whole batch and the bundle as it is.
+    """
+    if not getattr(family, "needs_bundle", False) or not is_cross_fitted(resources):
+        return extract(batch, resources)
+    groups = fold_groups(resources, batch.src, batch.mt)
+    if len(groups) == 1 and groups[0][0] is None:
+        return extract(batch, resources)
+    from qe.features.base import PairBatch
+
+    out: np.ndarray | None = None
+    for fold, rows in groups:
+        part = PairBatch(
+            ids=[batch.ids[i] for i in rows],
+            src=[batch.src[i] for i in rows],
+            mt=[batch.mt[i] for i in rows],
+            extra={name: [values[i] for i in rows] for name, values in batch.extra.items()},
+        )
+        values = extract(part, resources if fold is None else resources.fold_view(fold))
+        if out is None:
+            out = np.zeros((len(batch), values.shape[1]), dtype=values.dtype)
+        out[rows] = values
+    assert out is not None
+    return out
