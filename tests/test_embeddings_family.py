@@ -45,3 +45,36 @@ def test_languages_are_checked_when_binding() -> None:
     with pytest.raises(QEInputError, match="'et'"):
         EmbeddingFamily(src_lang="et", tgt_lang="en").bind(None)
     assert [s.name for s in EmbeddingFamily().specs()] == ["src_mt_cosine"]
+
+
+def test_mt_side_alone_needs_only_the_mt_language(reference, tmp_path, monkeypatch) -> None:
+    """sides = "mt": an uncovered source language (Estonian) is fine; only MT vectors are used."""
+    monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path))
+    family = EmbeddingFamily(src_lang="et", tgt_lang="es", sides="mt", pseudo_ref=True, projections=2)
+    family.bind(None)
+    assert [s.name for s in family.specs()] == ["mt_pseudo_ref_cosine", "mt_proj0", "mt_proj1"]
+    values = family.extract(PairBatch(["0", "1", "2"], SRC, MT, extra={"pseudo_ref": REF}))
+    mt, ref = reference["mt"], reference["ref"]
+    np.testing.assert_allclose(values, np.column_stack([(mt * ref).sum(1), mt @ rotation(2)]), atol=2e-4)
+    # The same MT gives the same values whatever the source says: the source is never read.
+    other = family.extract(PairBatch(["0", "1", "2"], ["x", "y", "z"], MT, extra={"pseudo_ref": REF}))
+    np.testing.assert_array_equal(values, other)
+    with pytest.raises(QEInputError, match="'et'"):  # the MT side is still checked
+        EmbeddingFamily(src_lang="en", tgt_lang="et", sides="mt", projections=2).bind(None)
+    with pytest.raises(QEInputError, match="no feature without projections"):
+        EmbeddingFamily(src_lang="et", tgt_lang="en", sides="mt").bind(None)
+    with pytest.raises(QEInputError, match="sides"):
+        EmbeddingFamily(sides="src")
+
+
+def test_resources_check_skips_the_source_language_of_an_mt_only_encoder(tmp_path, capsys) -> None:
+    from qe.cli import main
+    from tests.test_languages import experiment
+
+    settings = {"embeddings": {"sides": "mt", "projections": 4}}
+    path = experiment(tmp_path, ["embeddings"], {"src": "et", "tgt": "en"}, **settings)
+    assert main(["resources", "check", str(path)]) == 0
+    assert "nothing missing for et-en" in capsys.readouterr().out
+    path = experiment(tmp_path, ["embeddings"], {"src": "et", "tgt": "en"})
+    assert main(["resources", "check", str(path)]) == 2
+    assert "does not cover language 'et'" in capsys.readouterr().out

