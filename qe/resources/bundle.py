@@ -16,6 +16,8 @@ kind            member names (config section)            loaded as
 
 The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
 member's settings, file size, build time and summary, and the result of the leakage check.
+N-gram counts and IBM1 tables are written as binary ``.npz`` tables (no parsing at load, see
+``qe.resources.arrays``); bundles built before, with ``.tsv.gz`` / ``.txt`` tables, still load.
 Members are loaded lazily, on first use, and kept; ``bundle.get(name, **options)`` caches one
 object per name and options. Building refuses corpora that share a sentence (compared
 lower-cased, whitespace collapsed) or a near-duplicate (chrF >= ``near_duplicate_chrf`` after
@@ -642,8 +644,8 @@ def _build_members(
             counts = NgramCounts.from_sentences(
                 (t for name in names for t in tokens(name, side) if t), max_order=max_order
             )
-            out = work / f"ngrams.{key}.tsv.gz"
-            counts.save(out)
+            out = work / f"ngrams.{key}.npz"
+            counts.save_binary(out)
             entry = _file_entry("ngrams", out, work, side, names, {"max_order": max_order}, t0)
             entry["summary"] = counts.info()
             members[f"ngrams.{key}"] = entry
@@ -651,8 +653,8 @@ def _build_members(
             side = table.get("side", key)
             model = _resolve(root, table["truecase_model"])
             counts = load_truecase_counts(model)
-            out = work / f"unigrams.{key}.tsv.gz"
-            counts.save(out)
+            out = work / f"unigrams.{key}.npz"
+            counts.save_binary(out)
             settings = {
                 "truecase_model": table["truecase_model"],
                 "truecase_model_sha256": sha256_file(model),
@@ -738,8 +740,8 @@ def _build_ibm1(table, corpora, tokens, work: Path, n_jobs: int, progress: bool,
         tables = {directions[0]: IBM1Table.train(a, b, iterations, min_prob=min_prob, progress=progress)}
     out_entries = {}
     for direction, ibm in tables.items():
-        out = work / f"ibm1.{direction}.txt"
-        ibm.save(out)
+        out = work / f"ibm1.{direction}.npz"
+        ibm.save_binary(out)
         entry = _file_entry("ibm1", out, work, None, names, {**settings, "direction": direction}, t0)
         entry["pairs"] = len(src)
         entry["entries"] = len(ibm)

@@ -1,0 +1,95 @@
+"""Binary resource tables: named numpy arrays in one uncompressed ``.npz`` file, and word lists.
+
+Bundle members are single files hashed in the manifest, so a table's arrays (entries, counts and
+its vocabularies) go into one ``.npz`` archive. It is read with ``allow_pickle=False`` (no code
+runs, object arrays are refused) and without decompression, so loading is a copy of the bytes
+instead of parsing text; every array's dtype and shape are checked against what the table
+expects, and any damage is one :class:`QEInputError` line naming the file. Word and n-gram
+lists are stored as their UTF-8 bytes joined by newlines, in a ``uint8`` array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.io import atomic_write
+
+NPZ_MAGIC = b"PK\x03\x04"  # a zip archive (what numpy.savez writes)
+FORMAT_KEY = "format"
+
+
+def is_npz(path: str | Path) -> bool:
+    """Whether a file starts like a zip archive (a binary table) rather than text."""
+    with Path(path).open("rb") as handle:
+        return handle.read(len(NPZ_MAGIC)) == NPZ_MAGIC
+
+
+def pack_lines(items: Sequence[str], what: str, path: str | Path) -> np.ndarray:
+    """Strings (words, or n-grams of words joined by spaces) as one ``uint8`` array of their UTF-8
+    bytes joined by ``\n``; refuses an empty string or one holding a line break (it would not read
+    back as itself)."""
+    for item in items:
+        if not item or "\n" in item:
+            raise QEInputError(f"cannot save {what} {item!r}: empty or contains a line break", path)
+    return np.frombuffer("\n".join(items).encode("utf-8"), dtype=np.uint8)
+
+
+def unpack_lines(blob: np.ndarray, count: int, what: str, path: str | Path) -> list[str]:
+    """The ``count`` strings of a :func:`pack_lines` array, checked."""
+    if count == 0:
+        if blob.size:
+            raise QEInputError(f"damaged binary table: {what} holds text but no entries", path)
+        return []
+    try:
+        items = blob.tobytes().decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        raise QEInputError(f"damaged binary table: {what} is not UTF-8", path) from None
+    if len(items) != count or "" in items:
+        raise QEInputError(f"damaged binary table: {what} has {len(items)} entries, expected {count}", path)
+    return items
+
+
+def write_arrays(path: str | Path, format_name: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` and the table's format name into one uncompressed ``.npz`` (atomically)."""
+    named = {FORMAT_KEY: np.frombuffer(format_name.encode(), dtype=np.uint8), **arrays}
+    with atomic_write(path, "wb") as handle:
+        np.savez(handle, **named)
+
+
+def read_arrays(
+    path: str | Path, format_name: str, expected: dict[str, tuple[str, int]], optional: Sequence[str] = ()
+) -> dict[str, np.ndarray]:
+    """The arrays of a :func:`write_arrays` file: each name in ``expected`` with its dtype and number
+    of dimensions (names in ``optional`` may be missing). Never unpickles; a damaged, truncated or
+    foreign file is one QEInputError (the bundle member is then rebuilt with ``qe resources build``)."""
+    path = Path(path)
+    out: dict[str, Any] = {}
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            found = archive[FORMAT_KEY].tobytes() if FORMAT_KEY in archive.files else b""
+            if found != format_name.encode():
+                raise QEInputError(f"not a {format_name} binary table; rebuild the bundle", path)
+            for name, (dtype, ndim) in expected.items():
+                if name not in archive.files:
+                    if name in optional:
+                        continue
+                    raise QEInputError(f"damaged binary table: no array {name!r}; rebuild the bundle", path)
+                array = archive[name]
+                if array.dtype != np.dtype(dtype) or array.ndim != ndim:
+                    raise QEInputError(
+                        f"damaged binary table: array {name!r} is {array.dtype}[{array.ndim}d], "
+                        f"expected {np.dtype(dtype)}[{ndim}d]; rebuild the bundle",
+                        path,
+                    )
+                out[name] = array
+    except QEInputError:
+        raise
+    except Exception as exc:  # zipfile, zlib and numpy's header parser raise many types for damage
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise QEInputError(f"damaged binary table ({reason}); rebuild the bundle", path) from None
+    return out
