@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -29,16 +30,16 @@ def skops_io() -> ModuleType:
     checks every type against ``MODEL_TYPES`` first and then trusts exactly those, so with the list
     empty skops' own audit only gets stricter.
     """
-    if "skops.io" not in sys.modules:
-        import sklearn.utils
+    if "skops.io" in sys.modules:
+        return sys.modules["skops.io"]
+    import sklearn.utils
 
-        listing = sklearn.utils.all_estimators
-        sklearn.utils.all_estimators = lambda *args, **kwargs: []
-        try:
-            import skops.io
-        finally:
-            sklearn.utils.all_estimators = listing
-    return sys.modules["skops.io"]
+    listing = sklearn.utils.all_estimators
+    sklearn.utils.all_estimators = lambda *args, **kwargs: []
+    try:
+        return importlib.import_module("skops.io")
+    finally:
+        sklearn.utils.all_estimators = listing
 
 
 def prediction_only(estimator: Any, _memo: dict[int, Any] | None = None) -> Any:

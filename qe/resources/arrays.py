@@ -39,18 +39,24 @@ def pack_lines(items: Sequence[str], what: str, path: str | Path) -> np.ndarray:
     return np.frombuffer("\n".join(items).encode("utf-8"), dtype=np.uint8)
 
 
-def unpack_lines(blob: np.ndarray, count: int, what: str, path: str | Path) -> list[str]:
-    """The ``count`` strings of a :func:`pack_lines` array, checked."""
-    if count == 0:
-        if blob.size:
-            raise QEInputError(f"damaged binary table: {what} holds text but no entries", path)
+def unpack_lines(
+    blob: np.ndarray, count: int, what: str, path: str | Path, first: int | None = None
+) -> list[str]:
+    """The strings of a :func:`pack_lines` array, which must hold ``count`` of them; with ``first``,
+    only the first ones are decoded (the rest is not read)."""
+    breaks = np.flatnonzero(blob == ord("\n"))
+    if (len(breaks) != count - 1) if count else blob.size:
+        raise QEInputError(f"damaged binary table: {what} does not hold {count} entries", path)
+    wanted = count if first is None else min(first, count)
+    if wanted == 0:
         return []
+    end = blob.size if wanted == count else int(breaks[wanted - 1])
     try:
-        items = blob.tobytes().decode("utf-8").split("\n")
+        items = blob[:end].tobytes().decode("utf-8").split("\n")
     except UnicodeDecodeError:
         raise QEInputError(f"damaged binary table: {what} is not UTF-8", path) from None
-    if len(items) != count or "" in items:
-        raise QEInputError(f"damaged binary table: {what} has {len(items)} entries, expected {count}", path)
+    if "" in items:
+        raise QEInputError(f"damaged binary table: {what} holds an empty entry", path)
     return items
 
 

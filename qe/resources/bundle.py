@@ -57,17 +57,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
-from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.schema import BUNDLE, check
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
-from qe.workers import exit_with_parent_everywhere
 
 MANIFEST = "manifest.json"
 FORMAT = "qe-resource-bundle/1"
@@ -422,6 +418,8 @@ def build_bundle(
     directory beside ``output`` and moved into place at the end.
     """
     from qe.data import resolve_data_dir
+    from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
+    from qe.workers import exit_with_parent_everywhere
 
     start = time.perf_counter()
     config_path = Path(config_path)
@@ -564,6 +562,8 @@ def _build_members(
     token_cache_dir: str | Path | None,
 ) -> dict[str, dict[str, Any]]:
     """Tokenize the corpora once per side and build each member; returns the manifest entries."""
+    from tqdm.auto import tqdm
+
     processors = {side: TextProcessor(text[side]) for side in SIDES}
     token_cache: dict[tuple[str, str], list[list[str]]] = {}
 

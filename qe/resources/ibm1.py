@@ -196,8 +196,17 @@ class IBM1Table:
         Counts for all source words are computed once per threshold and cached.
         """
         s = self._src_index.get(src_word)
-        if s is None:
-            return 0
+        return 0 if s is None else int(self._counts_above(min_prob)[s])
+
+    def translation_counts(self, min_prob: float) -> dict[str, int]:
+        """:meth:`n_translations` of every source word that has at least one translation."""
+        counts = self._counts_above(min_prob)
+        found = np.flatnonzero(counts)
+        words = self._src_words
+        return dict(zip([words[i] for i in found.tolist()], counts[found].tolist(), strict=True))
+
+    def _counts_above(self, min_prob: float) -> np.ndarray:
+        """Per source word, the number of entries with probability > ``min_prob`` (cached)."""
         counts = self._count_cache.get(min_prob)
         if counts is None:
             rows = np.repeat(np.arange(len(self._src_words)), np.diff(self._indptr))
@@ -205,7 +214,7 @@ class IBM1Table:
             if len(self._count_cache) >= 16:
                 self._count_cache.clear()
             self._count_cache[min_prob] = counts
-        return int(counts[s])
+        return counts
 
     def _block(self, src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
         """Matrix of t(tgt[j] | src[i]) with rows j and columns i (column 0 = NULL if the table has it)."""

@@ -173,23 +173,25 @@ class NgramCounts:
 
     def save_binary(self, path: str | Path) -> None:
         """Write the binary format (atomically): the header as JSON bytes and, per order ``n``, the
-        n-grams (``grams_n``, one per line) and their counts (``counts_n``, int64)."""
+        n-grams (``grams_n``, one per line) and their counts (``counts_n``, int64), most frequent
+        first (as in the text format), so that loading with a ``min_count`` reads only a prefix."""
         if self.max_order > MAX_BINARY_ORDER or min(self.tables) < 1:
             raise QEInputError(f"a binary n-gram table holds orders 1 to {MAX_BINARY_ORDER}", path)
         header = json.dumps(self._header(BINARY_FORMAT), sort_keys=True).encode()
         arrays = {"header": np.frombuffer(header, dtype=np.uint8)}
         for n, table in sorted(self.tables.items()):
-            arrays[f"grams_{n}"] = pack_lines(list(table), f"{n}-gram", path)
-            arrays[f"counts_{n}"] = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+            items = sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))
+            arrays[f"grams_{n}"] = pack_lines([g for g, _ in items], f"{n}-gram", path)
+            arrays[f"counts_{n}"] = np.array([c for _, c in items], dtype=np.int64)
         write_arrays(path, BINARY_FORMAT, arrays)
 
     @classmethod
     def _load_binary(cls, path: Path, min_count: int, wanted: set[int] | None) -> NgramCounts:
-        """A :meth:`save_binary` table, every array checked before it is used."""
-        orders = range(1, MAX_BINARY_ORDER + 1)
+        """A :meth:`save_binary` table, every array used checked first."""
+        orders = [n for n in range(1, MAX_BINARY_ORDER + 1) if wanted is None or n in wanted]
         expected = {"header": ("uint8", 1)}
-        expected.update({f"grams_{n}": ("uint8", 1) for n in orders})
-        expected.update({f"counts_{n}": ("int64", 1) for n in orders})
+        for n in orders:
+            expected.update({f"grams_{n}": ("uint8", 1), f"counts_{n}": ("int64", 1)})
         arrays = read_arrays(path, BINARY_FORMAT, expected, optional=[k for k in expected if k != "header"])
         try:
             header = json.loads(arrays["header"].tobytes().decode("utf-8"))
@@ -201,17 +203,17 @@ class NgramCounts:
         for n in orders:
             if (f"grams_{n}" in arrays) != (f"counts_{n}" in arrays):
                 raise QEInputError(f"damaged binary n-gram table: order {n} lacks its grams or counts", path)
-            if f"counts_{n}" not in arrays or (wanted is not None and n not in wanted):
+            if f"counts_{n}" not in arrays:
                 continue
             counts = arrays[f"counts_{n}"]
-            grams = unpack_lines(arrays[f"grams_{n}"], len(counts), f"the {n}-grams", path)
-            if len(counts) and int(counts.min()) < 0:
-                raise QEInputError(f"damaged binary n-gram table: a negative {n}-gram count", path)
-            if min_count > 1:
-                keep = np.flatnonzero(counts >= min_count).tolist()
-                grams, counts = [grams[i] for i in keep], counts[keep]
-            tables[n] = dict(zip(grams, counts.tolist(), strict=True))
-            if len(tables[n]) != len(grams):
+            if len(counts) and (bool(np.any(counts[1:] > counts[:-1])) or int(counts[-1]) < 0):
+                raise QEInputError(
+                    f"damaged binary n-gram table: {n}-gram counts not sorted, or negative", path
+                )
+            kept = int(np.searchsorted(-counts, -min_count, side="right"))  # counts >= min_count
+            grams = unpack_lines(arrays[f"grams_{n}"], len(counts), f"the {n}-grams", path, first=kept)
+            tables[n] = dict(zip(grams, counts[:kept].tolist(), strict=True))
+            if len(tables[n]) != kept:
                 raise QEInputError(f"damaged binary n-gram table: a {n}-gram appears twice", path)
         if not tables:
             raise QEInputError("no n-gram section found", path)
