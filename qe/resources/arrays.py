@@ -23,6 +23,11 @@ NPZ_MAGIC = b"PK\x03\x04"  # a zip archive (what numpy.savez writes)
 FORMAT_KEY = "format"
 
 
+def damaged(reason: str, path: str | Path) -> QEInputError:
+    """The one-line error for a binary table that is not what ``qe resources build`` wrote."""
+    return QEInputError(f"damaged binary table: {reason}; rebuild the bundle", path)
+
+
 def is_npz(path: str | Path) -> bool:
     """Whether a file starts like a zip archive (a binary table) rather than text."""
     with Path(path).open("rb") as handle:
@@ -46,7 +51,7 @@ def unpack_lines(
     only the first ones are decoded (the rest is not read)."""
     breaks = np.flatnonzero(blob == ord("\n"))
     if (len(breaks) != count - 1) if count else blob.size:
-        raise QEInputError(f"damaged binary table: {what} does not hold {count} entries", path)
+        raise damaged(f"{what} does not hold {count} entries", path)
     wanted = count if first is None else min(first, count)
     if wanted == 0:
         return []
@@ -54,9 +59,9 @@ def unpack_lines(
     try:
         items = blob[:end].tobytes().decode("utf-8").split("\n")
     except UnicodeDecodeError:
-        raise QEInputError(f"damaged binary table: {what} is not UTF-8", path) from None
+        raise damaged(f"{what} is not UTF-8", path) from None
     if "" in items:
-        raise QEInputError(f"damaged binary table: {what} holds an empty entry", path)
+        raise damaged(f"{what} holds an empty entry", path)
     return items
 
 
@@ -79,23 +84,20 @@ def read_arrays(
         with np.load(path, allow_pickle=False) as archive:
             found = archive[FORMAT_KEY].tobytes() if FORMAT_KEY in archive.files else b""
             if found != format_name.encode():
-                raise QEInputError(f"not a {format_name} binary table; rebuild the bundle", path)
+                raise damaged(f"not a {format_name} table", path)
             for name, (dtype, ndim) in expected.items():
                 if name not in archive.files:
                     if name in optional:
                         continue
-                    raise QEInputError(f"damaged binary table: no array {name!r}; rebuild the bundle", path)
+                    raise damaged(f"no array {name!r}", path)
                 array = archive[name]
                 if array.dtype != np.dtype(dtype) or array.ndim != ndim:
-                    raise QEInputError(
-                        f"damaged binary table: array {name!r} is {array.dtype}[{array.ndim}d], "
-                        f"expected {np.dtype(dtype)}[{ndim}d]; rebuild the bundle",
-                        path,
-                    )
+                    found = f"{array.dtype}[{array.ndim}d]"
+                    raise damaged(f"array {name!r} is {found}, expected {np.dtype(dtype)}[{ndim}d]", path)
                 out[name] = array
     except QEInputError:
         raise
     except Exception as exc:  # zipfile, zlib and numpy's header parser raise many types for damage
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise QEInputError(f"damaged binary table ({reason}); rebuild the bundle", path) from None
+        raise damaged(f"unreadable ({reason})", path) from None
     return out

@@ -19,7 +19,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import atomic_write
-from qe.resources.arrays import is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
+from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 NULL = "NULL"
 """Name of the empty source word, in tables and in saved files (reserved: not allowed as a token)."""
@@ -381,17 +381,17 @@ class IBM1Table:
         )
         rows, cols, probs = arrays["rows"], arrays["cols"], arrays["probs"]
         if not len(rows) == len(cols) == len(probs):
-            raise QEInputError("damaged binary IBM1 table: entry arrays differ in length", path)
+            raise damaged("entry arrays differ in length", path)
         src_count = int(rows.max(initial=-1)) + 1
         tgt_count = int(cols.max(initial=-1)) + 1
         src_words = unpack_lines(arrays["src_words"], src_count, "the source vocabulary", path)
         tgt_words = unpack_lines(arrays["tgt_words"], tgt_count, "the target vocabulary", path)
         if len(rows) and (int(rows.min()) < 0 or int(cols.min()) < 0):
-            raise QEInputError("damaged binary IBM1 table: negative word index", path)
+            raise damaged("negative word index", path)
         if not bool(np.all((probs >= 0.0) & (probs <= 1.0 + 1e-6))):
-            raise QEInputError("damaged binary IBM1 table: probability outside [0, 1]", path)
+            raise damaged("probability outside [0, 1]", path)
         if len(set(src_words)) != len(src_words) or len(set(tgt_words)) != len(tgt_words):
-            raise QEInputError("damaged binary IBM1 table: a word appears twice in a vocabulary", path)
+            raise damaged("a word appears twice in a vocabulary", path)
         keep = probs >= min_prob
         try:
             return cls(
@@ -404,7 +404,7 @@ class IBM1Table:
                 presorted=True,
             )
         except ValueError:
-            raise QEInputError("damaged binary IBM1 table: duplicate or unsorted entries", path) from None
+            raise damaged("duplicate or unsorted entries", path) from None
 
 
 def train_both_directions(

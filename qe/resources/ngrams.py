@@ -25,7 +25,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import atomic_write
-from qe.resources.arrays import is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
+from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 FORMAT = "qe-ngram-counts/1"
 BINARY_FORMAT = "qe-ngram-counts-binary/1"
@@ -196,25 +196,23 @@ class NgramCounts:
         try:
             header = json.loads(arrays["header"].tobytes().decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise QEInputError("damaged binary n-gram table: unreadable header", path) from None
+            raise damaged("unreadable header", path) from None
         if not isinstance(header, dict) or header.get("format") != BINARY_FORMAT:
-            raise QEInputError(f"damaged binary n-gram table: header is not {BINARY_FORMAT}", path)
+            raise damaged(f"header is not {BINARY_FORMAT}", path)
         tables: dict[int, dict[str, int]] = {}
         for n in orders:
             if (f"grams_{n}" in arrays) != (f"counts_{n}" in arrays):
-                raise QEInputError(f"damaged binary n-gram table: order {n} lacks its grams or counts", path)
+                raise damaged(f"order {n} lacks its grams or counts", path)
             if f"counts_{n}" not in arrays:
                 continue
             counts = arrays[f"counts_{n}"]
             if len(counts) and (bool(np.any(counts[1:] > counts[:-1])) or int(counts[-1]) < 0):
-                raise QEInputError(
-                    f"damaged binary n-gram table: {n}-gram counts not sorted, or negative", path
-                )
+                raise damaged(f"{n}-gram counts not sorted, or negative", path)
             kept = int(np.searchsorted(-counts, -min_count, side="right"))  # counts >= min_count
             grams = unpack_lines(arrays[f"grams_{n}"], len(counts), f"the {n}-grams", path, first=kept)
             tables[n] = dict(zip(grams, counts[:kept].tolist(), strict=True))
             if len(tables[n]) != kept:
-                raise QEInputError(f"damaged binary n-gram table: a {n}-gram appears twice", path)
+                raise damaged(f"a {n}-gram appears twice", path)
         if not tables:
             raise QEInputError("no n-gram section found", path)
         return cls(
