@@ -50,7 +50,7 @@ def unpack_lines(
     """The strings of a :func:`pack_lines` array, which must hold ``count`` of them; with ``first``,
     only the first ones are decoded (the rest is not read)."""
     breaks = np.flatnonzero(blob == ord("\n"))
-    if (len(breaks) != count - 1) if count else blob.size:
+    if (len(breaks) + 1 if blob.size else 0) != count:
         raise damaged(f"{what} does not hold {count} entries", path)
     wanted = count if first is None else min(first, count)
     if wanted == 0:

@@ -477,6 +477,8 @@ class _EMProblem:
         null: bool,
         count_target_repeats: bool,
     ) -> None:
+        import scipy.sparse as sp  # training only: loading and scoring tables do without scipy
+
         n_sent = len(src_lens)
         sentences = np.arange(n_sent, dtype=np.int64)
         src_sent = np.repeat(sentences, src_lens)
@@ -548,8 +550,6 @@ class _EMProblem:
         self.n_pairs = len(uniques)
         self.pair_src, self.pair_tgt = np.divmod(uniques, n_tgt)
         indptr = np.append(starts, n_cells).astype(index_dtype)
-        import scipy.sparse as sp
-
         self.matrix = sp.csr_array((counts, slots, indptr), shape=(self.n_pairs, n_slots))
         self.slot_weight = t_cnt.astype(np.float64) if count_target_repeats else None
         # Pairs are sorted by source word: the M step normalizes contiguous runs.
