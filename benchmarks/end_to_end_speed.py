@@ -1,7 +1,9 @@
 """End-to-end speed of the `qe` command line, measured in one run; prints one JSON dict.
 
 Every timing is the wall time of the real command in a fresh subprocess (``python -m qe`` with this
-checkout first on the path), the median of ``--runs`` runs; ``best`` holds the fastest run of each.
+checkout first on the path), the median of ``--runs`` runs; ``best`` holds the fastest run of each and
+``cpu`` the median CPU time (user + system) of the subprocess, which a busy shared machine inflates
+less than the wall time.
 
 - ``python_seconds``: ``python -c pass``, the floor of any command;
 - ``startup_seconds_help``: ``qe --help``;
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -73,15 +76,30 @@ def _qe(*args: str) -> list[str]:
     return [sys.executable, "-m", "qe", *args]
 
 
-def _wall(command: list[str] | Callable[[int], list[str]], runs: int) -> tuple[float, float]:
-    """(median, best) wall seconds of ``runs`` runs; a callable gets the run number (fresh outputs)."""
-    seconds = []
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall(command: list[str] | Callable[[int], list[str]], runs: int) -> tuple[float, float, float]:
+    """(median, best) wall seconds and median CPU seconds of ``runs`` runs; a callable gets the run
+    number (to write a fresh output each run)."""
+    seconds, cpu = [], []
     for run in range(runs):
         argv = command(run) if callable(command) else command
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), _children_cpu()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=_env(), cwd=REPO)
         seconds.append(time.perf_counter() - start)
-    return round(statistics.median(seconds), 3), round(min(seconds), 3)
+        cpu.append(_children_cpu() - start_cpu)
+    return round(statistics.median(seconds), 3), round(min(seconds), 3), round(statistics.median(cpu), 3)
+
+
+def _timings(found: dict[str, tuple[float, float, float]]) -> dict[str, Any]:
+    """Median wall seconds by key, with ``best`` and ``cpu`` sub-dicts (merged by :func:`main`)."""
+    return {key: median for key, (median, _, _) in found.items()} | {
+        "best": {key: best for key, (_, best, _) in found.items()},
+        "cpu": {key: cpu for key, (_, _, cpu) in found.items()},
+    }
 
 
 def _lines(data: Path, split_dir: str, name: str) -> list[str]:
@@ -99,14 +117,13 @@ def startup(setup: Setup) -> dict[str, Any]:
     one_mt.write_text(_lines(setup.data, "test_set", "target_system.spa")[0] + "\n", encoding="utf-8")
     predict = _qe("predict", "--model", str(setup.model), "--src", str(one_src), "--mt", str(one_mt))
     predict += ["--resources", str(setup.bundle), "--quiet"]
-    timings = {
-        "python_seconds": _wall([sys.executable, "-c", "pass"], setup.runs),
-        "startup_seconds_help": _wall(_qe("--help"), setup.runs),
-        "startup_seconds_predict_one": _wall(predict, setup.runs),
-    }
-    return {key: median for key, (median, _) in timings.items()} | {
-        "best": {key: best for key, (_, best) in timings.items()}
-    }
+    return _timings(
+        {
+            "python_seconds": _wall([sys.executable, "-c", "pass"], setup.runs),
+            "startup_seconds_help": _wall(_qe("--help"), setup.runs),
+            "startup_seconds_predict_one": _wall(predict, setup.runs),
+        }
+    )
 
 
 def baseline17(setup: Setup) -> dict[str, Any]:
@@ -117,11 +134,11 @@ def baseline17(setup: Setup) -> dict[str, Any]:
         args = ["features", "--families", "baseline17", "--src", str(setup.src), "--mt", str(setup.mt)]
         return _qe(*args, "--resources", str(setup.bundle), "--out", str(out), "--quiet")
 
-    median, best = _wall(command, setup.runs)
+    found = _timings({"baseline17_2254_seconds": _wall(command, setup.runs)})
     rows = len((setup.work / "baseline17-0.tsv").read_text(encoding="utf-8").splitlines()) - 1
     if rows != 2254:
         raise SystemExit(f"baseline17 wrote {rows} rows, expected 2254")
-    return {"baseline17_2254_seconds": median, "best": {"baseline17_2254_seconds": best}}
+    return found
 
 
 def ter_speed(setup: Setup) -> dict[str, Any]:
@@ -184,12 +201,13 @@ def main() -> None:
         model = args.model or train_model(work, args.bundle.resolve(), data)
         setup = Setup(work, data, args.bundle.resolve(), model.resolve(), src, mt, args.runs)
         result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
-        best: dict[str, float] = {}
+        extra: dict[str, dict[str, float]] = {"best": {}, "cpu": {}}
         for measure in MEASUREMENTS:
             found = measure(setup)
-            best.update(found.pop("best", {}))
+            for key, values in extra.items():
+                values.update(found.pop(key, {}))
             result.update(found)
-        result["best"] = best
+        result.update(extra)
         result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=1))
 

@@ -32,6 +32,9 @@ def skops_io() -> ModuleType:
     """
     if "skops.io" in sys.modules:
         return sys.modules["skops.io"]
+    # skops also finds the module of every scipy.special ufunc by scanning sys.modules in import
+    # order: imported before scikit-learn's hundreds of modules, it is found three times sooner.
+    import scipy.special  # noqa: F401
     import sklearn.utils
 
     listing = sklearn.utils.all_estimators
