@@ -320,9 +320,9 @@ def _datasets() -> list[str]:
 
 
 def _learners() -> list[str]:
-    from qe.learners.factory import LEARNERS
+    from qe.learners.factory import AUTO, LEARNERS
 
-    return list(LEARNERS)
+    return [*LEARNERS, AUTO]
 
 
 def _scorings() -> list[str]:
@@ -405,6 +405,7 @@ EXPERIMENT = Table(
                 "scoring": Str(_scorings, noun="scoring"),
                 "clip": Bool(),
                 "aux_targets": List(Str(_aux_targets, noun="aux target")),
+                "fast_above": Int(1),  # name = "auto": the exact SVR up to this many training rows
             },
             required=("name",),
         ),
