@@ -208,13 +208,17 @@ _WORKER_STATE: dict[str, Any] = {}
 
 
 def run_chunk(task: ChunkTask, chunk: Chunk) -> Any:
-    """Worker entry point: the task's state is built on the first chunk and kept for the next ones."""
+    """Worker entry point: the task's state is built on the first chunk and kept for the next ones.
+    The families compute in this process: the stream's ``--jobs`` decides how many processes run."""
+    from qe.workers import no_inner_parallelism
+
     key = task.cache_key()
-    if _WORKER_STATE.get("key") != key:
-        _WORKER_STATE.clear()  # drop the previous task's state before loading a new one
-        _WORKER_STATE["state"] = task.setup()
-        _WORKER_STATE["key"] = key
-    return task.process(_WORKER_STATE["state"], chunk)
+    with no_inner_parallelism():
+        if _WORKER_STATE.get("key") != key:
+            _WORKER_STATE.clear()  # drop the previous task's state before loading a new one
+            _WORKER_STATE["state"] = task.setup()
+            _WORKER_STATE["key"] = key
+        return task.process(_WORKER_STATE["state"], chunk)
 
 
 def clear_worker_state() -> None:
@@ -585,14 +589,13 @@ def run_stream(
     (``backend="dask"``: ``scheduler`` address, or a local cluster of ``n_jobs`` processes).
     ``chunk_size`` None picks one from the input size and the workers (``auto_chunk_size``); the
     output does not depend on it, nor on the backend. ``check_first`` is called on the first chunk
-    read (e.g. a language check) before any work is sent out. The families compute in the workers
-    (or here, with one job) without starting processes of their own.
+    read (e.g. a language check) before any work is sent out.
     """
     from joblib import effective_n_jobs
     from tqdm.auto import tqdm
 
     from qe.selection.backend import parallel_backend_context
-    from qe.workers import can_fork, exit_with_parent_everywhere, forked_workers, no_inner_parallelism
+    from qe.workers import can_fork, exit_with_parent_everywhere, forked_workers
 
     exit_with_parent_everywhere()
     started = time.perf_counter()
@@ -656,7 +659,6 @@ def run_stream(
                 forked = None
                 if client is None and width > 1 and can_fork():
                     forked = stack.enter_context(forked_workers(width))
-                stack.enter_context(no_inner_parallelism())
                 size = chunk_size if chunk_size is not None else auto_chunk_size(total, width)
                 reader = _checked(
                     iter_chunks(paths, size, start=done, offsets=offsets, first_index=chunks_done),

@@ -7,11 +7,11 @@ gone (its parent process id changes when it is re-parented). A thread polling ``
 used rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that started the worker
 exits, and loky starts workers from whichever thread submits or manages work.
 
-:func:`forked_map` runs a function over items on processes forked from this one (Linux, and only
-while this process runs no other thread): they start in milliseconds with every module already
+:func:`forked_workers` maps a function over items on processes forked from this one (Linux, and
+only while this process runs no other thread): they start in milliseconds with every module already
 imported, where a loky worker spends seconds importing numpy, pandas and qe before its first item.
-Inside them, and in this process while a streamed run lasts (:func:`no_inner_parallelism`), the
-families do not start processes of their own: ``--jobs`` alone decides how many run.
+While a streamed run computes a chunk (:func:`no_inner_parallelism`, in a worker or in this
+process) the families start no processes of their own: ``--jobs`` alone decides how many run.
 """
 
 from __future__ import annotations
@@ -96,11 +96,9 @@ def can_fork() -> bool:
 
 
 def _start_forked_worker(parent_pid: int) -> None:
-    """In a forked worker: end with the parent, leave Ctrl-C to it, one BLAS thread, no nested workers."""
-    global _INNER_PARALLELISM
+    """In a forked worker: end with the parent, leave Ctrl-C to it, one BLAS thread."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles it and stops the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's "clean up like Ctrl-C" handler
-    _INNER_PARALLELISM = False
     exit_with_parent(parent_pid)
     try:
         from threadpoolctl import threadpool_limits

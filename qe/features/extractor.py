@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,16 @@ from qe.features.base import FeatureFamily, PairBatch
 from qe.workers import exit_with_parent_everywhere
 
 
-def _extract_batch(families: list[FeatureFamily], batch: PairBatch, resources: Any) -> np.ndarray:
-    return np.hstack([family.extract(batch, resources) for family in families])
+def _extract_batch(
+    families: list[FeatureFamily], batch: PairBatch, resources: Any
+) -> tuple[np.ndarray, list[float]]:
+    """The families' columns for one batch (sharing its annotations) and each family's seconds."""
+    parts, seconds = [], []
+    for family in families:
+        start = time.perf_counter()
+        parts.append(family.extract(batch, resources))
+        seconds.append(time.perf_counter() - start)
+    return np.hstack(parts), seconds
 
 
 def extract_features(
@@ -34,6 +43,10 @@ def extract_features(
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
     where each extra input was read, ``(file, line of the first pair)``, for error messages).
+
+    The families of a batch share its annotations (tokens, tags: ``qe.features.annotations``), so
+    the first family that needs one pays for it; ``table.attrs["family_seconds"]`` holds each
+    family's extraction seconds, summed over the batches.
 
     ``whole=False`` marks one chunk of a longer input: the families' ``check_ids`` (does a decoder
     log cover exactly the dataset?) is then the caller's, once, with every id.
@@ -62,5 +75,9 @@ def extract_features(
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")
     results = parallel(delayed(_extract_batch)(families, batch, resources) for batch in batches)
     parts = list(tqdm(results, total=len(batches), desc=label, unit="batch", disable=not progress))
-    values = np.vstack(parts) if parts else np.empty((0, len(columns)))
-    return pd.DataFrame(values, columns=columns)
+    values = np.vstack([part for part, _ in parts]) if parts else np.empty((0, len(columns)))
+    table = pd.DataFrame(values, columns=columns)
+    table.attrs["family_seconds"] = {
+        family.name: sum(seconds[k] for _, seconds in parts) for k, family in enumerate(families)
+    }
+    return table
