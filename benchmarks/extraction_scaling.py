@@ -23,7 +23,9 @@ are extracted together with one job on 1,000 of the pairs: 1 when the tags are s
 
 Usage: python benchmarks/extraction_scaling.py [--families a,b] [--pairs N] [--bundle DIR]
 Prints ``{"pairs", "pairs_per_second": {"<family>": {"jobs1", "jobs2"}}, "speedup": {...},
-"tagging_calls_per_pair", "lm_ibm1_pairs_per_second_jobs1", "load_average"}``.
+"cpu_seconds": {...}, "tagging_calls_per_pair", "lm_ibm1_pairs_per_second_jobs1", "load_average"}``
+(``cpu_seconds``: user + system CPU of the command and its workers; when other work shares the
+machine, wall-clock ratios say little, and this shows whether two jobs do more work than one).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import atexit
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -138,10 +141,18 @@ def _run(families: Sequence[str], jobs: int, n: int, *, count_tags: bool = False
     return result
 
 
+def measure(families: str | Sequence[str], jobs: int, n: int = PAIRS) -> dict[str, float]:
+    """``pairs_per_second`` and ``cpu_seconds`` (the command and its workers) of one run."""
+    result = _run(_families(families), jobs, n)
+    return {
+        "pairs_per_second": round(n / result["seconds"], 1),
+        "cpu_seconds": round(result["cpu_seconds"], 1),
+    }
+
+
 def pairs_per_second(families: str | Sequence[str], jobs: int, n: int = PAIRS) -> float:
     """Pairs per second of ``qe features`` for these families with ``jobs`` jobs on ``n`` distinct pairs."""
-    result = _run(_families(families), jobs, n)
-    return round(n / result["seconds"], 1)
+    return measure(families, jobs, n)["pairs_per_second"]
 
 
 def tagging_calls_per_pair(n: int = TAGGING_SAMPLE) -> float:
@@ -157,14 +168,20 @@ def _one(argv: list[str], count_tags: bool) -> None:
     from qe.resources import pos
 
     cli.build_parser()  # imports every command module, outside the timed part
+    cpu = _cpu_seconds()
     start = time.perf_counter()
     code = cli.main(argv)
     seconds = time.perf_counter() - start
     if code != 0:
         raise SystemExit(code)
-    print(
-        json.dumps({"seconds": seconds, "tagged_sentences": pos.tagged_sentences() if count_tags else None})
-    )
+    tagged = pos.tagged_sentences() if count_tags else None
+    print(json.dumps({"seconds": seconds, "cpu_seconds": _cpu_seconds() - cpu, "tagged_sentences": tagged}))
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its finished workers."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
@@ -183,19 +200,23 @@ def main() -> None:
         os.environ["QE_BUNDLE"] = str(Path(args.bundle).resolve())
     load = [round(x, 2) for x in os.getloadavg()]
     speeds: dict[str, dict[str, float]] = {}
+    cpu: dict[str, dict[str, float]] = {}
     for family in (f.strip() for f in args.families.split(",") if f.strip()):
         try:
-            speeds[family] = {f"jobs{jobs}": pairs_per_second(family, jobs, args.pairs) for jobs in (1, 2)}
+            runs = {f"jobs{jobs}": measure(family, jobs, args.pairs) for jobs in (1, 2)}
         except RuntimeError as exc:  # e.g. an optional dependency that is not installed
             log(f"skipping {family}: {exc}")
             continue
-        log(f"{family}: {speeds[family]}")
+        speeds[family] = {jobs: run["pairs_per_second"] for jobs, run in runs.items()}
+        cpu[family] = {jobs: run["cpu_seconds"] for jobs, run in runs.items()}
+        log(f"{family}: {runs} (load {os.getloadavg()[0]:.1f})")
     together = pairs_per_second(["lm", "ibm1"], 1, args.pairs)
     calls = tagging_calls_per_pair()
     report = {
         "pairs": args.pairs,
         "pairs_per_second": speeds,
         "speedup": {f: round(s["jobs2"] / s["jobs1"], 2) for f, s in speeds.items()},
+        "cpu_seconds": cpu,
         "tagging_calls_per_pair": calls,
         "lm_ibm1_pairs_per_second_jobs1": together,
         "load_average": {"start": load, "end": [round(x, 2) for x in os.getloadavg()]},
