@@ -144,6 +144,7 @@ def iter_chunks(
     if chunk_size < 1:
         raise QEInputError(f"chunk size must be at least 1, got {chunk_size}")
     positions = {role: (offsets or {}).get(role, 0) for role in paths}
+    named = {role: Path(path) for role, path in paths.items()}  # for error messages
     number, index = start, first_index
     with contextlib.ExitStack() as stack:
         handles: dict[str, IO[bytes]] = {}
@@ -170,7 +171,7 @@ def iter_chunks(
                 number += 1
                 for role, raw in raws.items():
                     positions[role] += len(raw)
-                    columns[role].append(_decode(raw, Path(paths[role]), number))
+                    columns[role].append(_decode(raw, named[role], number))
             size = len(next(iter(columns.values())))
             if size:
                 yield Chunk(index, number - size, columns, dict(positions))
