@@ -144,6 +144,7 @@ class Baseline17(FeatureFamily):
 
     setting_specs = SETTINGS
     needs_bundle = True
+    annotations = ("tokens",)
 
     def fresh_state(self) -> dict[str, Any]:
         """Lookups prepared for one bundle (rebuilt in each worker)."""
@@ -253,8 +254,8 @@ class Baseline17(FeatureFamily):
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 17)`` float array."""
         res = self._resources(resources)
-        src_tok = self._processor(resources, "src").tokenize_many(batch.src)
-        tgt_tok = self._processor(resources, "tgt").tokenize_many(batch.mt)
+        src_tok = batch.annotations.tokens("src", self._processor(resources, "src"))
+        tgt_tok = batch.annotations.tokens("tgt", self._processor(resources, "tgt"))
         skip_oov = self.settings["lm_oov"] == "skip"
         compat = bool(self.settings["quest_compat"])
         src_lm, tgt_lm = res["src_lm"], res["tgt_lm"]
