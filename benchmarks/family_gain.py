@@ -5,8 +5,10 @@ pseudoref gets its pseudo-reference from the bundle's Apertium ``mt2`` member; a
 to extract is skipped with the reason on stderr), two SVR models are
 trained on the 1,832 training pairs: (a) the family's features alone, (b) the official 17 baseline
 features (``wmt12-official-bf17``) plus the family's. Each model is
-``make_learner("svr", grid="default", scoring="MAE")``: standardization + RBF SVR with C, gamma,
-epsilon chosen by 5-fold CV grid search on the training set only. ``cv`` metrics come from
+``make_learner("svr", grid=DEFAULT_SVR_GRID, scoring="MAE")``: standardization + RBF SVR with C,
+gamma, epsilon chosen by 5-fold CV grid search on the training set only. The grid is given as
+written (WMT12 units, the same for every family) rather than ``"default"``, which would rescale
+gamma by the number of features. ``cv`` metrics come from
 ``cross_val_predict`` over 5 shuffled folds with the chosen parameters (the same folds chose
 them, so CV figures are optimistic); ``test`` metrics are the official ones on the 422 test
 pairs (``qe.metrics.evaluate``: MAE/RMSE with the scorer's rounding, DeltaAvg, Spearman).
@@ -44,7 +46,7 @@ from qe.errors import QEInputError  # noqa: E402
 from qe.features.cache import default_cache_dir, extract_cached  # noqa: E402
 from qe.features.registry import make_families, registered_families  # noqa: E402
 from qe.io import write_text_atomic  # noqa: E402
-from qe.learners.factory import make_learner  # noqa: E402
+from qe.learners.factory import DEFAULT_SVR_GRID, make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402
 from qe.resources.bundle import open_bundle  # noqa: E402
 
@@ -59,7 +61,7 @@ def fit_and_score(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, seed: int, n_jobs: int
 ) -> dict:
     """Grid-searched SVR on the training set: CV metrics with the chosen parameters, test metrics."""
-    search = make_learner("svr", grid="default", scoring="MAE", seed=seed, n_jobs=n_jobs)
+    search = make_learner("svr", grid=DEFAULT_SVR_GRID, scoring="MAE", seed=seed, n_jobs=n_jobs)
     search.fit(x_train, y_train)
     folds = KFold(5, shuffle=True, random_state=seed)
     cv_pred = cross_val_predict(clone(search.best_estimator_), x_train, y_train, cv=folds, n_jobs=n_jobs)

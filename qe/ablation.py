@@ -82,7 +82,7 @@ def run_ablation(
                 if progress:
                     print(f"ablation: {name} ({len(columns)} features)", flush=True)
                 fitted_by_columns[key] = fit_and_evaluate(
-                    config, _restrict(train, columns), _restrict(test, columns)
+                    config, _restrict(train, columns), _restrict(test, columns), progress=progress
                 )
             fitted = fitted_by_columns[key]
             predictions[name] = fitted.test_pred

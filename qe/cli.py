@@ -13,42 +13,55 @@ from qe import __version__
 from qe.errors import QEInputError, Terminated
 
 # Each module in qe/commands/ defines ``register(subparsers)`` which adds its parser and sets
-# ``func`` (taking the parsed namespace, returning an exit code).
-COMMAND_MODULES = [
-    "run",
-    "evaluate",
-    "compare",
-    "predict",
-    "ablate",
-    "report",
-    "features",
-    "resources",
-    "init",
-]
+# ``func`` (taking the parsed namespace, returning an exit code). The top-level parser lists every
+# command from this table (name -> the one-line help its module gives) and imports only the module
+# of the command being run, so ``qe --help`` and each command start without the others' imports.
+COMMANDS: dict[str, str] = {
+    "run": "train on the training split (choices by CV), evaluate on test, write a run directory",
+    "evaluate": "score predictions against gold labels (MAE, RMSE, DeltaAvg, Spearman, ...)",
+    "compare": "print the test metrics of runs beside the published table",
+    "predict": "score new source / MT pairs with a saved model",
+    "ablate": "for every feature family: the system without it and the family alone (CV, test, bootstrap)",
+    "report": "write report.md and report.html (metrics, published systems, figures) into a run directory",
+    "features": "list the feature catalogue, or extract features from source / MT files",
+    "resources": "build or inspect language-resource bundles",
+    "init": "write a working experiment config for your own files (no Python needed)",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every sub-command registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser listing every command; only ``command``'s module is imported, to build
+    its full sub-parser (the others are names with their help, enough for ``qe --help``)."""
     parser = argparse.ArgumentParser(
         prog="qe",
         description="Sentence-level quality estimation for machine translation.",
     )
     parser.add_argument("--version", action="version", version=f"qe {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"qe.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"qe.commands.{name}":
-                raise
-            continue
-        module.register(subparsers)
+    for name, help_text in COMMANDS.items():
+        if name == command:
+            try:
+                module = importlib.import_module(f"qe.commands.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"qe.commands.{name}":
+                    raise
+            else:
+                module.register(subparsers)
+                continue
+        subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The command named on a command line: its first argument that is not an option (the
+    top-level options, ``--help`` and ``--version``, take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit code (0 ok, 2 bad input or usage, 1 internal error)."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(chosen_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -131,6 +131,7 @@ def _check_learner_and_selector(config: dict[str, Any], path: Path) -> None:
             cv_folds=config["cv"]["folds"],
             seed=config["seed"],
             scoring=learner["scoring"],
+            fast_above=learner.get("fast_above"),
         )
         if config.get("selection"):
             from qe.selection import make_selector

@@ -16,13 +16,16 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from qe.errors import QEInputError
 from qe.io import read_lines, sha256_file
 from qe.mlqe_checksums import MLQE_SHA256
+
+if TYPE_CHECKING:  # tables are read by qe.tables (pandas), imported when one is loaded
+    import pandas as pd
 
 
 @dataclass

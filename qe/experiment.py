@@ -21,7 +21,8 @@ from qe.config import dump_config, load_config, split_settings
 from qe.data import QEDataset, load_registered_features
 from qe.errors import QEInputError
 from qe.io import atomic_write, read_lines, sha256_file, write_text_atomic
-from qe.learners.factory import describe, make_learner
+from qe.learners.factory import AUTO, auto_choice, describe, make_learner
+from qe.learners.progress import reporting, say
 from qe.metrics import evaluate, paired_bootstrap
 from qe.model import QEModel
 from qe.outputs import staged_dir
@@ -313,11 +314,23 @@ def _fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np
 
 
 def fit_and_evaluate(
-    config: dict[str, Any], train: SplitData, test: SplitData, dev: SplitData | None = None
+    config: dict[str, Any],
+    train: SplitData,
+    test: SplitData,
+    dev: SplitData | None = None,
+    progress: bool = False,
 ) -> FittedSystem:
     """Fit the configured learner, CV-predict train, predict test. Hyperparameters (a grid) are
     chosen by CV on train, or with a ``dev`` split by fitting on train and scoring on dev; the
-    chosen configuration is then fitted on train only."""
+    chosen configuration is then fitted on train only. ``progress``: lines on stderr during the
+    grid search and the CV predictions (:mod:`qe.learners.progress`)."""
+    with reporting(progress):
+        return _fit_and_evaluate(config, train, test, dev)
+
+
+def _fit_and_evaluate(
+    config: dict[str, Any], train: SplitData, test: SplitData, dev: SplitData | None
+) -> FittedSystem:
     learner = config["learner"]
     seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
     check_folds(config, len(train.dataset))
@@ -345,6 +358,8 @@ def fit_and_evaluate(
         scoring=learner["scoring"],
         n_jobs=n_jobs,
         cv=tune_on,
+        n_rows=len(x_train),
+        fast_above=learner.get("fast_above"),
     )
     y_fit = _fit_target(learner, train.dataset, estimator)
     if isinstance(estimator, GridSearchCV) and dev is not None:
@@ -362,14 +377,25 @@ def fit_and_evaluate(
 
     # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
     folds_split = KFold(folds, shuffle=True, random_state=seed)
+    started = time.perf_counter()
+    say(f"CV predictions: {folds} folds of {len(x_train)} rows with the chosen parameters")
     cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_fit, cv=folds_split, n_jobs=n_jobs))
+    say(f"CV predictions: done in {time.perf_counter() - started:.0f} s")
     metrics: dict[str, Any] = {"cv": evaluate(y_train, cv_pred)}
     metrics["cv"]["folds"] = folds
+    if learner["name"] == AUTO:
+        chose = auto_choice(len(x_train), learner.get("fast_above"))
+        metrics["learner"] = {"name": AUTO, "chosen": chose, "training_rows": len(x_train)}
     if isinstance(estimator, GridSearchCV):
         best = {k.removeprefix("model__"): v for k, v in estimator.best_params_.items()}
         metrics["cv"]["grid_best_params"] = best
         metrics["cv"]["grid_best_score"] = float(estimator.best_score_)
         metrics["cv"]["grid_chosen_on"] = "dev" if dev is not None else "cv"
+        if getattr(estimator, "units", None):  # a default grid, resolved from the training data
+            metrics["cv"]["grid_scaled_to"] = {
+                "label_sd": estimator.label_sd_,
+                "n_features": x_train.shape[1],
+            }
     if dev is not None:
         dev_pred = clip(chosen.predict(dev.features.to_numpy()))
         metrics["dev"] = evaluate(dev.dataset.labels, dev_pred)
@@ -409,7 +435,7 @@ def fit_config(
         for split in (train, dev, test):
             if split is not None:
                 split.features = split.features[selected]
-    return train, test, fit_and_evaluate(config, train, test, dev), report
+    return train, test, fit_and_evaluate(config, train, test, dev, progress), report
 
 
 def against_config(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:

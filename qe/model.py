@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
-import skops.io as sio
-from sklearn.base import BaseEstimator
-from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
 
 from qe import __version__
 from qe.errors import QEInputError
@@ -21,10 +21,37 @@ __all__ = ["MODEL_TYPES", "QEModel", "load_model", "prediction_only", "save_mode
 SHOWN_REFUSED = 6  # refused entries named in an error
 
 
+def skops_io() -> ModuleType:
+    """``skops.io``, imported without building skops' default list of trusted estimators.
+
+    skops makes that list at import by calling scikit-learn's ``all_estimators()``, which imports
+    every scikit-learn module and its test helpers (pytest, and dask through the array-API layer),
+    about 0.6 s of ``qe predict``'s start-up. qe never relies on that list: :func:`load_model`
+    checks every type against ``MODEL_TYPES`` first and then trusts exactly those, so with the list
+    empty skops' own audit only gets stricter.
+    """
+    if "skops.io" in sys.modules:
+        return sys.modules["skops.io"]
+    # skops also finds the module of every scipy.special ufunc by scanning sys.modules in import
+    # order: imported before scikit-learn's hundreds of modules, it is found three times sooner.
+    import scipy.special  # noqa: F401
+    import sklearn.utils
+
+    listing = sklearn.utils.all_estimators
+    sklearn.utils.all_estimators = lambda *args, **kwargs: []
+    try:
+        return importlib.import_module("skops.io")
+    finally:
+        sklearn.utils.all_estimators = listing
+
+
 def prediction_only(estimator: Any, _memo: dict[int, Any] | None = None) -> Any:
     """``estimator`` without hyperparameter searches, for saving: a fitted search becomes its refitted
     best estimator and an unfitted one (an ensemble member's template) its estimator, so the model
     holds no scorer functions. Predictions are unchanged; the original is not modified."""
+    from sklearn.base import BaseEstimator
+    from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
+
     memo = {} if _memo is None else _memo
     if id(estimator) in memo:
         return memo[id(estimator)]
@@ -66,7 +93,7 @@ def save_model(path: str | Path, estimator: Any, feature_names: list[str], manif
         "manifest_json": json.dumps(manifest),
     }
     try:
-        data = sio.dumps(payload)
+        data = skops_io().dumps(payload)
     except Exception as exc:  # skops refuses some objects with TypeError, others overflow the stack
         raise QEInputError(f"cannot save this learner as a skops file ({type(exc).__name__})", path) from None
     refused, _ = refused_entries(data)
@@ -96,7 +123,7 @@ def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
         found = _refused_message(refused)
         raise QEInputError(f"model file holds untrusted types or callables, refusing to load: {found}", path)
     try:
-        payload = sio.loads(data, trusted=present)
+        payload = skops_io().loads(data, trusted=present)
     except Exception as exc:  # skops raises many types for corrupt content
         raise QEInputError(f"cannot load model file: {type(exc).__name__}", path) from None
     if not isinstance(payload, dict) or not {"estimator", "feature_names", "manifest_json"} <= set(payload):

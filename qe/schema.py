@@ -151,9 +151,12 @@ class List(Rule):
 
     def __init__(self, item: Rule, min_len: int = 0) -> None:
         self.item, self.min_len = item, min_len
-        self.allowed = "a non-empty list" if min_len else "a list"
-        if not isinstance(item, Anything):
-            self.allowed += f" of {item.allowed}"
+
+    @property
+    def allowed(self) -> str:  # type: ignore[override]
+        # worded on demand: an item's choices may come from a registry imported only when needed
+        allowed = "a non-empty list" if self.min_len else "a list"
+        return allowed if isinstance(self.item, Anything) else f"{allowed} of {self.item.allowed}"
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         if not isinstance(value, list) or len(value) < self.min_len:
@@ -317,9 +320,9 @@ def _datasets() -> list[str]:
 
 
 def _learners() -> list[str]:
-    from qe.learners.factory import LEARNERS
+    from qe.learners.factory import AUTO, LEARNERS
 
-    return list(LEARNERS)
+    return [*LEARNERS, AUTO]
 
 
 def _scorings() -> list[str]:
@@ -402,6 +405,7 @@ EXPERIMENT = Table(
                 "scoring": Str(_scorings, noun="scoring"),
                 "clip": Bool(),
                 "aux_targets": List(Str(_aux_targets, noun="aux target")),
+                "fast_above": Int(1),  # name = "auto": the exact SVR up to this many training rows
             },
             required=("name",),
         ),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -42,6 +43,8 @@ from qe.io import UTF8_BOM, atomic_write, require_file, write_text_atomic
 
 STATE_FORMAT = "qe-stream-state/1"
 DEFAULT_CHUNK_SIZE = 10_000
+MIN_AUTO_CHUNK = 500
+CHUNKS_PER_WORKER = 8
 
 
 # ====================================================================== reading
@@ -141,6 +144,7 @@ def iter_chunks(
     if chunk_size < 1:
         raise QEInputError(f"chunk size must be at least 1, got {chunk_size}")
     positions = {role: (offsets or {}).get(role, 0) for role in paths}
+    named = {role: Path(path) for role, path in paths.items()}  # for error messages
     number, index = start, first_index
     with contextlib.ExitStack() as stack:
         handles: dict[str, IO[bytes]] = {}
@@ -167,7 +171,7 @@ def iter_chunks(
                 number += 1
                 for role, raw in raws.items():
                     positions[role] += len(raw)
-                    columns[role].append(_decode(raw, Path(paths[role]), number))
+                    columns[role].append(_decode(raw, named[role], number))
             size = len(next(iter(columns.values())))
             if size:
                 yield Chunk(index, number - size, columns, dict(positions))
@@ -205,13 +209,17 @@ _WORKER_STATE: dict[str, Any] = {}
 
 
 def run_chunk(task: ChunkTask, chunk: Chunk) -> Any:
-    """Worker entry point: the task's state is built on the first chunk and kept for the next ones."""
+    """Worker entry point: the task's state is built on the first chunk and kept for the next ones.
+    The families compute in this process: the stream's ``--jobs`` decides how many processes run."""
+    from qe.workers import no_inner_parallelism
+
     key = task.cache_key()
-    if _WORKER_STATE.get("key") != key:
-        _WORKER_STATE.clear()  # drop the previous task's state before loading a new one
-        _WORKER_STATE["state"] = task.setup()
-        _WORKER_STATE["key"] = key
-    return task.process(_WORKER_STATE["state"], chunk)
+    with no_inner_parallelism():
+        if _WORKER_STATE.get("key") != key:
+            _WORKER_STATE.clear()  # drop the previous task's state before loading a new one
+            _WORKER_STATE["state"] = task.setup()
+            _WORKER_STATE["key"] = key
+        return task.process(_WORKER_STATE["state"], chunk)
 
 
 def clear_worker_state() -> None:
@@ -549,13 +557,22 @@ def _note(message: str) -> None:
     print(f"qe: {message}", file=sys.stderr)
 
 
+def auto_chunk_size(total: int, width: int) -> int:
+    """The chunk size when none is given: ``DEFAULT_CHUNK_SIZE`` for one worker; for more, about
+    ``CHUNKS_PER_WORKER`` chunks each (so that they finish together even when sentence lengths
+    vary along the input), from ``MIN_AUTO_CHUNK`` to ``DEFAULT_CHUNK_SIZE`` pairs."""
+    if width <= 1:
+        return DEFAULT_CHUNK_SIZE
+    return max(MIN_AUTO_CHUNK, min(DEFAULT_CHUNK_SIZE, -(-total // (CHUNKS_PER_WORKER * width))))
+
+
 def run_stream(
     inputs: dict[str, str | Path],
     task: ChunkTask,
     sink: Sink,
     *,
     job: dict[str, Any] | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_size: int | None = None,
     n_jobs: int = 1,
     backend: str = "loky",
     scheduler: str | None = None,
@@ -568,20 +585,22 @@ def run_stream(
 
     ``inputs`` maps a role (the first is the reference for line counts, e.g. ``src``) to a file.
     ``job`` describes everything else the output depends on (model hash, options); a resumed run
-    must have the same. ``n_jobs`` worker processes (``backend="loky"``), or the workers of a Dask
-    cluster (``backend="dask"``: ``scheduler`` address, or a local cluster of ``n_jobs`` processes).
-    Chunks are formed identically on every backend, so the output is too. ``check_first`` is
-    called on the first chunk read (e.g. a language check) before any work is sent out.
+    must have the same. ``n_jobs`` worker processes (``backend="loky"``: forked from this process
+    on Linux, see ``qe.workers``, else loky's), or the workers of a Dask cluster
+    (``backend="dask"``: ``scheduler`` address, or a local cluster of ``n_jobs`` processes).
+    ``chunk_size`` None picks one from the input size and the workers (``auto_chunk_size``); the
+    output does not depend on it, nor on the backend. ``check_first`` is called on the first chunk
+    read (e.g. a language check) before any work is sent out.
     """
-    from joblib import Parallel, delayed, effective_n_jobs
+    from joblib import effective_n_jobs
     from tqdm.auto import tqdm
 
     from qe.selection.backend import parallel_backend_context
-    from qe.workers import exit_with_parent_everywhere
+    from qe.workers import can_fork, exit_with_parent_everywhere, forked_workers
 
     exit_with_parent_everywhere()
     started = time.perf_counter()
-    if chunk_size < 1:
+    if chunk_size is not None and chunk_size < 1:
         raise QEInputError(f"--chunk-size must be at least 1, got {chunk_size}")
     if n_jobs == 0:
         raise QEInputError("--jobs must not be 0")
@@ -613,13 +632,14 @@ def run_stream(
         elif resume:
             _note(f"nothing to resume for {target}; starting from the beginning")
         sink.open(position)
+        size = chunk_size
 
         def save(chunk: Chunk, new_position: int) -> None:
             record = {
                 "format": STATE_FORMAT,
                 "job": job,
                 "inputs": {role: asdict(info) for role, info in infos.items()},
-                "chunk_size": chunk_size,
+                "chunk_size": size,
                 "chunks_done": chunk.index + 1,
                 "pairs_done": chunk.start + len(chunk),
                 "pairs_total": total,
@@ -629,34 +649,53 @@ def run_stream(
             write_text_atomic(state_path(target), json.dumps(record, indent=1) + "\n")
 
         computed = computed_chunks = 0
-        reader = iter_chunks(paths, chunk_size, start=done, offsets=offsets, first_index=chunks_done)
-        bar = tqdm(total=total, initial=done, desc=desc, unit="pair", unit_scale=True, disable=not progress)
+        bars: list[Any] = []  # made after the workers are forked: a progress bar starts a thread
         try:
-            with parallel_backend_context(backend, scheduler, n_jobs) as client:
+            with contextlib.ExitStack() as stack:
+                client = stack.enter_context(parallel_backend_context(backend, scheduler, n_jobs))
                 if client is not None:
                     width = max(1, sum(client.nthreads().values()))
                 else:
                     width = max(1, effective_n_jobs(n_jobs))
-                with Parallel(return_as="generator") as parallel:
-                    for wave in _waves(reader, 2 * width, check_first):
-                        results = parallel(delayed(run_chunk)(task, chunk) for chunk in wave)
-                        for chunk, result in zip(wave, results, strict=True):
-                            new_position = sink.write(chunk, result)
-                            if target is not None:
-                                save(chunk, new_position)
-                            computed += len(chunk)
-                            computed_chunks += 1
-                            bar.update(len(chunk))
-            bar.close()
+                forked = None
+                if client is None and width > 1 and can_fork():
+                    forked = stack.enter_context(forked_workers(width))
+                size = chunk_size if chunk_size is not None else auto_chunk_size(total, width)
+                reader = _checked(
+                    iter_chunks(paths, size, start=done, offsets=offsets, first_index=chunks_done),
+                    check_first,
+                )
+                bars.append(
+                    tqdm(
+                        total=total,
+                        initial=done,
+                        desc=desc,
+                        unit="pair",
+                        unit_scale=True,
+                        disable=not progress,
+                    )
+                )
+                if forked is not None:
+                    results = forked(functools.partial(run_chunk, task), reader, 2 * width)
+                else:
+                    results = _joblib_results(task, reader, width)
+                for chunk, result in results:
+                    new_position = sink.write(chunk, result)
+                    if target is not None:
+                        save(chunk, new_position)
+                    computed += len(chunk)
+                    computed_chunks += 1
+                    bars[0].update(len(chunk))
+            _close(bars)
             sink.finalize()
         except QEInputError:
-            bar.close()
+            _close(bars)
             sink.discard()
             if target is not None:
                 state_path(target).unlink(missing_ok=True)
             raise
         except OSError as exc:  # e.g. the disk is full: one line; the chunks recorded so far are kept
-            bar.close()
+            _close(bars)
             resumable = target is not None and state_path(target).exists()
             with contextlib.suppress(OSError):
                 sink.close() if resumable else sink.discard()
@@ -665,7 +704,7 @@ def run_stream(
             hint = f"; rerun with --resume to continue writing {target}" if resumable else ""
             raise QEInputError(f"{exc.strerror or exc}{hint}", exc.filename or target) from None
         except BaseException:
-            bar.close()
+            _close(bars)
             sink.close()
             if target is not None and state_path(target).exists():
                 _note(f"interrupted; rerun with --resume to continue writing {target}")
@@ -679,16 +718,34 @@ def run_stream(
     return StreamSummary(total, computed, computed_chunks, done, time.perf_counter() - started)
 
 
-def _waves(
-    reader: Iterator[Chunk], size: int, check_first: Callable[[Chunk], None] | None
-) -> Iterator[list[Chunk]]:
-    """Group chunks into waves of ``size`` (the chunks in flight at once), checking the first one."""
-    wave: list[Chunk] = []
-    first = True
+def _close(bars: list[Any]) -> None:
+    for bar in bars:
+        bar.close()
+
+
+def _checked(reader: Iterator[Chunk], check_first: Callable[[Chunk], None] | None) -> Iterator[Chunk]:
+    """The chunks, the first one passed to ``check_first`` before it is handed on."""
     for chunk in reader:
-        if first and check_first is not None:
+        if check_first is not None:
             check_first(chunk)
-        first = False
+            check_first = None
+        yield chunk
+
+
+def _joblib_results(task: ChunkTask, reader: Iterator[Chunk], width: int) -> Iterator[tuple[Chunk, Any]]:
+    """Chunk results through joblib (this process with one job, loky workers or a Dask cluster), in
+    waves of ``2 * width`` chunks."""
+    from joblib import Parallel, delayed
+
+    with Parallel(return_as="generator") as parallel:
+        for wave in _waves(reader, 2 * width):
+            yield from zip(wave, parallel(delayed(run_chunk)(task, chunk) for chunk in wave), strict=True)
+
+
+def _waves(reader: Iterator[Chunk], size: int) -> Iterator[list[Chunk]]:
+    """Group chunks into waves of ``size`` (the chunks in flight at once)."""
+    wave: list[Chunk] = []
+    for chunk in reader:
         wave.append(chunk)
         if len(wave) == size:
             yield wave

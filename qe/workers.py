@@ -6,18 +6,35 @@ memory). Every loky worker started after :func:`exit_with_parent_everywhere` run
 gone (its parent process id changes when it is re-parented). A thread polling ``os.getppid`` is
 used rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that started the worker
 exits, and loky starts workers from whichever thread submits or manages work.
+
+:func:`forked_workers` maps a function over items on processes forked from this one (Linux, and
+only while this process runs no other thread): they start in milliseconds with every module already
+imported, where a loky worker spends seconds importing numpy, pandas and qe before its first item.
+While a streamed run computes a chunk (:func:`no_inner_parallelism`, in a worker or in this
+process) the families start no processes of their own: ``--jobs`` alone decides how many run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 from joblib import register_parallel_backend
 from joblib._parallel_backends import LokyBackend
 
 CHECK_SECONDS = 0.5
+_INNER_PARALLELISM = True
+T = TypeVar("T")
 
 
 def exit_with_parent(parent_pid: int, every: float = CHECK_SECONDS) -> None:
@@ -44,3 +61,104 @@ def exit_with_parent_everywhere() -> None:
     """Make joblib's ``loky`` backend (the default, also used by scikit-learn) start parent-bound
     workers in this process: every joblib worker qe starts, however deep in a library, ends with it."""
     register_parallel_backend("loky", ParentBoundLokyBackend)
+
+
+# ====================================================================== one level of parallelism
+
+
+def inner_parallelism_allowed() -> bool:
+    """Whether a family may start worker processes of its own (not inside a streamed run or its workers)."""
+    return _INNER_PARALLELISM
+
+
+@contextlib.contextmanager
+def no_inner_parallelism() -> Iterator[None]:
+    """While the block runs, families compute in the calling process (see the module docstring)."""
+    global _INNER_PARALLELISM
+    previous, _INNER_PARALLELISM = _INNER_PARALLELISM, False
+    try:
+        yield
+    finally:
+        _INNER_PARALLELISM = previous
+
+
+# ====================================================================== forked workers
+
+
+def can_fork() -> bool:
+    """Whether :func:`forked_map` may be used here: Linux, and no thread but this one (a fork copies
+    only the calling thread, so a lock another thread holds would stay locked in the child)."""
+    return (
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+    )
+
+
+def _start_forked_worker(parent_pid: int) -> None:
+    """In a forked worker: end with the parent, leave Ctrl-C to it, one BLAS thread."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles it and stops the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's "clean up like Ctrl-C" handler
+    exit_with_parent(parent_pid)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)  # two workers with one BLAS pool each per core, not two pools each
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and kill the workers (a Ctrl-C must not wait for running items)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.join(5)
+
+
+@contextlib.contextmanager
+def forked_workers(workers: int) -> Iterator[Callable[..., Iterator[tuple[Any, Any]]]]:
+    """``workers`` processes forked from this one (see :func:`can_fork`) for the duration of the
+    block, which gets a ``map(function, items, in_flight)`` (see :func:`_ordered_map`). The workers
+    are forked at once, before anything else in this process can start a thread; they end with the
+    block: after their work when it ends normally, killed at once on an error or an interrupt."""
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_start_forked_worker,
+        initargs=(os.getpid(),),
+    )
+    finished = False
+    try:
+        pool.submit(int).result()  # a fork pool starts all its workers on the first submit
+        yield lambda function, items, in_flight: _ordered_map(pool, function, items, in_flight)
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            _stop(pool)
+
+
+def _ordered_map(
+    pool: ProcessPoolExecutor, function: Callable[[T], Any], items: Iterable[T], in_flight: int
+) -> Iterator[tuple[T, Any]]:
+    """``(item, function(item))`` for each item, in input order; at most ``in_flight`` items are taken
+    from ``items`` ahead of the one returned, so a lazy ``items`` is read as the work goes. A worker's
+    exception is raised here; a worker that dies (killed, out of memory) raises ``ChildProcessError``."""
+    pending: deque = deque()
+    try:
+        for item in items:
+            pending.append((item, pool.submit(function, item)))
+            if len(pending) >= in_flight:
+                first, future = pending.popleft()
+                yield first, future.result()
+        while pending:
+            first, future = pending.popleft()
+            yield first, future.result()
+    except BrokenProcessPool:
+        raise ChildProcessError("a worker process ended unexpectedly (killed, or out of memory)") from None

@@ -188,16 +188,16 @@ def restamp(bundle: Path, member: str) -> None:
 def test_missing_or_corrupt_member_files(tmp_path, small_data):
     build(tmp_path, small_data, small_config())
     out = tmp_path / "out"
-    (out / "ngrams.src.tsv.gz").unlink()
-    (out / "ibm1.s2t.txt").write_text("house casa not-a-number\n")
+    (out / "ngrams.src.npz").unlink()
+    (out / "ibm1.s2t.npz").write_text("house casa not-a-number\n")
     restamp(out, "ibm1.s2t")
     bundle = ResourceBundle(out)
     with pytest.raises(QEInputError, match="missing") as info:
         bundle.get("ngrams.src")
-    assert info.value.path.endswith("ngrams.src.tsv.gz")
+    assert info.value.path.endswith("ngrams.src.npz")
     with pytest.raises(QEInputError) as info:
         bundle.get("ibm1.s2t")
-    assert info.value.path.endswith("ibm1.s2t.txt") and info.value.line == 1
+    assert info.value.path.endswith("ibm1.s2t.npz") and info.value.line == 1
     with pytest.raises(QEInputError, match=r"no resource 'lm\.src'"):
         bundle.get("lm.src")
     (out / "manifest.json").write_text("{not json")

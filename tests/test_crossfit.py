@@ -98,7 +98,7 @@ def test_a_training_pair_never_sees_its_own_sentence(tmp_path, data):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["cross_fit"]["members"] == ["ibm1.s2t", "ibm1.t2s", "ngrams.src"]
     entry = manifest["members"]["ngrams.src"]
-    assert [f["file"] for f in entry["folds"]] == ["ngrams.src.fold0.tsv.gz", "ngrams.src.fold1.tsv.gz"]
+    assert [f["file"] for f in entry["folds"]] == ["ngrams.src.fold0.npz", "ngrams.src.fold1.npz"]
     assert [f["excluded_lines"] for f in entry["folds"]] == [{"qe": 2}, {"qe": 2}]
     # The same folds as [edits] with the same keys, folds and seed.
     keys = [pair_key(s, m) for s, m in zip(SRC, MT, strict=True)]
@@ -175,11 +175,11 @@ def test_in_sample_tables_are_recorded_and_warned_about(tmp_path, data, capsys):
 
 def test_a_changed_fold_file_is_refused(tmp_path, data):
     bundle = build(tmp_path, data, config())
-    (tmp_path / "out" / "ngrams.src.fold1.tsv.gz").write_bytes(b"not the table")
+    (tmp_path / "out" / "ngrams.src.fold1.npz").write_bytes(b"not the table")
     bundle.get("ngrams.src")  # the full table is intact
     with pytest.raises(QEInputError, match="does not match the sha256") as info:
         bundle.fold_view(1).get("ngrams.src")
-    assert info.value.path.endswith("ngrams.src.fold1.tsv.gz")
+    assert info.value.path.endswith("ngrams.src.fold1.npz")
 
 
 @pytest.mark.parametrize(

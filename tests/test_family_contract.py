@@ -1,8 +1,9 @@
 """The feature-family plug-in contract, checked once for every registered family.
 
 Each family gets an example here (settings, a resource bundle, per-pair inputs); a family without
-one fails ``test_every_family_has_an_example``, so a new plug-in cannot skip the contract. The
-per-family test modules check the feature values themselves.
+one fails ``test_every_family_has_an_example``, so a new plug-in cannot skip the contract. It must
+also read exactly the shared batch annotations it declares. The per-family test modules check the
+feature values themselves.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from qe.errors import QEInputError
+from qe.features.annotations import KINDS
 from qe.features.base import FeatureFamily, PairBatch
 from qe.features.extractor import extract_features
 from qe.features.registry import declared_inputs, make_families, registered_families, route_inputs
@@ -163,6 +165,18 @@ def test_extraction_shape_columns_and_pickling(name: str, bundle: ResourceBundle
         [family], IDS, SRC, MT, resources=resources, extra=extra, batch_size=3, progress=False
     )
     np.testing.assert_array_equal(table.to_numpy(), values)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_declared_annotations_are_the_ones_read(name: str, bundle: ResourceBundle) -> None:
+    """A family reads exactly the shared batch annotations its settings declare (tokens, tags)."""
+    family, resources, extra = example(name, bundle)
+    declared = registered_families()[name].annotations
+    assert set(declared) <= set(KINDS) and len(set(declared)) == len(declared)
+    assert set(family.needed_annotations()) <= set(declared)
+    batch = PairBatch(ids=IDS, src=SRC, mt=MT, extra=extra)
+    family.extract(batch, resources)
+    assert batch.annotations.requested == set(family.needed_annotations())
 
 
 @pytest.mark.parametrize("name", FAMILIES)

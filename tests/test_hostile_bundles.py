@@ -68,8 +68,8 @@ def test_member_paths_leading_out_of_the_bundle_are_refused(tmp_path, bundle_dir
     elif kind == "dotdot":
         _set_member_file(bundle_dir, "ibm1.s2t", os.path.relpath(secret, bundle_dir))
     else:
-        (bundle_dir / "ibm1.s2t.txt").unlink()
-        (bundle_dir / "ibm1.s2t.txt").symlink_to(secret)
+        (bundle_dir / "ibm1.s2t.npz").unlink()
+        (bundle_dir / "ibm1.s2t.npz").symlink_to(secret)
     code, err = _features(tmp_path, bundle_dir, capsys)
     assert code == 2
     assert len(err.splitlines()) == 1 and "'ibm1.s2t'" in err and "inside the bundle" in err
@@ -95,7 +95,7 @@ def _link(member: Path, target: Path) -> None:
 
 def test_a_link_to_the_same_table_loads_inside_the_bundle_and_is_refused_outside(tmp_path, bundle_dir):
     """Same bytes (the sha256 matches): only where the link leads decides."""
-    member = bundle_dir / "ibm1.s2t.txt"
+    member = bundle_dir / "ibm1.s2t.npz"
     _link(member, bundle_dir / "copy.txt")
     assert ResourceBundle(bundle_dir)["ibm1.s2t"].translations("cat")
     clear_loaded_members()
@@ -144,7 +144,7 @@ def test_kenlm_loader_never_echoes_file_content(tmp_path):
 
 def test_a_swapped_member_is_refused(tmp_path, bundle_dir, capsys):
     """Two valid IBM1 tables: swapping them gave silently different scores."""
-    s2t, t2s = bundle_dir / "ibm1.s2t.txt", bundle_dir / "ibm1.t2s.txt"
+    s2t, t2s = bundle_dir / "ibm1.s2t.npz", bundle_dir / "ibm1.t2s.npz"
     data_s2t, data_t2s = s2t.read_bytes(), t2s.read_bytes()
     s2t.write_bytes(data_t2s)
     t2s.write_bytes(data_s2t)
@@ -156,19 +156,19 @@ def test_a_swapped_member_is_refused(tmp_path, bundle_dir, capsys):
 
 
 def test_a_truncated_member_is_refused(tmp_path, bundle_dir, capsys):
-    table = bundle_dir / "ibm1.s2t.txt"
-    lines = table.read_text().splitlines(keepends=True)
-    table.write_text("".join(lines[: len(lines) // 2]))  # still a valid table, with fewer entries
+    table = bundle_dir / "ibm1.s2t.npz"
+    data = table.read_bytes()
+    table.write_bytes(data[: len(data) // 2])
     code, err = _features(tmp_path, bundle_dir, capsys)
     assert code == 2 and len(err.splitlines()) == 1 and "'ibm1.s2t'" in err and "sha256" in err
 
 
 def test_a_swapped_ngram_table_is_refused(bundle_dir):
-    ngrams, unigrams = bundle_dir / "ngrams.src.tsv.gz", bundle_dir / "unigrams.src.tsv.gz"
+    ngrams, unigrams = bundle_dir / "ngrams.src.npz", bundle_dir / "unigrams.src.npz"
     ngrams.write_bytes(unigrams.read_bytes())
     with pytest.raises(QEInputError, match=r"'ngrams\.src'.*sha256") as info:
         ResourceBundle(bundle_dir).get("ngrams.src")
-    assert info.value.path.endswith("ngrams.src.tsv.gz")
+    assert info.value.path.endswith("ngrams.src.npz")
 
 
 def test_each_member_is_hashed_once_per_process_and_file_version(bundle_dir, monkeypatch):
@@ -180,7 +180,7 @@ def test_each_member_is_hashed_once_per_process_and_file_version(bundle_dir, mon
         bundle.get("ngrams.src")
         bundle.get("ngrams.src", min_count=2)
     assert len(calls) == 1
-    member = bundle_dir / "ngrams.src.tsv.gz"
+    member = bundle_dir / "ngrams.src.npz"
     stat = member.stat()
     os.utime(member, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # a new file version
     ResourceBundle(bundle_dir).get("ngrams.src")

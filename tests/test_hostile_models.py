@@ -125,6 +125,8 @@ FACTORY_SPECS: list[tuple[str, dict]] = [
     ("svr", {"grid": "default"}),
     ("svr", {"grid": {"C": [1.0, 3.0]}, "scoring": "DeltaAvg"}),
     ("svr", {"params": {"kernel": "poly", "degree": 2}}),
+    ("svr_fast", {"params": {"n_components": 20}}),
+    ("svr_fast", {"grid": "default", "params": {"n_components": 20}}),
     ("random_forest", {"params": {"n_estimators": 5}}),
     ("random_forest", {"params": {"n_estimators": 5, "oob_score": True, "max_samples": 0.5}}),
     ("m5p", {}),

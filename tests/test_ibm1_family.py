@@ -166,3 +166,27 @@ def test_no_nan_on_extreme_sentences(bundle: ResourceBundle) -> None:
 def test_empty_batch(bundle: ResourceBundle) -> None:
     family = IBM1Features().bind(bundle)
     assert family.extract(PairBatch(ids=[], src=[], mt=[]), bundle).shape == (0, 11)
+
+
+@pytest.mark.parametrize("null", [True, False])
+def test_log_prob_from_the_block_is_the_tables_sentence_log_prob(null: bool) -> None:
+    """The features' P(mt | src) is computed from the lexicon block the family builds anyway; it is
+    exactly ``IBM1Table.sentence_log_prob`` (unknown words, repeats, empty sides included)."""
+    from qe.features.ibm1 import block_log_prob
+
+    rng = np.random.default_rng(0)
+    src_words, tgt_words = [f"s{i}" for i in range(15)], [f"t{i}" for i in range(15)]
+    src = [[str(w) for w in rng.choice(src_words, rng.integers(1, 30))] for _ in range(60)]
+    tgt = [[str(w) for w in rng.choice(tgt_words, rng.integers(1, 30))] for _ in range(60)]
+    table = IBM1Table.train(src, tgt, 3, null=null)
+    family = IBM1Features(pos=False)
+    pairs = [
+        *zip(src, tgt, strict=True),
+        (["s1", "unknown"], ["t2", "nope", "t2"]),
+        ([], ["t1"]),
+        (["s1"], []),
+    ]
+    for s, t in pairs:
+        block = family._block(table, "s2t", s, t)
+        assert block.shape == (len(t), len(s) + null)
+        assert block_log_prob(block, len(s), table.has_null) == table.sentence_log_prob(s, t)

@@ -520,10 +520,12 @@ def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):  # n
 
         def two_workers() -> bool:
             table = _processes()
+            own = table.get(proc.pid, (0, "", ""))[2]  # a forked worker has its parent's command line
             children.update({pid: cmd for pid, (ppid, _, cmd) in table.items() if ppid == proc.pid})
-            return len(_alive({pid for pid, cmd in children.items() if "popen_loky_posix" in cmd})) >= 2
+            workers = {pid for pid, cmd in children.items() if "popen_loky_posix" in cmd or cmd == own}
+            return len(_alive(workers)) >= 2
 
-        _wait(two_workers, "two loky workers started", proc)
+        _wait(two_workers, "two workers started", proc)
         time.sleep(1.0)  # let them load their state and start working
         proc.kill()
         proc.wait()

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qe.ablation import ablation_table, run_ablation
-from qe.config import apply_overrides, load_config
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -26,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from qe.ablation import ablation_table, run_ablation
+    from qe.config import apply_overrides, load_config
+
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
     result = run_ablation(

@@ -27,7 +27,6 @@ import numpy as np
 from qe.data import parse_label, read_labels
 from qe.errors import QEInputError
 from qe.io import read_lines
-from qe.metrics import evaluate
 
 MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles
 
@@ -170,6 +169,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from qe.metrics import evaluate
+
     gold = read_gold(args.gold)
     pred = align(gold, read_predictions(args.pred), args.gold, args.pred)
     if len(gold.values) < MIN_SENTENCES:

@@ -13,11 +13,13 @@ import argparse
 import json
 import re
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from qe.errors import QEInputError
 from qe.io import write_text_atomic
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 
@@ -63,6 +65,8 @@ def _relative(path: Path, folder: Path) -> str:
 def svr_grid(labels: np.ndarray) -> dict[str, list[float]]:
     """The default SVR grid with epsilon (the error ignored) scaled to the labels' spread: the
     default's 0.1-0.3 suit a 1-5 scale (std ~0.85), not HTER in [0, 1] (std ~0.2)."""
+    import numpy as np
+
     from qe.learners.factory import DEFAULT_SVR_GRID
 
     scale = float(np.std(labels)) / 0.85 or 1.0

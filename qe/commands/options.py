@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from qe.streaming import DEFAULT_CHUNK_SIZE
+from qe.streaming import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +55,9 @@ def add_streaming_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chunk-size",
         type=int,
-        default=DEFAULT_CHUNK_SIZE,
-        help=f"pairs read and processed at a time (default {DEFAULT_CHUNK_SIZE})",
+        default=None,
+        help=f"pairs read and processed at a time (default {DEFAULT_CHUNK_SIZE:,} with one job; with more, "
+        f"about {CHUNKS_PER_WORKER} chunks per worker, {MIN_AUTO_CHUNK} to {DEFAULT_CHUNK_SIZE:,} pairs)",
     )
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
     parser.add_argument(

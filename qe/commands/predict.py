@@ -18,9 +18,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from qe.commands.options import (
     add_input_options,
@@ -31,8 +29,6 @@ from qe.commands.options import (
 )
 from qe.io import atomic_write, sha256_file
 from qe.langid import check_language, script_findings
-from qe.metrics import ranks_from_scores
-from qe.model import QEModel
 from qe.outputs import check_output_file
 from qe.streaming import (
     AppendSink,
@@ -43,6 +39,9 @@ from qe.streaming import (
     clear_text_memos,
     run_stream,
 )
+
+if TYPE_CHECKING:  # numpy, the model and the metrics (scikit-learn) are imported when scoring
+    import numpy as np
 
 TSV_HEADER = "id\tscore\n"
 
@@ -83,6 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def format_scores(scores, fmt: str, method: str) -> str:
     """Output text: ``id<TAB>score`` rows, or WMT12 ``METHOD<TAB>SEGID<TAB>SCORE<TAB>RANK`` lines."""
     if fmt == "wmt12":
+        from qe.metrics import ranks_from_scores
+
         ranks = ranks_from_scores(scores)
         return "".join(
             f"{method}\t{i}\t{s:.6f}\t{r}\n" for i, (s, r) in enumerate(zip(scores, ranks, strict=True), 1)
@@ -105,6 +106,8 @@ class PredictTask(ChunkTask):
     input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
 
     def setup(self) -> Any:
+        from qe.model import QEModel
+
         model = QEModel.load(self.model)
         resources = model.open_resources(self.resources)
         families = [f.bind(resources) for f in model.make_families(json.loads(self.file_inputs_json))]
@@ -140,6 +143,8 @@ class RankedScoresSink(AppendSink):
         self._memory: list[np.ndarray] = []  # standard output only: N floats
 
     def write(self, chunk: Chunk, result: Any) -> int:
+        import numpy as np
+
         scores = np.asarray(result, dtype="<f8")
         if self._handle is None:
             self._memory.append(scores)
@@ -147,12 +152,16 @@ class RankedScoresSink(AppendSink):
         return self.append(scores.tobytes())
 
     def _lines(self, scores: np.ndarray) -> Iterator[str]:
+        from qe.metrics import ranks_from_scores
+
         ranks = ranks_from_scores(scores)
         for begin in range(0, len(scores), self.block):
             part = zip(scores[begin : begin + self.block], ranks[begin : begin + self.block], strict=True)
             yield "".join(f"{self.method}\t{begin + k}\t{s:.6f}\t{r}\n" for k, (s, r) in enumerate(part, 1))
 
     def finalize(self) -> None:
+        import numpy as np
+
         if self.target is None:
             scores = np.concatenate(self._memory) if self._memory else np.empty(0)
             for text in self._lines(scores):
@@ -168,6 +177,7 @@ class RankedScoresSink(AppendSink):
 
 def run(args: argparse.Namespace) -> int:
     from qe.features.registry import check_line_inputs, route_inputs
+    from qe.model import QEModel
 
     if args.out is not None:
         check_output_file(args.out, [args.model, args.src, args.mt, *given_inputs(args).values()])

@@ -6,8 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from qe.report import write_report
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -33,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from qe.report import write_report
+
     written = write_report(args.run_dir, data_dir=args.data_dir, ablation_dir=args.ablation, out_dir=args.out)
     for note in written["notes"]:
         print(f"qe: warning: {note}", file=sys.stderr)

@@ -6,9 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from qe.config import apply_overrides, load_config
-from qe.experiment import run_experiment, summary_table
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -28,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from qe.config import apply_overrides, load_config
+    from qe.experiment import run_experiment, summary_table
+
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
     metrics = run_experiment(

@@ -11,6 +11,8 @@ point) holding one ``FeatureFamily`` subclass decorated with ``@register_family`
   under the same names;
 - ``member_settings``: settings whose values name the resource-bundle members it reads, so a bundle
   that lacks one is refused by ``bind`` before any work;
+- ``annotations``: the shared annotations of a batch it reads (``qe.features.annotations``: tokens,
+  UPOS tags), so that families extracted together compute them once;
 - ``fresh_state()``: per-process caches, left out when the family is pickled for a worker.
 """
 
@@ -25,6 +27,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from qe.errors import QEInputError
+from qe.features.annotations import Annotations
 from qe.schema import AnyTable, Anything, Bool, Choice, Either, Int, Number, Rule, Str, Text, Unset
 
 
@@ -45,7 +48,8 @@ class PairBatch:
     lists); ``src`` / ``mt`` are the raw sentences; ``extra`` carries the per-pair inputs the
     families declare (e.g. ``pseudo_ref``) keyed by name, each a list aligned with ``ids``;
     ``origins`` says, when known, where each extra input was read: ``(file, line of the batch's
-    first pair)``, so a family can name the file and line of a bad value.
+    first pair)``, so a family can name the file and line of a bad value. ``annotations`` holds
+    the tokens and tags the families compute once and share (``qe.features.annotations``).
     """
 
     ids: list[str]
@@ -53,6 +57,10 @@ class PairBatch:
     mt: list[str]
     extra: dict[str, list[Any]] = field(default_factory=dict)
     origins: dict[str, tuple[str, int]] = field(default_factory=dict)
+    annotations: Annotations = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.annotations = Annotations(self.src, self.mt)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -196,6 +204,7 @@ class FeatureFamily(ABC):
     name: ClassVar[str]
     setting_specs: ClassVar[dict[str, Setting]] = {}
     inputs: ClassVar[tuple[PairInput, ...]] = ()
+    annotations: ClassVar[tuple[str, ...]] = ()
     member_settings: ClassVar[tuple[str, ...]] = ()
     needs_bundle: ClassVar[bool] = False
 
@@ -256,6 +265,10 @@ class FeatureFamily(ABC):
     def needed_inputs(self) -> tuple[PairInput, ...]:
         """The declared inputs these settings use (all of them unless a family says otherwise)."""
         return self.inputs
+
+    def needed_annotations(self) -> tuple[str, ...]:
+        """The declared annotations these settings read (all of them unless a family says otherwise)."""
+        return self.annotations
 
     def required_members(self) -> list[str]:
         """Bundle members this family reads, from its ``member_settings``."""

@@ -144,6 +144,7 @@ class Baseline17(FeatureFamily):
 
     setting_specs = SETTINGS
     needs_bundle = True
+    annotations = ("tokens",)
 
     def fresh_state(self) -> dict[str, Any]:
         """Lookups prepared for one bundle (rebuilt in each worker)."""
@@ -204,18 +205,18 @@ class Baseline17(FeatureFamily):
             min_count = TRUECASE_MIN_COUNT if mode == "truecase-model" else DEFAULT_MIN_COUNT
         uni_min_count = min_count
         ngram_min_count = DEFAULT_MIN_COUNT if s["quartile_min_count"] == "auto" else min_count
-        ngram_table: NgramCounts = resources.get(s["ngrams"])
-        if mode == "truecase-model":
-            unigram_table: NgramCounts = resources.get(s["unigrams"])
-        else:
-            unigram_table = ngram_table
-        full_unigrams = unigram_table.table(1)  # feature 8 uses raw frequencies
-        quartiles = {1: unigram_table}
-        quartiles.update({n: ngram_table for n in (2, 3)})
+        unigrams = s["unigrams"] if mode == "truecase-model" else s["ngrams"]
+        full_unigrams = resources.get(unigrams, orders=(1,)).table(1)  # feature 8 uses raw frequencies
+        # The quartile features count n-grams seen at least `keep` times: tables are pruned when
+        # loaded (an in-memory bundle ignores load options: its tables are filtered here).
+        quartiles: dict[int, tuple[NgramCounts, int]] = {
+            1: (resources.get(unigrams, orders=(1,), min_count=uni_min_count), uni_min_count)
+        }
+        bigger = resources.get(s["ngrams"], orders=(2, 3), min_count=ngram_min_count)
+        quartiles.update({n: (bigger, ngram_min_count) for n in (2, 3)})
         counts = {}
         cutoffs = {}
-        for n, table in quartiles.items():
-            keep = uni_min_count if n == 1 else ngram_min_count
+        for n, (table, keep) in quartiles.items():
             cutoffs[n] = table.cutoffs(n, keep)
             raw = table.table(n)
             counts[n] = raw if table.min_count >= keep else {g: c for g, c in raw.items() if c >= keep}
@@ -237,8 +238,7 @@ class Baseline17(FeatureFamily):
         """Source word -> number of 'translations' above ``threshold`` under the chosen lexicon."""
         s = self.settings
         if s["lexicon"] == "s2t":
-            table = resources.get(s["ibm1_s2t"])
-            return {w: n for w in table.src_vocab if (n := table.n_translations(w, threshold)) > 0}
+            return resources.get(s["ibm1_s2t"]).translation_counts(threshold)
         # t2s-inverted: for each source word s, the number of target words t with p(s | t) > threshold.
         table = resources.get(s["ibm1_t2s"])
         counts: dict[str, int] = {}
@@ -254,8 +254,8 @@ class Baseline17(FeatureFamily):
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 17)`` float array."""
         res = self._resources(resources)
-        src_tok = self._processor(resources, "src").tokenize_many(batch.src)
-        tgt_tok = self._processor(resources, "tgt").tokenize_many(batch.mt)
+        src_tok = batch.annotations.tokens("src", self._processor(resources, "src"))
+        tgt_tok = batch.annotations.tokens("tgt", self._processor(resources, "tgt"))
         skip_oov = self.settings["lm_oov"] == "skip"
         compat = bool(self.settings["quest_compat"])
         src_lm, tgt_lm = res["src_lm"], res["tgt_lm"]

@@ -9,7 +9,10 @@ extra inputs, a hash of the source file defining the family (editing a family in
 entries), the qe version, ``qe.text.TEXT_VERSION`` and ``CACHE_VERSION``. Code a family calls in
 other modules (e.g. resource loaders) is not hashed: pass ``refresh=True`` after changing it.
 The extraction time of each family is measured and stored with its columns, so a cache hit
-still reports how long the family took to compute.
+still reports how long the family took to compute. The families missing from the cache are
+extracted together, so that they share the annotations of each batch (``qe.features.annotations``:
+``lm`` and ``ibm1`` tag each sentence once); the first family that needs an annotation is charged
+for it.
 
 Default directory: ``$QE_CACHE_DIR/features``, else ``~/.cache/qe/features``.
 """
@@ -22,7 +25,6 @@ import inspect
 import json
 import logging
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -182,37 +184,43 @@ def extract_cached(
         raise QEInputError(f"a feature family is listed twice: {', '.join(names)}")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     data_hash = sentences_hash(ids, src, mt, extra) if use_cache else ""
-    parts: list[pd.DataFrame] = []
+    frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
     hits: list[str] = []
+    missing: list[tuple[FeatureFamily, str, Path | None]] = []
     for family in families:
         family.bind(resources)
         columns = family.column_names()
         key = family_key(family, resources, data_hash) if use_cache else ""
         path = cache_path(root, family.name, dataset, key) if use_cache else None
         cached = _read(path, key, columns, len(ids)) if path is not None and not refresh else None
-        if cached is not None:
-            frame, seconds = cached
-            hits.append(family.name)
-        else:
-            start = time.perf_counter()
-            frame = extract_features(
-                [family],
-                ids,
-                src,
-                mt,
-                resources=resources,
-                extra=extra,
-                origins=origins,
-                batch_size=batch_size,
-                n_jobs=n_jobs,
-                progress=progress,
-            )
-            seconds = time.perf_counter() - start
+        if cached is None:
+            missing.append((family, key, path))
+            continue
+        frames[family.name], timings[family.name] = cached[0], round(cached[1], 3)
+        hits.append(family.name)
+    if missing:  # extracted together, so that they compute shared annotations (tags) once
+        table = extract_features(
+            [family for family, _, _ in missing],
+            ids,
+            src,
+            mt,
+            resources=resources,
+            extra=extra,
+            origins=origins,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        for family, key, path in missing:
+            frame = table[family.column_names()].copy()
+            frame.attrs = {}
+            seconds = table.attrs["family_seconds"][family.name]
             if path is not None:
                 _write(path, frame, key, family.name, seconds)
-        timings[family.name] = round(seconds, 3)
-        parts.append(frame.reset_index(drop=True))
+            frames[family.name], timings[family.name] = frame, round(seconds, 3)
+    parts = [frames[family.name].reset_index(drop=True) for family in families]
+    timings = {family.name: timings[family.name] for family in families}
     table = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=range(len(ids)))
     table.attrs["cache_hits"] = hits
     return table, timings

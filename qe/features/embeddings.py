@@ -139,10 +139,13 @@ class EmbeddingFamily(FeatureFamily):
         return cls(pseudo_ref=True, projections=2).specs()
 
     def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
-        if self._encoder is None:
+        from qe.workers import inner_parallelism_allowed
+
+        n_jobs = self.settings["n_jobs"] if inner_parallelism_allowed() else 1  # a stream's --jobs decides
+        if self._encoder is None or self._encoder.n_jobs != n_jobs:
             from qe.embeddings.encoder import SentenceEncoder
 
-            self._encoder = SentenceEncoder(n_jobs=self.settings["n_jobs"])
+            self._encoder = SentenceEncoder(n_jobs=n_jobs)
         return np.asarray(self._encoder.encode(sentences, lang), dtype=np.float64)
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:

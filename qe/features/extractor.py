@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -11,13 +12,35 @@ from tqdm import tqdm
 
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch
-from qe.resources.crossfit import extract_by_fold
+from qe.resources.crossfit import split_by_fold
 from qe.workers import exit_with_parent_everywhere
 
 
-def _extract_batch(families: list[FeatureFamily], batch: PairBatch, resources: Any) -> np.ndarray:
-    # Training pairs of a cross-fitted bundle are scored with their fold's tables (qe.resources.crossfit).
-    return np.hstack([extract_by_fold(family, batch, resources, family.extract) for family in families])
+def _extract_batch(
+    families: list[FeatureFamily], batch: PairBatch, resources: Any
+) -> tuple[np.ndarray, list[float]]:
+    """The families' columns for one batch (sharing its annotations) and each family's seconds.
+
+    Training pairs of a cross-fitted bundle are scored with their fold's tables
+    (``qe.resources.crossfit``): the batch is cut by fold once and every family runs on each piece.
+    """
+    reads_bundle = any(family.needs_bundle for family in families)
+    seconds = [0.0] * len(families)
+    out: np.ndarray | None = None
+    for rows, part, part_resources in split_by_fold(batch, resources, reads_bundle):
+        columns = []
+        for k, family in enumerate(families):
+            start = time.perf_counter()
+            columns.append(family.extract(part, part_resources if family.needs_bundle else resources))
+            seconds[k] += time.perf_counter() - start
+        values = np.hstack(columns)
+        if rows is None:
+            return values, seconds
+        if out is None:
+            out = np.zeros((len(batch), values.shape[1]), dtype=values.dtype)
+        out[rows] = values
+    assert out is not None
+    return out, seconds
 
 
 def extract_features(
@@ -36,6 +59,10 @@ def extract_features(
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
     where each extra input was read, ``(file, line of the first pair)``, for error messages).
+
+    The families of a batch share its annotations (tokens, tags: ``qe.features.annotations``), so
+    the first family that needs one pays for it; ``table.attrs["family_seconds"]`` holds each
+    family's extraction seconds, summed over the batches.
 
     ``whole=False`` marks one chunk of a longer input: the families' ``check_ids`` (does a decoder
     log cover exactly the dataset?) is then the caller's, once, with every id.
@@ -64,5 +91,9 @@ def extract_features(
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")
     results = parallel(delayed(_extract_batch)(families, batch, resources) for batch in batches)
     parts = list(tqdm(results, total=len(batches), desc=label, unit="batch", disable=not progress))
-    values = np.vstack(parts) if parts else np.empty((0, len(columns)))
-    return pd.DataFrame(values, columns=columns)
+    values = np.vstack([part for part, _ in parts]) if parts else np.empty((0, len(columns)))
+    table = pd.DataFrame(values, columns=columns)
+    table.attrs["family_seconds"] = {
+        family.name: sum(seconds[k] for _, seconds in parts) for k, family in enumerate(families)
+    }
+    return table

@@ -4,11 +4,11 @@ Tables (bundle members, names are settings): ``ibm1.s2t`` holds t(target | sourc
 ``ibm1.t2s`` t(source | target). Tokens come from the bundle's text processor. With S source and
 H MT tokens:
 
-- ``mt_given_src_logprob_per_word`` = (1/H) ln P(mt | src), P from ``IBM1Table.sentence_log_prob``
-  with the s2t table: Popović's IBM1_hs, ``(S+1)^-H prod_i sum_j p(h_i | s_j)`` with the empty
-  word among the s_j, as a length-normalized natural log; ``src_given_mt_logprob_per_word`` is
-  IBM1_sh with the t2s table, divided by S. A word no table entry explains costs ln(1e-12); an
-  empty side gives 0.
+- ``mt_given_src_logprob_per_word`` = (1/H) ln P(mt | src), P as ``IBM1Table.sentence_log_prob``
+  computes it (``block_log_prob``) with the s2t table: Popović's IBM1_hs,
+  ``(S+1)^-H prod_i sum_j p(h_i | s_j)`` with the empty word among the s_j, as a length-normalized
+  natural log; ``src_given_mt_logprob_per_word`` is IBM1_sh with the t2s table, divided by S. A
+  word no table entry explains costs ln(1e-12); an empty side gives 0.
 - ``mt_coverage``: share of MT tokens t for which some source token s has t(t | s) >
   ``coverage_threshold``; ``src_coverage``: share of source tokens s with some MT token t having
   t(s | t) above it (0 for an empty side).
@@ -33,6 +33,7 @@ bound has no POS features.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -131,6 +132,25 @@ def viterbi_alignment(probs: np.ndarray, null: np.ndarray) -> list[int]:
     return np.where(best >= np.maximum(null, MIN_PROB), choice, -1).tolist()
 
 
+def block_log_prob(block: np.ndarray, n_src: int, has_null: bool) -> float:
+    """``IBM1Table.sentence_log_prob`` from the table's block of t(tgt_j | src_i) for one sentence
+    pair (rows: target words; columns: NULL if the table has it, then the source words): the same
+    operations on the same array, so the same float."""
+    n_tgt = block.shape[0]
+    if n_tgt == 0:
+        return 0.0
+    positions = n_src + (1 if has_null else 0)
+    sums = np.maximum(block.sum(axis=1), MIN_PROB)
+    return float(np.log(sums).sum() - n_tgt * math.log(max(positions, 1)))
+
+
+def _split_null(block: np.ndarray, has_null: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The (H, S) word block and the H values t(tgt_j | NULL) (zeros for a table without NULL)."""
+    if has_null:
+        return block[:, 1:], block[:, 0]
+    return block, np.zeros(block.shape[0])
+
+
 def _share(count: float, total: int) -> float:
     return count / total if total else 0.0
 
@@ -144,6 +164,7 @@ class IBM1Features(FeatureFamily):
     setting_specs = SETTINGS
     member_settings = ("s2t", "t2s")
     needs_bundle = True
+    annotations = ("tokens", "upos")
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -176,6 +197,10 @@ class IBM1Features(FeatureFamily):
         """Whether the POS-agreement features are produced (after ``bind`` for ``pos="auto"``)."""
         return self._pos_resolved
 
+    def needed_annotations(self) -> tuple[str, ...]:
+        """Bundle tokens, and their UPOS tags when the POS-agreement features are on."""
+        return self.annotations if self.use_pos else ("tokens",)
+
     def specs(self) -> list[FeatureSpec]:
         """The seven IBM1 features, then the four POS-agreement ones if ``use_pos``."""
         return BASE_SPECS + (POS_SPECS if self.use_pos else [])
@@ -187,23 +212,17 @@ class IBM1Features(FeatureFamily):
 
     # ------------------------------------------------------------------ extraction
 
-    def _matrix(self, table: Any, key: str, src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(H, S) matrix of t(tgt_j | src_i) and the H values t(tgt_j | NULL); lexicon rows memoised."""
+    def _block(self, table: Any, key: str, src: list[str], tgt: list[str]) -> np.ndarray:
+        """(H, S) matrix of t(tgt_j | src_i), preceded by the column t(tgt_j | NULL) when the table
+        has the empty word (as ``IBM1Table`` lays it out); lexicon rows memoised per source word."""
         memo: dict[str, dict[str, float]] = self._cache.setdefault((key, id(table)), {})
-        null_key = NULL if table.has_null else None
-        for w in {*src, null_key} - {None}:
+        words = [NULL, *src] if table.has_null else src
+        for w in words:
             if w not in memo:
                 memo[w] = table.translations(w)
-        src_types = list(dict.fromkeys(src))
-        tgt_types = list(dict.fromkeys(tgt))
-        small = np.array([[memo[w].get(t, 0.0) for w in src_types] for t in tgt_types], dtype=np.float64)
-        small = small.reshape(len(tgt_types), len(src_types))
-        s_index = {w: k for k, w in enumerate(src_types)}
-        t_index = {w: k for k, w in enumerate(tgt_types)}
-        rows = [t_index[t] for t in tgt]
-        probs = small[np.ix_(rows, [s_index[w] for w in src])]
-        null_row = memo[null_key] if null_key is not None else {}
-        return probs, np.array([null_row.get(t, 0.0) for t in tgt], dtype=np.float64)
+        zeros = [0.0] * len(tgt)
+        columns = [list(map(memo[w].get, tgt, zeros)) for w in words]  # dict.get(t, 0.0), looped in C
+        return np.array(columns, dtype=np.float64).reshape(len(words), len(tgt)).T.copy()
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
@@ -211,27 +230,22 @@ class IBM1Features(FeatureFamily):
             raise QEInputError("ibm1 needs a resource bundle (ibm1.s2t, ibm1.t2s)")
         s = self.settings
         s2t, t2s = resources.get(s["s2t"]), resources.get(s["t2s"])
-        src_tok = resources.text_processor("src").tokenize_many(batch.src)
-        mt_tok = resources.text_processor("tgt").tokenize_many(batch.mt)
+        src_tok = batch.annotations.tokens("src", resources.text_processor("src"))
+        mt_tok = batch.annotations.tokens("tgt", resources.text_processor("tgt"))
         if self.use_pos:
-            src_tags = pos_resources.tag_sentences(
-                batch.src,
-                src_tok,
-                resources.text_config("src"),
-                pos_resources.bundle_tagger(resources, "src"),
-            )
-            mt_tags = pos_resources.tag_sentences(
-                batch.mt, mt_tok, resources.text_config("tgt"), pos_resources.bundle_tagger(resources, "tgt")
-            )
+            src_tags = batch.annotations.upos("src", resources)
+            mt_tags = batch.annotations.upos("tgt", resources)
         threshold = float(s["coverage_threshold"])
         out = np.zeros((len(batch), len(self.specs())), dtype=np.float64)
         for k, (src, mt) in enumerate(zip(src_tok, mt_tok, strict=True)):
             n_src, n_mt = len(src), len(mt)
             row = out[k]
-            row[0] = _share(s2t.sentence_log_prob(src, mt), n_mt)
-            row[1] = _share(t2s.sentence_log_prob(mt, src), n_src)
-            forward, forward_null = self._matrix(s2t, "s2t", src, mt)  # (n_mt, n_src)
-            backward, backward_null = self._matrix(t2s, "t2s", mt, src)  # (n_src, n_mt)
+            forward_block = self._block(s2t, "s2t", src, mt)  # (n_mt, [NULL] + n_src)
+            backward_block = self._block(t2s, "t2s", mt, src)  # (n_src, [NULL] + n_mt)
+            row[0] = _share(block_log_prob(forward_block, n_src, s2t.has_null), n_mt)
+            row[1] = _share(block_log_prob(backward_block, n_mt, t2s.has_null), n_src)
+            forward, forward_null = _split_null(forward_block, s2t.has_null)
+            backward, backward_null = _split_null(backward_block, t2s.has_null)
             if n_src and n_mt:
                 row[2] = _share(int(np.count_nonzero(forward.max(axis=1) > threshold)), n_mt)
                 row[3] = _share(int(np.count_nonzero(backward.max(axis=1) > threshold)), n_src)

@@ -50,6 +50,8 @@ blur the comparison): one process 24.8 s (about 90 pairs/s); ``nlp.pipe(n_proces
 in turn 35.8 s in all, 14.0 s on its busiest process (parsed Docs are shipped back and rebuilt in the
 parent); one worker per side 24.0 s, 13.7 s busiest (the English side costs more); two runs of pairs
 23.3 s, 12.4 s busiest (about 180 pairs/s on an idle machine), hence the default ``n_process = 2``.
+In ``qe features`` / ``qe predict`` (and their workers) ``n_process`` is not used: their ``--jobs``
+decides how many processes run (``qe.workers.inner_parallelism_allowed``).
 Loky workers are reused across calls, so their start-up cost (about 3 s) is paid once per run.
 """
 
@@ -640,6 +642,7 @@ class LinguisticFamily(FeatureFamily):
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """Rows of :meth:`specs` values for the pairs of ``batch``."""
         from qe.nlp import _require_spacy, resolve_pipeline
+        from qe.workers import inner_parallelism_allowed
 
         s = self.settings
         width = len(self.specs())
@@ -650,13 +653,12 @@ class LinguisticFamily(FeatureFamily):
         if self._resolved is None:  # not bound: resolve against the bundle given here
             self._resolved = resolve_pipelines(s, resources)
         models, spanish = self._resolved
-        width = len(self.specs())
         src_model = resolve_pipeline(models["src"])  # fail early, naming the package to install
         tgt_model = resolve_pipeline(models["tgt"])
         vocab = self.vocabulary(resources) if spanish else None
         n_workers = min(s["n_process"], len(batch))
         parallel = n_workers >= 2 and len(batch) >= s["parallel_min_pairs"]
-        if parallel and not multiprocessing.current_process().daemon:
+        if parallel and not multiprocessing.current_process().daemon and inner_parallelism_allowed():
             from joblib import Parallel, delayed
 
             bounds = np.linspace(0, len(batch), n_workers + 1).round().astype(int)

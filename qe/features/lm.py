@@ -113,6 +113,7 @@ class LMFeatures(FeatureFamily):
     setting_specs = SETTINGS
     member_settings = ("src_lm", "tgt_lm")
     needs_bundle = True
+    annotations = ("tokens", "upos")
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -143,6 +144,10 @@ class LMFeatures(FeatureFamily):
         """Whether the POS features are produced (after ``bind`` for ``pos="auto"``)."""
         return self._pos_resolved
 
+    def needed_annotations(self) -> tuple[str, ...]:
+        """Bundle tokens, and their UPOS tags when the POS features are on."""
+        return self.annotations if self.use_pos else ("tokens",)
+
     def specs(self) -> list[FeatureSpec]:
         """Word-LM features of src then mt, then (if ``use_pos``) POS-LM features of src then mt."""
         s = self.settings
@@ -171,9 +176,8 @@ class LMFeatures(FeatureFamily):
         if resources is None:
             raise QEInputError("lm needs a resource bundle (lm.src, lm.tgt)")
         s = self.settings
-        texts = {"src": batch.src, "tgt": batch.mt}
         columns: list[np.ndarray] = []
-        tokens = {side: resources.text_processor(side).tokenize_many(texts[side]) for _, side in SIDES}
+        tokens = {side: batch.annotations.tokens(side, resources.text_processor(side)) for _, side in SIDES}
         for _, side in SIDES:
             model = resources.get(s[f"{side}_lm"])
             rows = [lm_values(model.full_scores(t), s["orders"], oov=True) for t in tokens[side]]
@@ -181,12 +185,7 @@ class LMFeatures(FeatureFamily):
         if self.use_pos:
             for _, side in SIDES:
                 model = self._pos_lm(resources, side)
-                tags = pos_resources.tag_sentences(
-                    texts[side],
-                    tokens[side],
-                    resources.text_config(side),
-                    pos_resources.bundle_tagger(resources, side),
-                )
+                tags = batch.annotations.upos(side, resources)
                 rows = [lm_values(model.full_scores(t), s["pos_orders"], oov=False) for t in tags]
                 columns.append(np.asarray(rows, dtype=np.float64).reshape(len(batch), 4 + s["pos_orders"]))
         return np.hstack(columns)

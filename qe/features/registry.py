@@ -17,7 +17,7 @@ from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairInput
 
 ENTRY_POINT_GROUP = "qe.feature_families"
-_INFRASTRUCTURE = {"base", "registry", "extractor", "cache"}
+_INFRASTRUCTURE = {"base", "registry", "extractor", "cache", "annotations"}
 _REGISTRY: dict[str, type[FeatureFamily]] = {}
 _loaded = False
 

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from qe.data import QEDataset
 from qe.errors import QEInputError
+from qe.learners import progress
 
 
 def _metrics() -> tuple[Any, Any, Any]:
@@ -220,13 +221,15 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
         base_seed = 0 if self.random_state is None else self.random_state
         self.aux_models_ = [clone(template).fit(X, scaled[:, j]) for j in range(self.n_aux_)]
         self.finals_ = []
+        counter = progress.Progress("aux_stack", self.cv * self.n_repeats, "folds")
         for repeat in range(self.n_repeats):
             oof = np.zeros_like(aux)
             folds = KFold(self.cv, shuffle=True, random_state=base_seed + repeat)
-            for train_idx, held_idx in folds.split(X):
+            for done, (train_idx, held_idx) in enumerate(folds.split(X), start=repeat * self.cv + 1):
                 for j in range(self.n_aux_):
                     model = clone(template).fit(X[train_idx], scaled[train_idx, j])
                     oof[held_idx, j] = model.predict(X[held_idx])
+                counter.step(done)
             oof = oof * self.aux_scale_ + self.aux_mean_
             self.finals_.append(clone(self._final_template()).fit(self._with_aux(X, oof), label))
         self.final_ = self.finals_[0]

@@ -18,6 +18,7 @@ from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
 from qe.errors import QEInputError
+from qe.learners import progress
 
 
 def accepts_aux(estimator: BaseEstimator) -> bool:
@@ -56,6 +57,11 @@ def build_member(spec: Any, seed: int = 42, where: str = "member") -> BaseEstima
 
     if not isinstance(spec, dict) or "name" not in spec:
         raise QEInputError(f"{where}: each ensemble member must be a table with a learner name")
+    if spec["name"] == "auto":
+        raise QEInputError(
+            f"{where}: learner 'auto' chooses by the training size of a whole run; "
+            "name 'svr' or 'svr_fast' for an ensemble member"
+        )
     unknown = set(spec) - {"name", "params", "grid", "scale", "scoring"}
     if unknown:
         raise QEInputError(f"{where}: unknown key(s) in ensemble member: {', '.join(sorted(unknown))}")
@@ -149,9 +155,12 @@ class StackedRegressor(RegressorMixin, BaseEstimator):
         X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
         label = y[:, 0] if y.ndim == 2 else y
         oof = np.zeros((X.shape[0], len(self.estimators)))
-        for train_idx, held_idx in KFold(self.cv, shuffle=True, random_state=self.random_state).split(X):
+        folds = KFold(self.cv, shuffle=True, random_state=self.random_state).split(X)
+        counter = progress.Progress(f"stack ({len(self.estimators)} members)", self.cv, "folds")
+        for done, (train_idx, held_idx) in enumerate(folds, start=1):
             for j, est in enumerate(self.estimators):
                 oof[held_idx, j] = fit_member(est, X[train_idx], y[train_idx]).predict(X[held_idx])
+            counter.step(done)
         center = oof.mean(axis=0)
         coef, _ = nnls(oof - center, label - label.mean())
         self.coef_ = coef

@@ -1,5 +1,6 @@
-"""Build learners by name: SVR with CV grid search, random forest, M5P, a training-mean baseline,
-tree ensembles, Gaussian processes, kernel ridge, averaging / stacking and aux-target stacking."""
+"""Build learners by name: SVR with CV grid search (exact, or approximate for large data, or ``auto``
+by size), random forest, M5P, a training-mean baseline, tree ensembles, Gaussian processes, kernel
+ridge, averaging / stacking and aux-target stacking."""
 
 from __future__ import annotations
 
@@ -16,14 +17,31 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
 from qe.errors import QEInputError
+from qe.learners.search import ScaledGridSearchCV
 from qe.metrics import delta_avg_scorer, spearman_scorer
 
-# Default SVR grid: brackets QuEst's published choice (C=10, gamma=0.0034, epsilon=0.18).
+# Default SVR grid: brackets QuEst's published choice (C=10, gamma=0.0034, epsilon=0.18) in WMT12's
+# units; at fit time C and epsilon scale with the labels' sd, gamma with 17 / the number of features
+# (qe.learners.search), so on WMT12 (sd 0.875, 17 features) these are the values searched.
 DEFAULT_SVR_GRID: dict[str, list[float]] = {
     "C": [1.0, 3.0, 10.0, 30.0],
     "gamma": [0.001, 0.0034, 0.01, 0.03],
     "epsilon": [0.1, 0.2, 0.3],
 }
+# The fast SVR's default grid, in the same units: 6 candidates, so that a 5-fold search on 26,000
+# rows takes one to two minutes on 2 cores. Larger C fits a little better in CV (26,000 MLQE-PE rows:
+# C=3 won by 0.0003 MAE) but costs liblinear many more passes (measurements: docs/learners.md).
+DEFAULT_FAST_GRID: dict[str, list[float]] = {
+    "C": [1.0, 3.0],
+    "gamma": [0.001, 0.0034, 0.01],
+    "epsilon": [0.2],
+}
+DEFAULT_GRIDS = {"svr": DEFAULT_SVR_GRID, "svr_fast": DEFAULT_FAST_GRID}
+RELATIVE_UNITS = {"C": "label_sd", "epsilon": "label_sd", "gamma": "per_feature"}
+"""How the default grids' values follow the training data (see :mod:`qe.learners.search`)."""
+AUTO = "auto"
+FAST_ABOVE = 5000
+"""``auto`` fits the exact SVR up to this many training rows and ``svr_fast`` above (docs/learners.md)."""
 
 SCORINGS = {
     "MAE": "neg_mean_absolute_error",
@@ -41,6 +59,12 @@ def _m5p(**params: Any) -> BaseEstimator:
 
 def _svr(**params: Any) -> BaseEstimator:
     return SVR(kernel=params.pop("kernel", "rbf"), **params)
+
+
+def _svr_fast(**params: Any) -> BaseEstimator:
+    from qe.learners.fast import NystroemSVR
+
+    return NystroemSVR(**params)
 
 
 def _random_forest(**params: Any) -> BaseEstimator:
@@ -136,6 +160,7 @@ def _aux_stack(
 
 LEARNERS = {
     "svr": _svr,
+    "svr_fast": _svr_fast,
     "random_forest": _random_forest,
     "m5p": _m5p,
     "mean": _mean,
@@ -150,6 +175,7 @@ LEARNERS = {
 }
 SCALED_BY_DEFAULT = {
     "svr": True,
+    "svr_fast": True,
     "random_forest": False,
     "m5p": False,
     "mean": False,
@@ -163,7 +189,16 @@ SCALED_BY_DEFAULT = {
     "aux_stack": False,
 }
 # Learners with randomness or inner CV folds: their ``random_state`` defaults to the run's seed.
-SEEDED = {"random_forest", "extra_trees", "gradient_boosting", "gp", "average", "stack", "aux_stack"}
+SEEDED = {
+    "svr_fast",
+    "random_forest",
+    "extra_trees",
+    "gradient_boosting",
+    "gp",
+    "average",
+    "stack",
+    "aux_stack",
+}
 # Learners made of other learners: their factories name nested parameters in errors (``where``).
 NESTED = {"average", "stack", "aux_stack"}
 
@@ -174,6 +209,15 @@ def _own_constraints() -> dict[str, dict[str, list[Any]]]:
 
     positive = [Interval(Real, 0, None, closed="neither")]
     return {
+        "NystroemSVR": {
+            "C": positive,
+            "gamma": [*positive, StrOptions({"scale"})],
+            "epsilon": [Interval(Real, 0, None, closed="left")],
+            "n_components": [Interval(Integral, 1, None, closed="left")],
+            "tol": positive,
+            "max_iter": [Interval(Integral, 1, None, closed="left")],
+            "random_state": ["random_state"],
+        },
         "M5P": {
             "min_instances": [Interval(Real, 1, None, closed="left")],
             "unpruned": ["boolean"],
@@ -225,10 +269,17 @@ def check_params(estimator: BaseEstimator, params: dict[str, Any], where: str) -
             raise QEInputError(f"{where}.{name} = {value!r}: expected {allowed}") from None
 
 
+def auto_choice(n_rows: int | None, fast_above: int | None = None) -> str:
+    """The learner ``auto`` stands for: ``svr`` up to ``fast_above`` training rows (default
+    :data:`FAST_ABOVE`), ``svr_fast`` above; ``svr`` when the size is not known yet."""
+    limit = FAST_ABOVE if fast_above is None else fast_above
+    return "svr_fast" if n_rows is not None and n_rows > limit else "svr"
+
+
 def make_learner(
     name: str,
     params: dict[str, Any] | None = None,
-    grid: dict[str, list[Any]] | None = None,
+    grid: dict[str, list[Any]] | str | None = None,
     *,
     scale: bool | None = None,
     cv_folds: int = 5,
@@ -237,17 +288,30 @@ def make_learner(
     n_jobs: int | None = None,
     where: str = "learner",
     cv: Any = None,
+    n_rows: int | None = None,
+    fast_above: int | None = None,
 ) -> BaseEstimator:
     """A scikit-learn estimator: optional standardization (fitted on training data only) + learner.
 
-    With a ``grid`` the pipeline is wrapped in a ``GridSearchCV`` over ``cv_folds`` shuffled folds,
+    With a ``grid`` the pipeline is wrapped in a grid search over ``cv_folds`` shuffled folds,
     so hyperparameters are chosen on training data only (``cv``: another splitter, e.g. a
-    ``PredefinedSplit`` that scores on a dev split); ``grid = "default"`` uses the default grid
-    for the learner (SVR only). Parameter and grid values are checked against the learner's
-    constraints (:func:`check_params`); errors name the key under ``where`` (e.g. ``learner.params.C``).
+    ``PredefinedSplit`` that scores on a dev split); ``grid = "default"`` uses the learner's default
+    grid (``svr`` and ``svr_fast``; other learners: none), whose C, epsilon and gamma follow the
+    training labels' spread and the number of features (:class:`ScaledGridSearchCV`). ``auto`` is
+    ``svr`` or ``svr_fast`` by ``n_rows`` (:func:`auto_choice`; without ``n_rows`` the parameters
+    are checked for both and ``svr`` is built). Parameter and grid values are checked against the
+    learner's constraints (:func:`check_params`); errors name the key under ``where``.
     """
+    if fast_above is not None and name != AUTO:
+        raise QEInputError(f"{where}.fast_above only applies to learner {AUTO!r}, not {name!r}")
+    if name == AUTO:
+        options = dict(scale=scale, cv_folds=cv_folds, seed=seed, scoring=scoring, n_jobs=n_jobs, where=where)
+        if n_rows is None:
+            make_learner("svr_fast", params, grid, **options)
+        return make_learner(auto_choice(n_rows, fast_above), params, grid, cv=cv, **options)
     if name not in LEARNERS:
-        raise QEInputError(f"{where}.name: unknown learner {name!r} (allowed: {', '.join(LEARNERS)})")
+        allowed = ", ".join([*LEARNERS, AUTO])
+        raise QEInputError(f"{where}.name: unknown learner {name!r} (allowed: {allowed})")
     if scoring not in SCORINGS:
         raise QEInputError(f"{where}.scoring: unknown scoring {scoring!r} (allowed: {', '.join(SCORINGS)})")
     params = dict(params or {})
@@ -264,8 +328,10 @@ def make_learner(
         steps.append(("scale", StandardScaler()))
     steps.append(("model", estimator))
     pipeline = Pipeline(steps)
+    units = {}
     if grid == "default":
-        grid = DEFAULT_SVR_GRID if name == "svr" else None
+        grid = DEFAULT_GRIDS.get(name)
+        units = {f"model__{key}": unit for key, unit in RELATIVE_UNITS.items() if key in (grid or {})}
     if not grid:
         return pipeline
     unknown = [key for key in grid if key not in estimator.get_params()]
@@ -274,9 +340,10 @@ def make_learner(
     for key, values in grid.items():
         for value in values:
             check_params(estimator, {key: value}, f"{where}.grid")
-    return GridSearchCV(
+    return ScaledGridSearchCV(
         pipeline,
         {f"model__{key}": list(values) for key, values in grid.items()},
+        units=units or None,
         scoring=SCORINGS[scoring],
         cv=cv if cv is not None else KFold(cv_folds, shuffle=True, random_state=seed),
         n_jobs=n_jobs,

@@ -26,6 +26,8 @@ in-sample tables (recorded in the manifest as ``in_sample``, and warned about).
 
 The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
 member's settings, file size, build time and summary, and the result of the leakage check.
+N-gram counts and IBM1 tables are written as binary ``.npz`` tables (no parsing at load, see
+``qe.resources.arrays``); bundles built before, with ``.tsv.gz`` / ``.txt`` tables, still load.
 Members are loaded lazily, on first use, and kept; ``bundle.get(name, **options)`` caches one
 object per name and options. Building refuses corpora that share a sentence (compared
 lower-cased, whitespace collapsed) or a near-duplicate (chrF >= ``near_duplicate_chrf`` after
@@ -68,17 +70,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
-from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.schema import BUNDLE, check
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
-from qe.workers import exit_with_parent_everywhere
 
 MANIFEST = "manifest.json"
 FORMAT = "qe-resource-bundle/1"
@@ -548,6 +547,8 @@ def build_bundle(
     at the end.
     """
     from qe.data import resolve_data_dir
+    from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
+    from qe.workers import exit_with_parent_everywhere
 
     start = time.perf_counter()
     config_path = Path(config_path)
@@ -806,6 +807,8 @@ def _cross_fit_members(
     }
     if any(m.startswith("ibm1.") for m in fitted):
         sub["ibm1"] = config["ibm1"]
+    from tqdm.auto import tqdm
+
     bar = tqdm(range(fold_map.folds), desc="cross-fitting", unit="fold", disable=not progress)
     for fold in bar:
         fold_corpora = {n: _without_fold(c, fold) if n in masked else c for n, c in corpora.items()}
@@ -901,6 +904,8 @@ def _build_members(
     token_cache_dir: str | Path | None,
 ) -> dict[str, dict[str, Any]]:
     """Tokenize the corpora once per side and build each member; returns the manifest entries."""
+    from tqdm.auto import tqdm
+
     processors = {side: TextProcessor(text[side]) for side in SIDES}
 
     def tokens(name: str, side: str) -> list[list[str]]:
@@ -980,8 +985,8 @@ def _build_members(
             counts = NgramCounts.from_sentences(
                 (t for name in names for t in tokens(name, side) if t), max_order=max_order
             )
-            out = work / f"ngrams.{key}.tsv.gz"
-            counts.save(out)
+            out = work / f"ngrams.{key}.npz"
+            counts.save_binary(out)
             entry = _file_entry("ngrams", out, work, side, names, {"max_order": max_order}, t0)
             entry["summary"] = counts.info()
             members[f"ngrams.{key}"] = entry
@@ -989,8 +994,8 @@ def _build_members(
             side = table.get("side", key)
             model = _resolve(root, table["truecase_model"])
             counts = load_truecase_counts(model)
-            out = work / f"unigrams.{key}.tsv.gz"
-            counts.save(out)
+            out = work / f"unigrams.{key}.npz"
+            counts.save_binary(out)
             settings = {
                 "truecase_model": table["truecase_model"],
                 "truecase_model_sha256": sha256_file(model),
@@ -1076,8 +1081,8 @@ def _build_ibm1(table, corpora, tokens, work: Path, n_jobs: int, progress: bool,
         tables = {directions[0]: IBM1Table.train(a, b, iterations, min_prob=min_prob, progress=progress)}
     out_entries = {}
     for direction, ibm in tables.items():
-        out = work / f"ibm1.{direction}.txt"
-        ibm.save(out)
+        out = work / f"ibm1.{direction}.npz"
+        ibm.save_binary(out)
         entry = _file_entry("ibm1", out, work, None, names, {**settings, "direction": direction}, t0)
         entry["pairs"] = len(src)
         entry["entries"] = len(ibm)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,32 +139,28 @@ def is_cross_fitted(resources: Any) -> bool:
     return resources is not None and hasattr(resources, "fold_view") and MEMBER in resources
 
 
-def extract_by_fold(
-    family: Any, batch: Any, resources: Any, extract: Callable[..., np.ndarray]
-) -> np.ndarray:
-    """``extract(batch, resources)`` for a family that reads bundle members, with training pairs
-    scored on their fold's tables: the batch is cut by fold (rows keep their order in the result).
-
-    Families that need no bundle get the whole batch and the bundle as it is.
+def split_by_fold(batch: Any, resources: Any, reads_bundle: bool) -> list[tuple[np.ndarray | None, Any, Any]]:
+    """``(rows, part, part_resources)`` pieces of ``batch`` for families that read bundle members:
+    training pairs of a cross-fitted bundle are scored with their fold's tables, so the batch is cut
+    by fold; otherwise one piece, the whole batch (``rows`` None) with the bundle as it is.
     """
-    if not getattr(family, "needs_bundle", False) or not is_cross_fitted(resources):
-        return extract(batch, resources)
+    if not reads_bundle or not is_cross_fitted(resources):
+        return [(None, batch, resources)]
     groups = fold_groups(resources, batch.src, batch.mt)
     if len(groups) == 1 and groups[0][0] is None:
-        return extract(batch, resources)
+        return [(None, batch, resources)]
     from qe.features.base import PairBatch
 
-    out: np.ndarray | None = None
-    for fold, rows in groups:
-        part = PairBatch(
-            ids=[batch.ids[i] for i in rows],
-            src=[batch.src[i] for i in rows],
-            mt=[batch.mt[i] for i in rows],
-            extra={name: [values[i] for i in rows] for name, values in batch.extra.items()},
+    return [
+        (
+            rows,
+            PairBatch(
+                ids=[batch.ids[i] for i in rows],
+                src=[batch.src[i] for i in rows],
+                mt=[batch.mt[i] for i in rows],
+                extra={name: [values[i] for i in rows] for name, values in batch.extra.items()},
+            ),
+            resources if fold is None else resources.fold_view(fold),
         )
-        values = extract(part, resources if fold is None else resources.fold_view(fold))
-        if out is None:
-            out = np.zeros((len(batch), values.shape[1]), dtype=values.dtype)
-        out[rows] = values
-    assert out is not None
-    return out
+        for fold, rows in groups
+    ]

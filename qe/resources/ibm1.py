@@ -3,7 +3,9 @@
 The EM follows nltk 3.10's ``IBMModel1`` exactly (uniform start 1/|target vocabulary|, a NULL
 source word in every sentence, the 1e-12 probability floor), so the tables agree with nltk to
 rounding error while training orders of magnitude faster. Tables are saved in a GIZA-style text
-format, one ``src tgt prob`` line per entry, with the empty word written as ``NULL``.
+format, one ``src tgt prob`` line per entry, with the empty word written as ``NULL``, or (what
+``qe resources build`` writes) in a binary ``.npz`` of the CSR arrays and the two vocabularies that
+loads without parsing (see ``qe.resources.arrays``); :meth:`IBM1Table.load` reads either.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ from itertools import chain
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
-from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from qe.errors import QEInputError
 from qe.io import atomic_write
+from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 NULL = "NULL"
 """Name of the empty source word, in tables and in saved files (reserved: not allowed as a token)."""
+
+BINARY_FORMAT = "qe-ibm1-table/1"
+"""Format name inside a binary table (:meth:`IBM1Table.save_binary`)."""
 
 MIN_PROB = 1.0e-12
 """Probability floor of nltk's IBM models, applied after every M step (and in scoring, per word)."""
@@ -108,6 +111,8 @@ class IBM1Table:
             raise QEInputError(f"source and target have different numbers of sentences ({counts})")
         if iterations < 0:
             raise ValueError("iterations must be >= 0")
+        from tqdm.auto import tqdm
+
         # NULL is id 0 (unused when null is False): a NULL token in the corpus gets id 0 too.
         src_words, src_ids, src_lens = _encode(src_sents, [NULL], "source")
         if bool(np.any(src_ids == 0)):
@@ -191,8 +196,17 @@ class IBM1Table:
         Counts for all source words are computed once per threshold and cached.
         """
         s = self._src_index.get(src_word)
-        if s is None:
-            return 0
+        return 0 if s is None else int(self._counts_above(min_prob)[s])
+
+    def translation_counts(self, min_prob: float) -> dict[str, int]:
+        """:meth:`n_translations` of every source word that has at least one translation."""
+        counts = self._counts_above(min_prob)
+        found = np.flatnonzero(counts)
+        words = self._src_words
+        return dict(zip([words[i] for i in found.tolist()], counts[found].tolist(), strict=True))
+
+    def _counts_above(self, min_prob: float) -> np.ndarray:
+        """Per source word, the number of entries with probability > ``min_prob`` (cached)."""
         counts = self._count_cache.get(min_prob)
         if counts is None:
             rows = np.repeat(np.arange(len(self._src_words)), np.diff(self._indptr))
@@ -200,7 +214,7 @@ class IBM1Table:
             if len(self._count_cache) >= 16:
                 self._count_cache.clear()
             self._count_cache[min_prob] = counts
-        return int(counts[s])
+        return counts
 
     def _block(self, src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
         """Matrix of t(tgt[j] | src[i]) with rows j and columns i (column 0 = NULL if the table has it)."""
@@ -265,15 +279,35 @@ class IBM1Table:
             ]
             handle.writelines(lines)
 
+    def save_binary(self, path: str | Path) -> None:
+        """Write the table as a binary ``.npz`` (atomically): the vocabularies and the CSR entries
+        (row and column of each entry as int32, probabilities as float64), read back exactly."""
+        rows = np.repeat(np.arange(len(self._src_words), dtype=np.int32), np.diff(self._indptr))
+        write_arrays(
+            path,
+            BINARY_FORMAT,
+            {
+                "src_words": pack_lines(self._src_words, "source word", path),
+                "tgt_words": pack_lines(self._tgt_words, "target word", path),
+                "rows": rows,
+                "cols": self._cols.astype(np.int32),
+                "probs": self._probs.astype(np.float64),
+            },
+        )
+
     @classmethod
     def load(cls, path: str | Path, min_prob: float = 0.0) -> IBM1Table:
-        """Read a ``src tgt prob`` table, keeping entries with prob >= ``min_prob``.
+        """Read a table (text ``src tgt prob`` lines, or a :meth:`save_binary` file), keeping entries
+        with prob >= ``min_prob``.
 
         The table uses the empty word iff a source word is ``NULL``. Raises QEInputError naming
-        the file (and line) for a missing or empty file, invalid UTF-8 and malformed lines.
+        the file (and line) for a missing or empty file, invalid UTF-8, malformed lines and a
+        damaged binary table.
         """
         path = Path(path)
         try:
+            if is_npz(path):
+                return cls._load_binary(path, min_prob)
             data = path.read_bytes()
         except FileNotFoundError:
             raise QEInputError("file not found", path) from None
@@ -331,6 +365,47 @@ class IBM1Table:
             presorted=True,
         )
 
+    @classmethod
+    def _load_binary(cls, path: Path, min_prob: float) -> IBM1Table:
+        """A :meth:`save_binary` table, with every array checked before it is used."""
+        arrays = read_arrays(
+            path,
+            BINARY_FORMAT,
+            {
+                "src_words": ("uint8", 1),
+                "tgt_words": ("uint8", 1),
+                "rows": ("int32", 1),
+                "cols": ("int32", 1),
+                "probs": ("float64", 1),
+            },
+        )
+        rows, cols, probs = arrays["rows"], arrays["cols"], arrays["probs"]
+        if not len(rows) == len(cols) == len(probs):
+            raise damaged("entry arrays differ in length", path)
+        src_count = int(rows.max(initial=-1)) + 1
+        tgt_count = int(cols.max(initial=-1)) + 1
+        src_words = unpack_lines(arrays["src_words"], src_count, "the source vocabulary", path)
+        tgt_words = unpack_lines(arrays["tgt_words"], tgt_count, "the target vocabulary", path)
+        if len(rows) and (int(rows.min()) < 0 or int(cols.min()) < 0):
+            raise damaged("negative word index", path)
+        if not bool(np.all((probs >= 0.0) & (probs <= 1.0 + 1e-6))):
+            raise damaged("probability outside [0, 1]", path)
+        if len(set(src_words)) != len(src_words) or len(set(tgt_words)) != len(tgt_words):
+            raise damaged("a word appears twice in a vocabulary", path)
+        keep = probs >= min_prob
+        try:
+            return cls(
+                src_words,
+                tgt_words,
+                rows[keep],
+                cols[keep],
+                probs[keep],
+                null=NULL in src_words,
+                presorted=True,
+            )
+        except ValueError:
+            raise damaged("duplicate or unsorted entries", path) from None
+
 
 def train_both_directions(
     src_sents: list[list[str]],
@@ -341,6 +416,8 @@ def train_both_directions(
     **kw,
 ) -> tuple[IBM1Table, IBM1Table]:
     """Train (t(tgt | src), t(src | tgt)) in parallel with joblib; ``kw`` goes to ``IBM1Table.train``."""
+    from joblib import Parallel, delayed
+
     jobs = [(src_sents, tgt_sents), (tgt_sents, src_sents)]
     forward, backward = Parallel(n_jobs=n_jobs)(
         delayed(IBM1Table.train)(a, b, iterations, **kw) for a, b in jobs
@@ -400,6 +477,8 @@ class _EMProblem:
         null: bool,
         count_target_repeats: bool,
     ) -> None:
+        import scipy.sparse as sp  # training only: loading and scoring tables do without scipy
+
         n_sent = len(src_lens)
         sentences = np.arange(n_sent, dtype=np.int64)
         src_sent = np.repeat(sentences, src_lens)

@@ -2,7 +2,9 @@
 
 An n-gram is its tokens joined by single spaces (tokens never contain spaces). Tables are saved
 as gzip-compressed text: a JSON header line, then per order a ``\\N-grams:`` line followed by
-``ngram<TAB>count`` lines, so they are easy to inspect and to build with other tools.
+``ngram<TAB>count`` lines, so they are easy to inspect and to build with other tools; or (what
+``qe resources build`` writes) as a binary ``.npz`` holding the header and, per order, the n-grams
+and their counts as arrays, which loads without parsing (see ``qe.resources.arrays``).
 
 Quartile cut-offs follow QuEst (reference-behaviour.md §1): keep the n-grams of one order whose
 count is at least ``min_count`` (3: n-grams seen once or twice count as unseen), sort their counts
@@ -19,10 +21,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from qe.errors import QEInputError
 from qe.io import atomic_write
+from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 FORMAT = "qe-ngram-counts/1"
+BINARY_FORMAT = "qe-ngram-counts-binary/1"
+MAX_BINARY_ORDER = 9  # orders stored in a binary table: 1 .. 9
 DEFAULT_MIN_COUNT = 3
 
 _TRUECASE_COUNT = re.compile(r"\((\d+)(?:/(\d+))?\)")
@@ -144,16 +151,19 @@ class NgramCounts:
 
     # ------------------------------------------------------------------ files
 
-    def save(self, path: str | Path) -> None:
-        """Write the gzip text format (atomically)."""
-        header = {
-            "format": FORMAT,
+    def _header(self, format_name: str) -> dict:
+        return {
+            "format": format_name,
             "max_order": self.max_order,
             "sentences": self.sentences,
             "tokens": self.tokens,
             "min_count": self.min_count,
             "source": self.source,
         }
+
+    def save(self, path: str | Path) -> None:
+        """Write the gzip text format (atomically)."""
+        header = self._header(FORMAT)
         with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             gz.write((json.dumps(header, sort_keys=True) + "\n").encode())
             for n in sorted(self.tables):
@@ -161,17 +171,72 @@ class NgramCounts:
                 items = sorted(self.tables[n].items(), key=lambda kv: (-kv[1], kv[0]))
                 gz.write("".join(f"{g}\t{c}\n" for g, c in items).encode())
 
+    def save_binary(self, path: str | Path) -> None:
+        """Write the binary format (atomically): the header as JSON bytes and, per order ``n``, the
+        n-grams (``grams_n``, one per line) and their counts (``counts_n``, int64), most frequent
+        first (as in the text format), so that loading with a ``min_count`` reads only a prefix."""
+        if self.max_order > MAX_BINARY_ORDER or min(self.tables) < 1:
+            raise QEInputError(f"a binary n-gram table holds orders 1 to {MAX_BINARY_ORDER}", path)
+        header = json.dumps(self._header(BINARY_FORMAT), sort_keys=True).encode()
+        arrays = {"header": np.frombuffer(header, dtype=np.uint8)}
+        for n, table in sorted(self.tables.items()):
+            items = sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))
+            arrays[f"grams_{n}"] = pack_lines([g for g, _ in items], f"{n}-gram", path)
+            arrays[f"counts_{n}"] = np.array([c for _, c in items], dtype=np.int64)
+        write_arrays(path, BINARY_FORMAT, arrays)
+
+    @classmethod
+    def _load_binary(cls, path: Path, min_count: int, wanted: set[int] | None) -> NgramCounts:
+        """A :meth:`save_binary` table, every array used checked first."""
+        orders = [n for n in range(1, MAX_BINARY_ORDER + 1) if wanted is None or n in wanted]
+        expected = {"header": ("uint8", 1)}
+        for n in orders:
+            expected.update({f"grams_{n}": ("uint8", 1), f"counts_{n}": ("int64", 1)})
+        arrays = read_arrays(path, BINARY_FORMAT, expected, optional=[k for k in expected if k != "header"])
+        try:
+            header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise damaged("unreadable header", path) from None
+        if not isinstance(header, dict) or header.get("format") != BINARY_FORMAT:
+            raise damaged(f"header is not {BINARY_FORMAT}", path)
+        tables: dict[int, dict[str, int]] = {}
+        for n in orders:
+            if (f"grams_{n}" in arrays) != (f"counts_{n}" in arrays):
+                raise damaged(f"order {n} lacks its grams or counts", path)
+            if f"counts_{n}" not in arrays:
+                continue
+            counts = arrays[f"counts_{n}"]
+            if len(counts) and (bool(np.any(counts[1:] > counts[:-1])) or int(counts[-1]) < 0):
+                raise damaged(f"{n}-gram counts not sorted, or negative", path)
+            kept = int(np.searchsorted(-counts, -min_count, side="right"))  # counts >= min_count
+            grams = unpack_lines(arrays[f"grams_{n}"], len(counts), f"the {n}-grams", path, first=kept)
+            tables[n] = dict(zip(grams, counts[:kept].tolist(), strict=True))
+            if len(tables[n]) != kept:
+                raise damaged(f"a {n}-gram appears twice", path)
+        if not tables:
+            raise QEInputError("no n-gram section found", path)
+        return cls(
+            tables,
+            sentences=header.get("sentences"),
+            tokens=header.get("tokens"),
+            min_count=max(min_count, int(header.get("min_count") or 1)),
+            source=str(header.get("source", "")),
+        )
+
     @classmethod
     def load(cls, path: str | Path, min_count: int = 1, orders: Iterable[int] | None = None) -> NgramCounts:
-        """Read a saved table, keeping n-grams seen at least ``min_count`` times (and only ``orders``).
+        """Read a saved table (gzip text or :meth:`save_binary`), keeping n-grams seen at least
+        ``min_count`` times (and only ``orders``).
 
         Raises QEInputError naming the file (and line) when it is missing, empty, not gzip, not
-        UTF-8 or malformed.
+        UTF-8, malformed or a damaged binary table.
         """
         path = Path(path)
         if not path.is_file():
             raise QEInputError("n-gram count file not found", path)
         wanted = None if orders is None else {int(o) for o in orders}
+        if is_npz(path):
+            return cls._load_binary(path, min_count, wanted)
         try:
             with gzip.open(path, "rb") as handle:
                 data = handle.read()

@@ -6,19 +6,17 @@ All selectors are scikit-learn estimators (``fit`` / ``get_support`` / ``transfo
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
-from typing import Any
-
-from sklearn.utils.validation import check_is_fitted
+from typing import TYPE_CHECKING, Any
 
 from qe.errors import QEInputError
 from qe.io import atomic_write
 from qe.selection.backend import parallel_backend_context
-from qe.selection.base import PathSelector
-from qe.selection.cfs import CFSSelector, cfs_merit, hall_merit
-from qe.selection.correlation import CorrelationSelector, correlations
-from qe.selection.sequential import SequentialSelector, cv_score
+
+if TYPE_CHECKING:
+    from qe.selection.base import PathSelector
 
 __all__ = [
     "SELECTORS",
@@ -36,19 +34,48 @@ __all__ = [
     "write_selection_path",
 ]
 
-SELECTORS: dict[str, tuple[type[PathSelector], dict[str, Any]]] = {
-    "correlation": (CorrelationSelector, {}),
-    "cfs": (CFSSelector, {}),
-    "forward": (SequentialSelector, {"direction": "forward"}),
-    "backward": (SequentialSelector, {"direction": "backward"}),
+# The selectors (scikit-learn estimators) are imported on first use, so that importing
+# ``qe.selection.backend`` (the streaming commands do) does not import scikit-learn.
+_LAZY = {
+    "PathSelector": "qe.selection.base",
+    "CFSSelector": "qe.selection.cfs",
+    "cfs_merit": "qe.selection.cfs",
+    "hall_merit": "qe.selection.cfs",
+    "CorrelationSelector": "qe.selection.correlation",
+    "correlations": "qe.selection.correlation",
+    "SequentialSelector": "qe.selection.sequential",
+    "cv_score": "qe.selection.sequential",
 }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SELECTORS":
+        return _selectors()
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _selectors() -> dict[str, tuple[type[PathSelector], dict[str, Any]]]:
+    """Config name -> (selector class, fixed parameters)."""
+    from qe.selection.cfs import CFSSelector
+    from qe.selection.correlation import CorrelationSelector
+    from qe.selection.sequential import SequentialSelector
+
+    return {
+        "correlation": (CorrelationSelector, {}),
+        "cfs": (CFSSelector, {}),
+        "forward": (SequentialSelector, {"direction": "forward"}),
+        "backward": (SequentialSelector, {"direction": "backward"}),
+    }
 
 
 def make_selector(name: str, **params: Any) -> PathSelector:
     """A selector by config name (correlation, cfs, forward, backward) with keyword parameters."""
-    if name not in SELECTORS:
-        raise QEInputError(f"unknown selector {name!r} (known: {', '.join(SELECTORS)})")
-    cls, fixed = SELECTORS[name]
+    selectors = _selectors()
+    if name not in selectors:
+        raise QEInputError(f"unknown selector {name!r} (known: {', '.join(selectors)})")
+    cls, fixed = selectors[name]
     clash = sorted(set(params) & set(fixed))
     if clash:
         raise QEInputError(f"selector {name!r} fixes parameter(s) {', '.join(clash)}")
@@ -64,6 +91,8 @@ def make_selector(name: str, **params: Any) -> PathSelector:
 
 def selection_report(selector: PathSelector) -> dict[str, Any]:
     """A JSON-ready summary of a fitted selector: its parameters, the path and the selection."""
+    from sklearn.utils.validation import check_is_fitted
+
     check_is_fitted(selector, "support_")
     params = {
         key: value if isinstance(value, str | int | float | bool | type(None)) else repr(value)

@@ -1,0 +1,113 @@
+"""Start-up cost by module name: `qe --help` imports no command and no numerical stack, a command's
+--help only its own module, and `qe predict` on one pair neither the test framework nor dask,
+plotting or spaCy (scikit-learn's import used to bring pytest and dask through skops)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qe.cli import COMMANDS
+from tests.conftest import write_lines
+from tests.test_streaming import EN, ES, _sentences, surface_model  # noqa: F401  (fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Runs the CLI in a fresh interpreter and reports its exit code and every module it imported.
+_PROBE = """
+import contextlib, io, json, sys
+from qe.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+NUMERICAL = {"numpy", "pandas", "scipy", "sklearn", "skops", "pyarrow", "joblib", "kenlm", "tqdm"}
+# Scoring with a model needs scikit-learn, which imports pandas and scipy.stats and probes pyarrow
+# (as pandas does): those stay. What it never needs: the test framework, dask, plotting, spaCy
+# (for a model whose families do not tag), deep learning.
+NEVER_TO_SCORE = {"pytest", "_pytest", "dask", "distributed", "matplotlib", "spacy", "torch", "IPython"}
+
+
+def _imported(tmp_path: Path, *argv: str) -> tuple[int, set[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    return report["code"], set(report["modules"])
+
+
+def _packages(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+def _commands(modules: set[str]) -> set[str]:
+    return {name.removeprefix("qe.commands.") for name in modules if name.startswith("qe.commands.")}
+
+
+def test_top_level_help_imports_no_command_and_no_numerical_stack(tmp_path):
+    code, modules = _imported(tmp_path, "--help")
+    assert code == 0
+    assert not _commands(modules)  # not even qe.commands.options
+    unwanted = _packages(modules) & (NUMERICAL | NEVER_TO_SCORE)
+    assert not unwanted, sorted(unwanted)
+    assert not {"qe.experiment", "qe.model", "qe.features.registry"} & modules
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_commands_help_imports_only_its_own_command(tmp_path, command):
+    code, modules = _imported(tmp_path, command, "--help")
+    assert code == 0
+    assert _commands(modules) <= {command, "options"}
+    heavy = {"pandas", "scipy", "sklearn", "skops", "pyarrow"} | NEVER_TO_SCORE
+    assert not _packages(modules) & heavy, sorted(_packages(modules) & heavy)
+
+
+def test_predict_on_one_pair_imports_no_test_framework_dask_plotting_or_spacy(
+    tmp_path,
+    surface_model,  # noqa: F811
+):
+    src = write_lines(tmp_path / "one.en", _sentences(1, EN, 3))
+    mt = write_lines(tmp_path / "one.es", _sentences(1, ES, 4))
+    out = tmp_path / "scores.tsv"
+    argv = ["predict", "--model", str(surface_model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
+    code, modules = _imported(tmp_path, *argv, "--quiet")
+    assert (
+        code == 0
+        and out.read_text().splitlines()[0] == "id\tscore"
+        and len(out.read_text().splitlines()) == 2
+    )
+    assert "sklearn" in _packages(modules)  # the model itself was loaded
+    assert not _packages(modules) & NEVER_TO_SCORE, sorted(_packages(modules) & NEVER_TO_SCORE)
+    assert "sklearn.utils._testing" not in modules  # what skops' estimator listing imported
+    assert _commands(modules) <= {"predict", "options"}
+    assert "qe.experiment" not in modules
+
+
+def test_the_static_command_table_matches_each_commands_own_help():
+    """`qe --help` lists COMMANDS without importing the modules: their help must say the same."""
+    parser = argparse.ArgumentParser()
+    subparsers = parser.add_subparsers()
+    for name in COMMANDS:
+        importlib.import_module(f"qe.commands.{name}").register(subparsers)
+    registered = {action.dest: action.help for action in subparsers._choices_actions}
+    assert registered == COMMANDS
+    modules = {path.stem for path in (REPO / "qe" / "commands").glob("*.py")}
+    assert modules - {"__init__", "options"} == set(COMMANDS)
