@@ -14,6 +14,7 @@ higher log-probability means fewer edits). ``--markdown`` prints the README tabl
 the WMT20 OpenKiwi baseline's published Pearsons and the goals of issue 14. Progress goes to stderr.
 
     python benchmarks/mlqe_table.py [--markdown] [--labels da,hter] [--pairs ro-en,et-en] [--data-dir DIR]
+    python benchmarks/mlqe_table.py --markdown --from table.json   # the table of a saved run, no refit
 """
 
 from __future__ import annotations
@@ -122,7 +123,10 @@ def markdown(table: dict) -> str:
     ]
     for pair in MLQE_PAIRS:
         for key in LABELS:
-            rows = [(s, (table[pair] if s == "best" else table[s].get(pair, {})).get(key)) for s in SYSTEMS]
+            rows = [
+                (s, (table.get(pair, {}) if s == "best" else table[s].get(pair, {})).get(key))
+                for s in SYSTEMS
+            ]
             rows = [(s, m) for s, m in rows if m]
             for i, (system, m) in enumerate(rows):
                 first = i == 0
@@ -140,6 +144,19 @@ def markdown(table: dict) -> str:
     return "\n".join(lines)
 
 
+def read_table(path: Path) -> dict:
+    """A table this script printed as JSON; anything else is one clear line."""
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a table this script printed ({error})") from None
+    if not isinstance(table, dict) or not all(
+        isinstance(table.get(k), dict) for k in ("lp_mean", *SYSTEMS[:2])
+    ):
+        raise ValueError(f"{path}: not a table this script printed (no baseline / nmt / lp_mean blocks)")
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the README table instead of JSON")
@@ -147,7 +164,15 @@ def main() -> None:
     parser.add_argument("--pairs", default=",".join(MLQE_PAIRS), help="comma-separated language pairs")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: baseline, nmt, best")
     parser.add_argument("--data-dir", help="folder with the datasets (default: $QE_DATA_DIR)")
+    parser.add_argument("--from", dest="saved", type=Path, help="JSON a previous run printed: render it")
     args = parser.parse_args()
+    if args.saved:
+        try:
+            table = read_table(args.saved)
+        except ValueError as error:
+            parser.error(str(error))
+        print(markdown(table) if args.markdown else json.dumps(table, indent=2))
+        return
     labels, pairs, systems = (value.split(",") for value in (args.labels, args.pairs, args.systems))
     for values, known, what in (
         (labels, LABELS, "label"),
