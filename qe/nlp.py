@@ -170,8 +170,3 @@ def load_pipeline(name: str, *, exclude: tuple[str, ...] = ()) -> Any:
                     f"`{pip_command(resolved)}`"
                 ) from None
     return _PIPELINES[key]
-
-
-def loaded_pipelines() -> list[str]:
-    """Names of the pipelines loaded in this process (for tests and diagnostics)."""
-    return sorted({name for name, _ in _PIPELINES})
