@@ -17,11 +17,16 @@ less than the wall time.
   case-insensitive: the pseudoref family's defaults), and how many scores equal sacreBLEU's
   ``TER().sentence_score`` exactly (``sacrebleu_ter_pairs_per_second`` for the ratio).
 
+- ``pairs_per_second`` (``{"<family>": {"jobs1", "jobs2"}}``), ``speedup``, ``critical_speedup``,
+  ``lm_ibm1_pairs_per_second_jobs1`` and ``tagging_calls_per_pair``: ``qe features`` per family with
+  1 and 2 jobs on ``--pairs`` (20,000) distinct pairs, as ``benchmarks/extraction_scaling.py``
+  measures them (its docstring says how; about half an hour for the eight families).
+
 Each measurement is one function of :data:`MEASUREMENTS` taking the shared :class:`Setup` and
-returning its keys, so others (pairs per second per family and ``--jobs``, tagging calls per pair)
-are added as functions beside them.
+returning its keys.
 
 Usage: python benchmarks/end_to_end_speed.py [--data-dir DIR] [--bundle DIR] [--model FILE] [--runs N]
+       [--families a,b | --families ''] [--pairs N]
 Without ``--model`` a model is trained first (``qe run configs/wmt12-extracted-svr.toml`` with the
 bundle, about a minute, not timed). The bundle defaults to ``models/resources/wmt12-en-es``; build it
 with this version (``qe resources build``) so that its tables are binary.
@@ -48,6 +53,7 @@ import tomli_w
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from qe.data import resolve_data_dir  # noqa: E402
 
@@ -66,6 +72,8 @@ class Setup:
     src: Path  # the 2,254 source sentences
     mt: Path  # and their machine translations
     runs: int
+    families: list[str]  # measured by extraction_scaling ([] skips it)
+    pairs: int
 
 
 def _env() -> dict[str, str]:
@@ -166,7 +174,35 @@ def ter_speed(setup: Setup) -> dict[str, Any]:
     }
 
 
-MEASUREMENTS: list[Callable[[Setup], dict[str, Any]]] = [startup, baseline17, ter_speed]
+def extraction_scaling(setup: Setup) -> dict[str, Any]:
+    """Pairs per second of each family with 1 and 2 jobs on 20,000 distinct pairs, lm + ibm1 together
+    with one job, and tagging calls per pair (``benchmarks/extraction_scaling.py`` says how)."""
+    if not setup.families:
+        return {}
+    import extraction_scaling as scaling
+
+    os.environ["QE_BUNDLE"] = str(setup.bundle)
+    runs = {
+        family: {f"jobs{jobs}": scaling.measure(family, jobs, setup.pairs) for jobs in (1, 2)}
+        for family in setup.families
+    }
+    return {
+        "pairs": setup.pairs,
+        "pairs_per_second": {f: {j: r["pairs_per_second"] for j, r in by.items()} for f, by in runs.items()},
+        "speedup": {
+            f: round(by["jobs2"]["pairs_per_second"] / by["jobs1"]["pairs_per_second"], 2)
+            for f, by in runs.items()
+        },
+        "critical_speedup": {
+            f: round(by["jobs2"]["critical_pairs_per_second"] / by["jobs1"]["critical_pairs_per_second"], 2)
+            for f, by in runs.items()
+        },
+        "lm_ibm1_pairs_per_second_jobs1": scaling.pairs_per_second(["lm", "ibm1"], 1, setup.pairs),
+        "tagging_calls_per_pair": scaling.tagging_calls_per_pair(),
+    }
+
+
+MEASUREMENTS: list[Callable[[Setup], dict[str, Any]]] = [startup, baseline17, ter_speed, extraction_scaling]
 
 
 # ---------------------------------------------------------------------- setup
@@ -190,6 +226,12 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, default=REPO / "models" / "resources" / "wmt12-en-es")
     parser.add_argument("--model", type=Path, help="a baseline17 model trained with --bundle")
     parser.add_argument("--runs", type=int, default=3, help="runs per timing (the median is reported)")
+    parser.add_argument(
+        "--families",
+        default="baseline17,surface,lm,ibm1,linguistic,pseudoref,spelling,embeddings",
+        help="families whose 1- and 2-job speed is measured on --pairs distinct pairs ('' skips it)",
+    )
+    parser.add_argument("--pairs", type=int, default=20_000, help="distinct pairs for the scaling runs")
     args = parser.parse_args()
     data = resolve_data_dir(args.data_dir)
     with tempfile.TemporaryDirectory(prefix="qe-e2e-") as folder:
@@ -199,7 +241,10 @@ def main() -> None:
             lines = [line for split in SPLITS for line in _lines(data, split, name)]
             path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         model = args.model or train_model(work, args.bundle.resolve(), data)
-        setup = Setup(work, data, args.bundle.resolve(), model.resolve(), src, mt, args.runs)
+        families = [f.strip() for f in args.families.split(",") if f.strip()]
+        setup = Setup(
+            work, data, args.bundle.resolve(), model.resolve(), src, mt, args.runs, families, args.pairs
+        )
         result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
         extra: dict[str, dict[str, float]] = {"best": {}, "cpu": {}}
         for measure in MEASUREMENTS:

@@ -79,18 +79,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def format_scores(scores, fmt: str, method: str) -> str:
-    """Output text: ``id<TAB>score`` rows, or WMT12 ``METHOD<TAB>SEGID<TAB>SCORE<TAB>RANK`` lines."""
-    if fmt == "wmt12":
-        from qe.metrics import ranks_from_scores
-
-        ranks = ranks_from_scores(scores)
-        return "".join(
-            f"{method}\t{i}\t{s:.6f}\t{r}\n" for i, (s, r) in enumerate(zip(scores, ranks, strict=True), 1)
-        )
-    return TSV_HEADER + format_tsv_rows(0, scores)
-
-
 def format_tsv_rows(start: int, scores) -> str:
     """``id<TAB>score`` rows for scores of the pairs numbered from ``start`` (0-based)."""
     return "".join(f"{start + k}\t{s:.6f}\n" for k, s in enumerate(scores))

@@ -1,8 +1,8 @@
 """Combinations of diverse learners: weighted averaging (score or rank) and cross-fitted stacking.
 
-Members are given as learner specs ``{name, params, grid, scale}`` (the keys of ``[learner]``)
-and built with :func:`qe.learners.factory.make_learner`, so any registered learner, tuned or not,
-can take part. A 2-D target (label + aux targets, see :mod:`qe.learners.aux`) is handed whole to
+Members are estimators built from learner specs ``{name, params, grid, scale}`` (the keys of
+``[learner]``) by :func:`qe.learners.factory.build_members`, so any registered learner, tuned or
+not, can take part. A 2-D target (label + aux targets, see :mod:`qe.learners.aux`) is handed whole to
 members that accept it (``AuxTargetStack``) and as its first column to the others.
 """
 
@@ -17,7 +17,6 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
-from qe.errors import QEInputError
 from qe.learners import progress
 
 
@@ -39,42 +38,6 @@ def fit_member(estimator: BaseEstimator, X: np.ndarray, y: np.ndarray) -> BaseEs
     """Fit a clone of ``estimator`` on the whole target if it accepts aux targets, else on the label."""
     target = y if (y.ndim == 2 and accepts_aux(estimator)) else (y[:, 0] if y.ndim == 2 else y)
     return clone(estimator).fit(X, target)
-
-
-def build_members(
-    members: list[dict[str, Any]], seed: int = 42, where: str = "members"
-) -> list[BaseEstimator]:
-    """Estimators from learner specs (see :func:`build_member`), named ``where[i]`` in errors."""
-    if not members:
-        raise QEInputError(f"{where}: an ensemble needs at least one member")
-    return [build_member(spec, seed, f"{where}[{index}]") for index, spec in enumerate(members)]
-
-
-def build_member(spec: Any, seed: int = 42, where: str = "member") -> BaseEstimator:
-    """An estimator from a learner spec (``name`` required; ``params``, ``grid``, ``scale``, ``scoring``);
-    errors name it ``where`` (e.g. ``learner.params.members[1]`` -> ``...members[1].params.C``)."""
-    from qe.learners.factory import make_learner
-
-    if not isinstance(spec, dict) or "name" not in spec:
-        raise QEInputError(f"{where}: each ensemble member must be a table with a learner name")
-    if spec["name"] == "auto":
-        raise QEInputError(
-            f"{where}: learner 'auto' chooses by the training size of a whole run; "
-            "name 'svr' or 'svr_fast' for an ensemble member"
-        )
-    unknown = set(spec) - {"name", "params", "grid", "scale", "scoring"}
-    if unknown:
-        raise QEInputError(f"{where}: unknown key(s) in ensemble member: {', '.join(sorted(unknown))}")
-    return make_learner(
-        spec["name"],
-        spec.get("params"),
-        spec.get("grid"),
-        scale=spec.get("scale"),
-        seed=seed,
-        scoring=spec.get("scoring", "MAE"),
-        n_jobs=1,
-        where=where,
-    )
 
 
 def rank_average(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:

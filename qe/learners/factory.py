@@ -121,10 +121,44 @@ def _gp(**params: Any) -> BaseEstimator:
     return GPRegressor(**params)
 
 
+def build_members(
+    members: list[dict[str, Any]], seed: int = 42, where: str = "members"
+) -> list[BaseEstimator]:
+    """Estimators from learner specs (see :func:`build_member`), named ``where[i]`` in errors."""
+    if not members:
+        raise QEInputError(f"{where}: an ensemble needs at least one member")
+    return [build_member(spec, seed, f"{where}[{index}]") for index, spec in enumerate(members)]
+
+
+def build_member(spec: Any, seed: int = 42, where: str = "member") -> BaseEstimator:
+    """An estimator from a learner spec (``name`` required; ``params``, ``grid``, ``scale``, ``scoring``);
+    errors name it ``where`` (e.g. ``learner.params.members[1]`` -> ``...members[1].params.C``)."""
+    if not isinstance(spec, dict) or "name" not in spec:
+        raise QEInputError(f"{where}: each ensemble member must be a table with a learner name")
+    if spec["name"] == "auto":
+        raise QEInputError(
+            f"{where}: learner 'auto' chooses by the training size of a whole run; "
+            "name 'svr' or 'svr_fast' for an ensemble member"
+        )
+    unknown = set(spec) - {"name", "params", "grid", "scale", "scoring"}
+    if unknown:
+        raise QEInputError(f"{where}: unknown key(s) in ensemble member: {', '.join(sorted(unknown))}")
+    return make_learner(
+        spec["name"],
+        spec.get("params"),
+        spec.get("grid"),
+        scale=spec.get("scale"),
+        seed=seed,
+        scoring=spec.get("scoring", "MAE"),
+        n_jobs=1,
+        where=where,
+    )
+
+
 def _average(
     members: list[dict[str, Any]] | None = None, random_state: int = 42, where: str = "", **params: Any
 ) -> BaseEstimator:
-    from qe.learners.ensemble import AveragingRegressor, build_members
+    from qe.learners.ensemble import AveragingRegressor
 
     return AveragingRegressor(
         build_members(members or [], seed=random_state, where=f"{where}.members"), **params
@@ -134,7 +168,7 @@ def _average(
 def _stack(
     members: list[dict[str, Any]] | None = None, random_state: int = 42, where: str = "", **params: Any
 ) -> BaseEstimator:
-    from qe.learners.ensemble import StackedRegressor, build_members
+    from qe.learners.ensemble import StackedRegressor
 
     return StackedRegressor(
         build_members(members or [], seed=random_state, where=f"{where}.members"),
@@ -151,7 +185,6 @@ def _aux_stack(
     **params: Any,
 ) -> BaseEstimator:
     from qe.learners.aux import AuxTargetStack
-    from qe.learners.ensemble import build_member
 
     final_estimator = build_member(final, random_state, f"{where}.final") if final else None
     aux_estimator = build_member(aux, random_state, f"{where}.aux") if aux else None

@@ -361,8 +361,3 @@ def _without_content(reason: str) -> str:
     if quoted:
         head += "its first non-empty line is not \\data\\ (not an ARPA file)"
     return _shorten(head.split('"', 1)[0])
-
-
-def clear_model_cache() -> None:
-    """Forget the models loaded in this process (they stay alive while a LanguageModel holds them)."""
-    _load_kenlm.cache_clear()

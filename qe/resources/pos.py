@@ -257,11 +257,6 @@ def bundle_tagger(resources: Any, side: str) -> Any:
     return upos_tagger(resources.text_config(side).lang)
 
 
-def bundle_has_tagger(resources: Any, side: str) -> bool:
-    """Whether ``bundle_tagger`` can tag this side (checked without loading a pipeline)."""
-    return f"tagger.{side}" in resources or tagger_available(resources.text_config(side).lang)
-
-
 def missing_tagger(resources: Any, side: str) -> str | None:
     """What keeps ``bundle_tagger`` from tagging this side (one clause naming the pipeline and how
     to install it), or None."""

@@ -171,18 +171,6 @@ def checker(lang: str) -> SpellChecker:
     return SpellChecker(lang)
 
 
-def available_languages() -> list[str]:
-    """The language codes of ``DICTIONARIES`` whose dictionary is installed."""
-    found = []
-    for lang in DICTIONARIES:
-        try:
-            find_dictionary(lang)
-        except QEInputError:
-            continue
-        found.append(lang)
-    return found
-
-
 def is_word(token: str) -> bool:
     """Whether a token is counted: it has a letter and no digit (numbers, punctuation, symbols are not)."""
     return _LETTER.search(token) is not None and _DIGIT.search(token) is None
