@@ -77,7 +77,11 @@ class Setup:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    """This checkout first on the path; Python writes and reads its bytecode caches as it does by
+    default (a sandbox's ``PYTHONDONTWRITEBYTECODE`` would make every run compile qe from source)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _qe(*args: str) -> list[str]:
