@@ -141,6 +141,46 @@ print(json.dumps([qe._probe, sink.results]))
     assert len({pid for _, (_, pid, _) in results} - {parent}) == 2
 
 
+class SetupTask(ChunkTask):
+    """Records, per chunk, the process that ran it and the one whose ``setup`` built its state."""
+
+    def cache_key(self) -> str:
+        return "setup-task"
+
+    def setup(self) -> Any:
+        return os.getpid()
+
+    def process(self, state: Any, chunk: Chunk) -> Any:
+        from tqdm import tqdm
+
+        list(tqdm(range(3), disable=True))  # as extract_features does in a quiet run
+        time.sleep(0.05)  # long enough for both workers to get chunks
+        return state, os.getpid(), len(chunk)
+
+
+def test_forked_workers_share_the_state_the_parent_set_up(tmp_path: Path) -> None:
+    """The task is set up once, in the parent, on the first chunk's first pairs (bundle members,
+    taggers, ... loaded once) before the workers are forked; a disabled progress bar starts no
+    thread that would stop the fork."""
+    lines = write_lines(tmp_path / "in.txt", [f"line {i}" for i in range(4000)])
+    script = f"""
+import json, os
+from qe.streaming import run_stream
+from tests.test_workers import SetupTask, ListSink
+sink = ListSink()
+run_stream({{"src": {str(lines)!r}}}, SetupTask(), sink, n_jobs=2, progress=False)
+print(json.dumps([os.getpid(), sink.results]))
+"""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    parent, results = json.loads(done.stdout)
+    assert [index for index, _ in results] == list(range(8))
+    assert {setup for _, (setup, _, _) in results} == {parent}
+    assert len({pid for _, (_, pid, _) in results} - {parent}) == 2
+    assert sum(size for _, (_, _, size) in results) == 4000  # the warm-up's pairs are not in the output
+
+
 def test_two_jobs_write_what_one_job_writes(tmp_path: Path) -> None:
     words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", ",", "said", "she", "12"]
     src = [" ".join(words[(i * 7 + k) % len(words)] for k in range(3 + i % 11)) for i in range(3000)]
