@@ -23,6 +23,7 @@ near the end fails at once.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import functools
@@ -30,6 +31,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -79,9 +81,65 @@ def _decode(raw: bytes, path: Path, number: int) -> str:
     return text
 
 
+def _decode_lines(raws: list[bytes], path: Path, first: int) -> list[str]:
+    """:func:`_decode` for consecutive lines (``first`` is the first one's number), decoded at once;
+    when something is wrong, line by line, so the error names the line."""
+    try:
+        texts = b"".join(raws).decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return [_decode(raw, path, first + k) for k, raw in enumerate(raws)]
+    if raws and raws[-1].endswith(b"\n"):
+        texts.pop()  # the empty string after the last newline
+    texts = [text[:-1] if text.endswith("\r") else text for text in texts]
+    if first == 1 and texts and texts[0].startswith("\ufeff"):
+        texts[0] = texts[0][1:]
+    if len(texts) != len(raws) or not all(text.strip() for text in texts):
+        return [_decode(raw, path, first + k) for k, raw in enumerate(raws)]
+    return texts
+
+
 def scan_input(path: str | Path) -> InputInfo:
-    """Check a whole input file line by line (UTF-8, no blank line) and return its size, hash and lines."""
+    """Check a whole input file line by line (UTF-8, no blank line) and return its size, hash and lines.
+
+    Read in blocks; a block that might hold a problem (invalid UTF-8, a line that might be blank, a
+    BOM) sends the file to the line-by-line check, which names the line.
+    """
     path = require_file(path)
+    digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    size = lines = 0
+    last = b""
+    with open(path, "rb") as handle:
+        while block := handle.read(SCAN_BLOCK):
+            if size == 0 and block.startswith(UTF8_BOM):
+                return _scan_lines(path)
+            size += len(block)
+            digest.update(block)
+            lines += block.count(b"\n")
+            last = block[-1:]
+            try:
+                text = decoder.decode(block)
+            except UnicodeDecodeError:
+                return _scan_lines(path)
+            if _MAYBE_BLANK.search(text.removesuffix("\n")):
+                return _scan_lines(path)
+    if size == 0:
+        raise QEInputError("file is empty", path)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return _scan_lines(path)
+    if last != b"\n":
+        lines += 1  # a last line without its newline
+    return InputInfo(str(path.resolve()), size, digest.hexdigest(), lines)
+
+
+SCAN_BLOCK = 1 << 20  # bytes read at a time by scan_input
+_MAYBE_BLANK = re.compile(r"(?m)^\s*$")  # a whitespace-only line (or a block ending mid-line in spaces)
+
+
+def _scan_lines(path: Path) -> InputInfo:
+    """:func:`scan_input` line by line: the first bad line raises, naming it."""
     digest = hashlib.sha256()
     size = lines = 0
     with open(path, "rb") as handle:
@@ -156,23 +214,23 @@ def iter_chunks(
         while True:
             columns: dict[str, list[str]] = {role: [] for role in paths}
             ended: list[str] = []
-            for _ in range(chunk_size):
-                raws = {role: handle.readline() for role, handle in handles.items()}
-                ended = [role for role, raw in raws.items() if not raw]
-                if ended:
-                    if len(ended) != len(raws):
-                        longer = next(role for role in raws if role not in ended)
-                        raise QEInputError(
-                            f"ends after line {number} but {paths[longer]} goes on (files must be "
-                            "line-aligned)",
-                            paths[ended[0]],
-                            number + 1,
-                        )
-                    break
-                number += 1
-                for role, raw in raws.items():
-                    positions[role] += len(raw)
-                    columns[role].append(_decode(raw, named[role], number))
+            blocks = {role: list(itertools.islice(handle, chunk_size)) for role, handle in handles.items()}
+            counts = {len(raws) for raws in blocks.values()}
+            if len(counts) > 1:
+                shortest = min(blocks, key=lambda role: len(blocks[role]))
+                longer = max(blocks, key=lambda role: len(blocks[role]))
+                line = number + len(blocks[shortest])
+                raise QEInputError(
+                    f"ends after line {line} but {paths[longer]} goes on (files must be line-aligned)",
+                    paths[shortest],
+                    line + 1,
+                )
+            for role, raws in blocks.items():
+                positions[role] += sum(map(len, raws))
+                columns[role] = _decode_lines(raws, named[role], number + 1)
+            number += len(next(iter(blocks.values())))
+            if len(next(iter(blocks.values()))) < chunk_size:
+                ended = list(paths)
             size = len(next(iter(columns.values())))
             if size:
                 yield Chunk(index, number - size, columns, dict(positions))

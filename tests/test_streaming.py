@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from qe import streaming
 from qe.cli import main
 from qe.commands.predict import PredictTask
 from qe.config import load_config
@@ -109,6 +111,41 @@ def test_bad_input_is_refused_naming_file_and_line(tmp_path, content, message, l
         with pytest.raises(QEInputError) as info:
             list(iter_chunks({"src": other, "mt": path}, 10))
         assert info.value.message == message and info.value.line == line
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 1 << 20])
+@pytest.mark.parametrize(
+    ("content", "message", "line"),
+    [
+        ("ok\né€😀 x\r\nlast".encode(), None, 3),  # multi-byte characters split by small blocks
+        ("a\n \u3000\nb\n".encode(), "blank line", 2),  # an ideographic space is blank too
+        ("\ufeff\nb\n".encode(), "blank line", 1),  # a BOM alone on line 1
+        ("\ufeffa b\nc\n".encode(), None, 2),
+        (b"a\nb\n\n", "blank line", 3),
+        (b"a\nb\xc3", "invalid UTF-8 at byte 1", 2),  # cut inside a character at the end
+    ],
+)
+def test_scan_in_blocks_agrees_with_reading_line_by_line(
+    tmp_path, monkeypatch, block, content, message, line
+):
+    monkeypatch.setattr(streaming, "SCAN_BLOCK", block)
+    path = tmp_path / "in.txt"
+    path.write_bytes(content)
+    if message is None:
+        info = scan_input(path)
+        digest = hashlib.sha256(content).hexdigest()
+        assert (info.lines, info.size, info.sha256) == (line, len(content), digest)
+        text = content.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
+        lines = text.removesuffix("\n").split("\n")
+        chunks = list(iter_chunks({"src": path}, 2))
+        assert [text for chunk in chunks for text in chunk.lines["src"]] == lines
+        return
+    with pytest.raises(QEInputError) as refused:
+        scan_input(path)
+    assert (refused.value.message, refused.value.line) == (message, line)
+    with pytest.raises(QEInputError) as refused:
+        list(iter_chunks({"src": path}, 2))
+    assert (refused.value.message, refused.value.line) == (message, line)
 
 
 def test_reader_reports_where_one_file_ends(tmp_path):
