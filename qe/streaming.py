@@ -212,7 +212,7 @@ def iter_chunks(
             handles[role] = stack.enter_context(open(path, "rb"))
             handles[role].seek(positions[role])
         while True:
-            columns: dict[str, list[str]] = {role: [] for role in paths}
+            columns: dict[str, list[str]] = {}
             ended: list[str] = []
             blocks = {role: list(itertools.islice(handle, chunk_size)) for role, handle in handles.items()}
             counts = {len(raws) for raws in blocks.values()}
