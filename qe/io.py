@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from qe.errors import QEInputError
 
@@ -106,3 +108,24 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# What reading a damaged or foreign gzip JSON file can raise (its text may quote the file, so callers
+# show only the class).
+UNREADABLE_JSON = (OSError, EOFError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError)
+
+
+def write_gzip_json(path: str | Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` as gzip JSON, atomically and reproducibly (sorted keys, no gzip time stamp)."""
+    with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+
+
+def read_gzip_json(path: str | Path, fmt: str, what: str) -> dict[str, Any]:
+    """The payload of a :func:`write_gzip_json` file whose ``format`` is ``fmt``; any other JSON is
+    refused as "not a qe ``what``". Read errors are the caller's (see :data:`UNREADABLE_JSON`)."""
+    with gzip.open(path, "rb") as handle:
+        payload = json.loads(handle.read().decode("utf-8"))
+    if not isinstance(payload, dict) or payload.get("format") != fmt:
+        raise QEInputError(f"not a qe {what} (expected the format {fmt})", path)
+    return payload

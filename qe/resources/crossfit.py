@@ -19,8 +19,6 @@ The bundle keeps the pair key -> fold map in its ``cross_fit`` member (gzip JSON
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
 from qe.resources.leakage import normalize_for_overlap
 
 FORMAT = "qe-cross-fit/1"
@@ -59,33 +57,22 @@ class FoldMap:
 
     def save(self, path: str | Path) -> None:
         """Write gzip JSON (atomically, reproducibly)."""
-        payload = {"format": FORMAT, "folds": self.folds, "info": self.info, "fold_of": self.fold_of}
-        with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-            gz.write(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        write_gzip_json(
+            path, {"format": FORMAT, "folds": self.folds, "info": self.info, "fold_of": self.fold_of}
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> FoldMap:
         """Read a saved map; a truncated or foreign file raises QEInputError naming it."""
         path = Path(path)
         try:
-            with gzip.open(path, "rb") as handle:
-                payload = json.loads(handle.read().decode("utf-8"))
-            if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-                raise QEInputError(f"not a qe cross-fitting fold map (expected the format {FORMAT})", path)
+            payload = read_gzip_json(path, FORMAT, "cross-fitting fold map")
             folds = int(payload["folds"])
             fold_of = {str(k): int(v) for k, v in payload["fold_of"].items()}
             if folds < 2 or any(not 0 <= v < folds for v in fold_of.values()):
                 raise ValueError("fold out of range")
             return cls(fold_of, folds, dict(payload.get("info", {})))
-        except (
-            OSError,
-            EOFError,
-            UnicodeDecodeError,
-            ValueError,
-            KeyError,
-            TypeError,
-            AttributeError,
-        ) as exc:
+        except UNREADABLE_JSON as exc:
             raise QEInputError(f"not a readable fold map ({exc.__class__.__name__})", path) from None
 
 

@@ -19,9 +19,7 @@ Saved as gzip-compressed JSON (loading executes no code).
 from __future__ import annotations
 
 import difflib
-import gzip
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
 
 FORMAT = "qe-edit-model/1"
 SMOOTHING = 2.0
@@ -208,32 +206,19 @@ class EditModel:
             "folds": [f.to_dict() for f in self.folds],
             "fold_of": self.fold_of,
         }
-        with atomic_write(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-            gz.write(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        write_gzip_json(path, payload)
 
     @classmethod
     def load(cls, path: str | Path) -> EditModel:
         """Read a saved model; a missing, truncated or foreign file raises QEInputError naming it."""
         path = Path(path)
         try:
-            with gzip.open(path, "rb") as handle:
-                payload = json.loads(handle.read().decode("utf-8"))
-            if payload.get("format") != FORMAT:
-                raise QEInputError(f"not a qe edit model (expected the format {FORMAT})", path)
+            payload = read_gzip_json(path, FORMAT, "edit model")
             return cls(
                 EditStats(**payload["full"]),
                 [EditStats(**f) for f in payload["folds"]],
                 {k: int(v) for k, v in payload["fold_of"].items()},
                 payload["info"],
             )
-        except (
-            OSError,
-            EOFError,
-            UnicodeDecodeError,
-            ValueError,
-            KeyError,
-            TypeError,
-            AttributeError,
-        ) as exc:
-            # the exception's text may quote the file: only its class is shown
+        except UNREADABLE_JSON as exc:  # its text may quote the file: only its class is shown
             raise QEInputError(f"not a readable edit model ({exc.__class__.__name__})", path) from None
