@@ -17,7 +17,8 @@ less than the wall time.
   case-insensitive: the pseudoref family's defaults), and how many scores equal sacreBLEU's
   ``TER().sentence_score`` exactly (``sacrebleu_ter_pairs_per_second`` for the ratio).
 
-- ``pairs_per_second`` (``{"<family>": {"jobs1", "jobs2"}}``), ``speedup``, ``critical_speedup``,
+- ``pairs_per_second`` (``{"<family>": {"jobs1", "jobs2"}}``), ``speedup``, ``critical_speedup`` (and the
+  other keys of ``extraction_scaling.scaling_report``, its load average as ``scaling_load_average``),
   ``lm_ibm1_pairs_per_second_jobs1`` and ``tagging_calls_per_pair``: ``qe features`` per family with
   1 and 2 jobs on ``--pairs`` (20,000) distinct pairs, as ``benchmarks/extraction_scaling.py``
   measures them (its docstring says how; about half an hour for the eight families).
@@ -186,24 +187,9 @@ def extraction_scaling(setup: Setup) -> dict[str, Any]:
     import extraction_scaling as scaling
 
     os.environ["QE_BUNDLE"] = str(setup.bundle)
-    runs = {
-        family: {f"jobs{jobs}": scaling.measure(family, jobs, setup.pairs) for jobs in (1, 2)}
-        for family in setup.families
-    }
-    return {
-        "pairs": setup.pairs,
-        "pairs_per_second": {f: {j: r["pairs_per_second"] for j, r in by.items()} for f, by in runs.items()},
-        "speedup": {
-            f: round(by["jobs2"]["pairs_per_second"] / by["jobs1"]["pairs_per_second"], 2)
-            for f, by in runs.items()
-        },
-        "critical_speedup": {
-            f: round(by["jobs2"]["critical_pairs_per_second"] / by["jobs1"]["critical_pairs_per_second"], 2)
-            for f, by in runs.items()
-        },
-        "lm_ibm1_pairs_per_second_jobs1": scaling.pairs_per_second(["lm", "ibm1"], 1, setup.pairs),
-        "tagging_calls_per_pair": scaling.tagging_calls_per_pair(),
-    }
+    report = scaling.scaling_report(setup.families, setup.pairs)
+    report["scaling_load_average"] = report.pop("load_average")
+    return report
 
 
 MEASUREMENTS: list[Callable[[Setup], dict[str, Any]]] = [startup, baseline17, ter_speed, extraction_scaling]

@@ -240,6 +240,40 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def scaling_report(families: Sequence[str], n: int = PAIRS) -> dict[str, Any]:
+    """Every measurement of this script (the keys its docstring lists) for ``families`` on ``n`` pairs;
+    a family that cannot run (e.g. an optional dependency missing) is skipped with a note."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    for family in families:
+        try:
+            runs[family] = {f"jobs{jobs}": measure(family, jobs, n) for jobs in (1, 2)}
+        except RuntimeError as exc:
+            log(f"skipping {family}: {exc}")
+            continue
+        log(f"{family}: {runs[family]} (load {os.getloadavg()[0]:.1f})")
+
+    def pick(key: str) -> dict[str, dict[str, float]]:
+        return {family: {jobs: run[key] for jobs, run in by_jobs.items()} for family, by_jobs in runs.items()}
+
+    def ratios(key: str) -> dict[str, float]:
+        return {family: round(v["jobs2"] / v["jobs1"], 2) for family, v in pick(key).items()}
+
+    together = pairs_per_second(["lm", "ibm1"], 1, n)
+    calls = tagging_calls_per_pair()
+    return {
+        "pairs": n,
+        "pairs_per_second": pick("pairs_per_second"),
+        "speedup": ratios("pairs_per_second"),
+        "cpu_seconds": pick("cpu_seconds"),
+        "critical_pairs_per_second": pick("critical_pairs_per_second"),
+        "critical_speedup": ratios("critical_pairs_per_second"),
+        "tagging_calls_per_pair": calls,
+        "lm_ibm1_pairs_per_second_jobs1": together,
+        "load_average": {"start": load, "end": [round(x, 2) for x in os.getloadavg()]},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated families")
@@ -254,35 +288,8 @@ def main() -> None:
         return
     if args.bundle:
         os.environ["QE_BUNDLE"] = str(Path(args.bundle).resolve())
-    load = [round(x, 2) for x in os.getloadavg()]
-    runs: dict[str, dict[str, dict[str, float]]] = {}
-    for family in (f.strip() for f in args.families.split(",") if f.strip()):
-        try:
-            runs[family] = {f"jobs{jobs}": measure(family, jobs, args.pairs) for jobs in (1, 2)}
-        except RuntimeError as exc:  # e.g. an optional dependency that is not installed
-            log(f"skipping {family}: {exc}")
-            continue
-        log(f"{family}: {runs[family]} (load {os.getloadavg()[0]:.1f})")
-
-    def pick(key: str) -> dict[str, dict[str, float]]:
-        return {family: {jobs: run[key] for jobs, run in by_jobs.items()} for family, by_jobs in runs.items()}
-
-    def ratios(key: str) -> dict[str, float]:
-        return {family: round(v["jobs2"] / v["jobs1"], 2) for family, v in pick(key).items()}
-
-    together = pairs_per_second(["lm", "ibm1"], 1, args.pairs)
-    calls = tagging_calls_per_pair()
-    report = {
-        "pairs": args.pairs,
-        "pairs_per_second": pick("pairs_per_second"),
-        "speedup": ratios("pairs_per_second"),
-        "cpu_seconds": pick("cpu_seconds"),
-        "critical_pairs_per_second": pick("critical_pairs_per_second"),
-        "critical_speedup": ratios("critical_pairs_per_second"),
-        "tagging_calls_per_pair": calls,
-        "lm_ibm1_pairs_per_second_jobs1": together,
-        "load_average": {"start": load, "end": [round(x, 2) for x in os.getloadavg()]},
-    }
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    report = scaling_report(families, args.pairs)
     print(json.dumps(report, indent=1))
 
 
