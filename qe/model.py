@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write
 from qe.model_types import MODEL_TYPES, refused_entries
+
+if TYPE_CHECKING:
+    from qe.plainmodel import PlainModel
 
 __all__ = ["MODEL_TYPES", "QEModel", "load_model", "prediction_only", "save_model"]
 
@@ -107,10 +111,9 @@ def save_model(path: str | Path, estimator: Any, feature_names: list[str], manif
         handle.write(data)
 
 
-def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
-    """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES`` and any
-    callable before anything in the file is imported or built."""
-    path = Path(path)
+def _read_checked(path: Path) -> tuple[bytes, list[str]]:
+    """The model file's bytes and the types it names, refusing a file holding any type outside
+    ``MODEL_TYPES`` or any callable; nothing in the file is imported or built."""
     if not path.is_file():
         raise QEInputError("model file not found", path)
     try:
@@ -122,19 +125,36 @@ def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
     if refused:
         found = _refused_message(refused)
         raise QEInputError(f"model file holds untrusted types or callables, refusing to load: {found}", path)
+    return data, present
+
+
+def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str], dict[str, Any]]:
+    """``(estimator, feature_names, manifest)`` built by skops from checked bytes."""
     try:
         payload = skops_io().loads(data, trusted=present)
     except Exception as exc:  # skops raises many types for corrupt content
         raise QEInputError(f"cannot load model file: {type(exc).__name__}", path) from None
     if not isinstance(payload, dict) or not {"estimator", "feature_names", "manifest_json"} <= set(payload):
         raise QEInputError("not a qe model file (missing estimator / feature names / manifest)", path)
+    return payload["estimator"], list(payload["feature_names"]), _manifest(payload["manifest_json"], path)
+
+
+def _manifest(text: Any, path: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads(payload["manifest_json"])
+        manifest = json.loads(text)
     except (TypeError, json.JSONDecodeError):
         raise QEInputError("not a qe model file (unreadable manifest)", path) from None
     if not isinstance(manifest, dict):
         raise QEInputError("not a qe model file (the manifest is not an object)", path)
-    return payload["estimator"], list(payload["feature_names"]), manifest
+    return manifest
+
+
+def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
+    """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES`` and any
+    callable before anything in the file is imported or built."""
+    path = Path(path)
+    data, present = _read_checked(path)
+    return _built(data, present, path)
 
 
 class QEModel:
@@ -144,22 +164,56 @@ class QEModel:
     was trained on from raw text and returns scores clipped to the training label range.
     """
 
-    def __init__(self, estimator: Any, feature_names: list[str], manifest: dict[str, Any]) -> None:
-        self.estimator = estimator
+    def __init__(
+        self,
+        estimator: Any,
+        feature_names: list[str],
+        manifest: dict[str, Any],
+        *,
+        plain: PlainModel | None = None,
+        build: Callable[[], Any] | None = None,
+    ) -> None:
+        self._estimator = estimator
+        self._build = build
+        self._plain = plain
         self.feature_names = feature_names
         self.manifest = manifest
 
+    @property
+    def estimator(self) -> Any:
+        """The scikit-learn estimator (built by skops on first use when the model was loaded for
+        scoring with numpy alone)."""
+        if self._estimator is None and self._build is not None:
+            self._estimator, self._build = self._build(), None
+        return self._estimator
+
     @classmethod
     def load(cls, path: str | Path) -> QEModel:
-        """Load a model file, refusing untrusted types and models of another major version."""
-        estimator, names, manifest = load_model(path)
-        theirs = str(manifest.get("qe_version", "0")).split(".")[0]
+        """Load a model file, refusing untrusted types and models of another major version.
+
+        Models whose estimator :mod:`qe.plainmodel` can score are read without scikit-learn (about
+        1 s less start-up); the estimator itself is built only if :attr:`estimator` is asked for.
+        """
+        path = Path(path)
+        data, present = _read_checked(path)
+        from qe.plainmodel import plain_model
+
+        plain = plain_model(data)
+        if plain is None:
+            estimator, names, manifest = _built(data, present, path)
+            model = cls(estimator, names, manifest)
+        else:
+            manifest = _manifest(plain.manifest_json, path)
+            model = cls(
+                None, plain.feature_names, manifest, plain=plain, build=lambda: _built(data, present, path)[0]
+            )
+        theirs = str(model.manifest.get("qe_version", "0")).split(".")[0]
         ours = __version__.split(".")[0]
         if theirs != ours:
             raise QEInputError(
-                f"model was written by qe {manifest.get('qe_version')}; this is qe {__version__}", path
+                f"model was written by qe {model.manifest.get('qe_version')}; this is qe {__version__}", path
             )
-        return cls(estimator, names, manifest)
+        return model
 
     def save(self, path: str | Path) -> None:
         """Write the model (skops) atomically."""
@@ -246,7 +300,12 @@ class QEModel:
 
     def score(self, table: Any) -> np.ndarray:
         """Scores for a feature table from :meth:`features`, clipped to the training label range."""
-        scores = np.asarray(self.estimator.predict(table.to_numpy()), dtype=np.float64)
+        rows = table.to_numpy()
+        predict = self._plain if self._plain is not None else self.estimator.predict
+        try:
+            scores = np.asarray(predict(rows), dtype=np.float64)
+        except (ValueError, IndexError) as exc:  # missing / infinite features, or a damaged model
+            raise QEInputError(f"the model cannot score these features: {exc}") from None
         bounds = self.manifest.get("label_range")
         return np.clip(scores, *bounds) if bounds else scores
 

@@ -313,6 +313,14 @@ def _warmed_up(task: ChunkTask, reader: Iterator[Chunk]) -> Iterator[Chunk]:
     return itertools.chain([first], reader)
 
 
+def preload_state(task: ChunkTask, state: Any) -> None:
+    """Hand this process the state ``task.setup()`` would build (a command that has already loaded
+    the model for its checks): chunks run here, and workers forked from here, do not load it again."""
+    _WORKER_STATE.clear()
+    _WORKER_STATE["state"] = state
+    _WORKER_STATE["key"] = task.cache_key()
+
+
 def clear_worker_state() -> None:
     """Forget the task state kept in this process (the parent runs tasks itself with one job)."""
     _WORKER_STATE.clear()

@@ -166,3 +166,74 @@ def test_import_does_not_load_sacremoses_or_joblib():
     code = "import sys, qe.text; print(sorted({'sacremoses', 'joblib', 'tqdm'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------- the cached specification
+
+_NO_SACREMOSES = """
+import json, sys
+from qe.fastmoses import FastMosesTokenizer
+tokens = [FastMosesTokenizer(lang).tokenize(text) for lang, text in json.loads(sys.argv[1])]
+print(json.dumps({"tokens": tokens, "sacremoses": "sacremoses" in sys.modules}))
+"""
+
+
+def _tokenize_in_a_new_process(cache: Path, cases: list[tuple[str, str]]) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "QE_CACHE_DIR": str(cache), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run(
+        [sys.executable, "-c", _NO_SACREMOSES, json.dumps(cases)], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_a_second_process_tokenizes_from_the_cache_without_importing_sacremoses(tmp_path):
+    cases = [(lang, text.strip()) for lang in ("en", "es", "zh") for text in ADVERSARIAL]
+    expected = [MosesTokenizer(lang=lang).tokenize(text, escape=False) for lang, text in cases]
+    first = _tokenize_in_a_new_process(tmp_path, cases)
+    assert first["sacremoses"] and first["tokens"] == expected  # built from sacremoses, then cached
+    assert len(list((tmp_path / "moses").glob("*.json"))) == 3
+    second = _tokenize_in_a_new_process(tmp_path, cases)
+    assert not second["sacremoses"] and second["tokens"] == expected
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["{not json", '{"version": 1, "lang": "en", "pad": "("}', '{"version": 1, "lang": "en"}', "[]"],
+)
+def test_a_damaged_cache_file_is_rebuilt_from_sacremoses(tmp_path, damage):
+    cases = [("en", text.strip()) for text in ADVERSARIAL]
+    expected = [MosesTokenizer(lang="en").tokenize(text, escape=False) for _, text in cases]
+    _tokenize_in_a_new_process(tmp_path, cases)
+    (cached,) = (tmp_path / "moses").glob("en-*.json")
+    cached.write_text(damage)
+    assert _tokenize_in_a_new_process(tmp_path, cases)["tokens"] == expected
+    again = _tokenize_in_a_new_process(tmp_path, cases)  # the damaged file was replaced
+    assert again["tokens"] == expected and not again["sacremoses"]
+
+
+def test_an_unwritable_cache_only_costs_time(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    cases = [("es", "Hola, señor Pérez... ¿qué tal?")]
+    expected = [MosesTokenizer(lang="es").tokenize(cases[0][1], escape=False)]
+    assert _tokenize_in_a_new_process(blocked, cases)["tokens"] == expected
+
+
+def test_compacted_character_classes_hold_exactly_sacremoses_characters():
+    import re
+    import sys
+
+    from qe.fastmoses import _CLASSES, _class_body, _ranges
+
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    for lang in ("en", "zh"):  # zh adds the Han characters to IsAlpha and IsAlnum
+        moses = MosesTokenizer(lang=lang)
+        for name in _CLASSES:
+            body = getattr(moses, name)
+            assert set(re.findall(f"[{_class_body(_ranges(body))}]", every)) == set(body), (lang, name)

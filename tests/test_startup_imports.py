@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from qe.cli import COMMANDS
@@ -33,9 +34,10 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 NUMERICAL = {"numpy", "pandas", "scipy", "sklearn", "skops", "pyarrow", "joblib", "kenlm", "tqdm"}
-# Scoring with a model needs scikit-learn, which imports pandas and scipy.stats and probes pyarrow
-# (as pandas does): those stay. What it never needs: the test framework, dask, plotting, spaCy
-# (for a model whose families do not tag), deep learning.
+# An SVR (like every learner qe.plainmodel reads) scores with numpy alone: scikit-learn, skops and
+# scipy are not imported. What scoring never needs, whatever the learner: the test framework, dask,
+# plotting, spaCy (for a model whose families do not tag), deep learning.
+SCIKIT_LEARN = {"sklearn", "skops", "scipy"}
 NEVER_TO_SCORE = {"pytest", "_pytest", "dask", "distributed", "matplotlib", "spacy", "torch", "IPython"}
 
 
@@ -80,25 +82,45 @@ def test_a_commands_help_imports_only_its_own_command(tmp_path, command):
     assert not _packages(modules) & heavy, sorted(_packages(modules) & heavy)
 
 
-def test_predict_on_one_pair_imports_no_test_framework_dask_plotting_or_spacy(
-    tmp_path,
-    surface_model,  # noqa: F811
-):
+def _predict_one(tmp_path: Path, model: Path) -> set[str]:
     src = write_lines(tmp_path / "one.en", _sentences(1, EN, 3))
     mt = write_lines(tmp_path / "one.es", _sentences(1, ES, 4))
     out = tmp_path / "scores.tsv"
-    argv = ["predict", "--model", str(surface_model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
+    argv = ["predict", "--model", str(model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
     code, modules = _imported(tmp_path, *argv, "--quiet")
     assert (
         code == 0
         and out.read_text().splitlines()[0] == "id\tscore"
         and len(out.read_text().splitlines()) == 2
     )
-    assert "sklearn" in _packages(modules)  # the model itself was loaded
     assert not _packages(modules) & NEVER_TO_SCORE, sorted(_packages(modules) & NEVER_TO_SCORE)
-    assert "sklearn.utils._testing" not in modules  # what skops' estimator listing imported
     assert _commands(modules) <= {"predict", "options"}
     assert "qe.experiment" not in modules
+    return modules
+
+
+def test_predict_on_one_pair_with_an_svr_imports_neither_scikit_learn_nor_the_test_framework(
+    tmp_path,
+    surface_model,  # noqa: F811
+):
+    modules = _predict_one(tmp_path, surface_model)
+    assert not _packages(modules) & SCIKIT_LEARN, sorted(_packages(modules) & SCIKIT_LEARN)
+
+
+def test_a_learner_numpy_cannot_score_loads_through_skops_without_the_test_framework(
+    tmp_path,
+    surface_model,  # noqa: F811
+):
+    from qe.learners.factory import make_learner
+    from qe.model import QEModel
+
+    svr = QEModel.load(surface_model)
+    rows = np.random.default_rng(0).normal(size=(30, len(svr.feature_names)))
+    forest = make_learner("random_forest", {"n_estimators": 3}).fit(rows, rows[:, 0])
+    QEModel(forest, svr.feature_names, svr.manifest).save(tmp_path / "forest.skops")
+    modules = _predict_one(tmp_path, tmp_path / "forest.skops")
+    assert {"sklearn", "skops"} <= _packages(modules)  # the forest was built by skops
+    assert "sklearn.utils._testing" not in modules  # what skops' estimator listing imported
 
 
 def test_the_static_command_table_matches_each_commands_own_help():

@@ -37,6 +37,7 @@ from qe.streaming import (
     Sink,
     TextSink,
     clear_text_memos,
+    preload_state,
     run_stream,
 )
 
@@ -176,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
     # refuses a model trained on precomputed tables, and bad inputs, before any work
     families = model.make_families(file_inputs)
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
-    check_line_inputs([f.bind(resources) for f in families], lines, resources)
+    bound = [f.bind(resources) for f in families]
+    check_line_inputs(bound, lines, resources)
     check_ids_of_input(families, args.src)
     langs = model.manifest.get("languages") or {}
 
@@ -209,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
         json.dumps(file_inputs, sort_keys=True),
         json.dumps({name: str(path) for name, path in lines.items()}),
     )
+    preload_state(task, (model, resources, bound))  # what task.setup() would load again
     job = {
         "command": "predict",
         "model_sha256": sha256_file(args.model),

@@ -41,6 +41,8 @@ from scipy.linalg.lapack import dgesv
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from qe.learners.m5p_tree import apply_tree, fill_missing, predict_m5p
+
 SMOOTHING_CONSTANT = 15.0
 DEV_FRACTION = 0.05  # stop splitting below this share of the root's standard deviation
 PRUNING_MULTIPLIER = 2.0
@@ -506,39 +508,19 @@ class M5P(RegressorMixin, BaseEstimator):
         return self
 
     def _fill_missing(self, X: np.ndarray) -> np.ndarray:
-        missing = np.isnan(X)
-        if missing.any():
-            X = np.where(missing, self.fill_values_[None, :], X)
-        return X
+        return fill_missing(X, self.fill_values_)
 
     def apply(self, X) -> np.ndarray:
         """Index (into ``tree_`` arrays) of the leaf each row of ``X`` reaches."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
-        return self._apply(self._fill_missing(X))
-
-    def _apply(self, X: np.ndarray) -> np.ndarray:
-        tree = self.tree_
-        node = np.zeros(X.shape[0], dtype=np.int64)
-        active = np.arange(X.shape[0])
-        while active.size:
-            feature = tree["feature"][node[active]]
-            inner = feature >= 0
-            active, feature = active[inner], feature[inner]
-            if not active.size:
-                break
-            current = node[active]
-            go_left = X[active, feature] <= tree["threshold"][current]
-            node[active] = np.where(go_left, tree["left"][current], tree["right"][current])
-        return node
+        return apply_tree(self.tree_, self._fill_missing(X))
 
     def predict(self, X) -> np.ndarray:
         """Predicted target for each row of ``X``."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
-        X = self._fill_missing(X)
-        leaf = self._apply(X)
-        return np.einsum("ij,ij->i", X, self.tree_["leaf_coef"][leaf]) + self.tree_["leaf_intercept"][leaf]
+        return predict_m5p(self.tree_, self.fill_values_, X)
 
     def export_text(self, feature_names=None, target_name: str = "y", decimals: int = 4) -> str:
         """The tree and its leaf models, laid out like Weka's M5P output.

@@ -20,12 +20,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import sparse
 
 from qe.io import read_text_lines
+
+if TYPE_CHECKING:  # scipy.sparse is imported where the index is built: qe predict never needs it
+    from scipy import sparse
 
 DEFAULT_NEAR_CHRF = 0.9
 MIN_NEAR_CHRF = 0.5  # lower thresholds call unrelated sentences near-duplicates
@@ -143,6 +145,8 @@ class EvalSentences:
     def _index(self) -> tuple[dict[str, int], sparse.csr_matrix, np.ndarray, np.ndarray]:
         """Word vocabulary, the (vocabulary x sentence) key-word matrix, each sentence's number of keys
         (0: too short for the near-duplicate test) and its length without spaces."""
+        from scipy import sparse
+
         words = [set(text.split()) for text in self.near]
         frequency = Counter(word for sentence in words for word in sentence)
         rare_limit = max(20, len(words) // 100)  # a word in at most 1 % of the sentences is rare
@@ -174,6 +178,8 @@ class EvalSentences:
     def candidates(self, texts: Sequence[str], threshold: float) -> Iterator[tuple[int, int]]:
         """(text index, evaluation index) pairs worth a chrF: the text holds at least ``KEY_SHARE`` of
         the sentence's key words and its length allows a chrF of ``threshold``."""
+        from scipy import sparse
+
         vocabulary, matrix, counts, sizes = self._index
         needed = np.maximum(1, np.ceil(KEY_SHARE * counts))
         low, high = length_ratio_bounds(threshold)

@@ -1,0 +1,152 @@
+"""Scoring without scikit-learn (qe.plainmodel): for every learner the factory builds, the numpy
+predictions of a saved model equal scikit-learn's own ``predict`` on the same file, the learners it
+cannot read fall back to skops, and damaged trees give a clear error instead of a hang."""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+
+from qe.errors import QEInputError
+from qe.learners.factory import make_learner
+from qe.learners.m5p_tree import apply_tree
+from qe.model import QEModel, load_model, save_model
+from qe.plainmodel import plain_model
+from tests.test_hostile_models import FACTORY_SPECS, MANIFEST
+
+# The specs of FACTORY_SPECS whose fitted estimator qe.plainmodel scores (by index): every SVR,
+# the fast SVR, M5P, the mean, squared-error gradient boosting and ridge. Forests, kernel ridge,
+# GPs, other boosting losses, rank averaging and the aux stack are built by skops.
+PLAIN = {0, 1, 2, 3, 4, 5, 8, 9, 10, 12, 18, 19}
+
+
+def _fitted(name: str, spec: dict, rows: int = 60):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, 3))
+    y = np.abs(x.sum(axis=1) + rng.normal(0, 0.1, rows)) + 1
+    target = np.column_stack([y, x[:, 0]]) if name in ("average", "stack", "aux_stack") else y
+    params, grid, scoring = spec.get("params"), spec.get("grid"), spec.get("scoring", "MAE")
+    estimator = make_learner(name, params, grid, scale=spec.get("scale"), scoring=scoring)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(x, target)
+    return estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+
+
+@pytest.mark.parametrize(
+    "index,name,spec",
+    [(i, n, s) for i, (n, s) in enumerate(FACTORY_SPECS)],
+    ids=[f"{n}-{i}" for i, (n, _) in enumerate(FACTORY_SPECS)],
+)
+def test_numpy_scores_equal_scikit_learns_for_every_learner(tmp_path, index, name, spec):
+    chosen = _fitted(name, spec)
+    path = tmp_path / "m.skops"
+    save_model(path, chosen, ["a", "b", "c"], MANIFEST)
+    model = QEModel.load(path)
+    assert (model._plain is not None) == (index in PLAIN)
+    rows = np.random.default_rng(7).normal(scale=2.0, size=(200, 3))
+    reference, _, _ = load_model(path)  # scikit-learn's estimator, built by skops from the same file
+    expected = reference.predict(rows)
+    if model._plain is not None:
+        np.testing.assert_allclose(model._plain(rows), expected, rtol=1e-9, atol=1e-9)
+        assert model.estimator is not None  # built on demand, the same model
+        np.testing.assert_array_equal(model.estimator.predict(rows), expected)
+    assert model.feature_names == ["a", "b", "c"] and model.manifest == MANIFEST
+
+
+def test_gradient_boosting_and_m5p_route_missing_values_as_scikit_learn_does(tmp_path):
+    rows = np.random.default_rng(3).normal(size=(50, 3))
+    rows[::3, 0] = np.nan
+    rows[1::4, 2] = np.nan
+    for name, spec in (("gradient_boosting", {"params": {"max_iter": 10}}), ("m5p", {})):
+        chosen = _fitted(name, spec)
+        save_model(tmp_path / f"{name}.skops", chosen, ["a", "b", "c"], MANIFEST)
+        plain = QEModel.load(tmp_path / f"{name}.skops")._plain
+        np.testing.assert_allclose(plain(rows), chosen.predict(rows), rtol=1e-12, atol=1e-12)
+
+
+def test_missing_values_are_refused_where_scikit_learn_refuses_them(tmp_path):
+    chosen = _fitted("svr", {})
+    save_model(tmp_path / "m.skops", chosen, ["a", "b", "c"], MANIFEST)
+    plain = QEModel.load(tmp_path / "m.skops")._plain
+    rows = np.ones((2, 3))
+    rows[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        chosen.predict(rows)
+    with pytest.raises(ValueError, match="NaN"):
+        plain(rows)
+    rows[1, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        plain(rows)
+
+
+def _rewrite_array(path, attribute: str, change) -> None:
+    """Replace one array of the first object holding ``attribute`` in a skops file."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    schema = json.loads(members["schema.json"])
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            content = node.get("content")
+            if isinstance(content, dict) and attribute in content and "file" in content[attribute]:
+                name = content[attribute]["file"]
+                array = np.load(io.BytesIO(members[name]))
+                buffer = io.BytesIO()
+                np.save(buffer, change(array))
+                members[name] = buffer.getvalue()
+                break
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def test_arrays_of_the_wrong_width_fall_back_to_skops_and_fail_cleanly(tmp_path):
+    save_model(tmp_path / "m.skops", _fitted("svr", {}), ["a", "b", "c"], MANIFEST)
+    _rewrite_array(tmp_path / "m.skops", "support_vectors_", lambda a: a[:, :2].copy())
+    assert plain_model((tmp_path / "m.skops").read_bytes()) is None  # libsvm would use 2 of 3 columns
+    _rewrite_array(tmp_path / "m.skops", "mean_", lambda a: a[:2].copy())
+    assert plain_model((tmp_path / "m.skops").read_bytes()) is None
+    model = QEModel.load(tmp_path / "m.skops")
+    import pandas as pd
+
+    with pytest.raises(QEInputError, match="cannot score"):
+        model.score(pd.DataFrame(np.ones((2, 3)), columns=["a", "b", "c"]))
+
+
+def test_a_tree_with_a_cycle_is_an_error_not_a_hang():
+    tree = {
+        "feature": np.array([0, 0, -1]),
+        "threshold": np.array([0.0, 0.0, 0.0]),
+        "left": np.array([1, 0, -1]),  # node 1 sends rows with x <= 0 back to the root
+        "right": np.array([2, 2, -1]),
+    }
+    assert apply_tree(tree, np.array([[1.0]])).tolist() == [2]
+    with pytest.raises(ValueError, match="cycle"):
+        apply_tree(tree, np.array([[-1.0]]))
+
+
+def test_gradient_boosting_cycles_are_refused_before_scoring(tmp_path):
+    save_model(
+        tmp_path / "m.skops", _fitted("gradient_boosting", {"params": {"max_iter": 3}}), list("abc"), MANIFEST
+    )
+
+    def loop(nodes):
+        nodes = nodes.copy()
+        nodes["left"][0] = 0
+        nodes["right"][0] = 0
+        nodes["is_leaf"][0] = 0
+        return nodes
+
+    _rewrite_array(tmp_path / "m.skops", "nodes", loop)
+    assert plain_model((tmp_path / "m.skops").read_bytes()) is None  # the probe row met the cycle
