@@ -337,5 +337,14 @@ def plain_model(data: bytes) -> PlainModel | None:
         if model(np.zeros((1, len(names)))).shape != (1,):  # arrays of the wrong shapes fail here
             return None
         return model
-    except (Unsupported, KeyError, TypeError, ValueError, IndexError, zipfile.BadZipFile, OSError):
+    except (
+        Unsupported,
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        RecursionError,
+        zipfile.BadZipFile,
+        OSError,
+    ):
         return None
