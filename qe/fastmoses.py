@@ -33,7 +33,7 @@ from typing import Any
 from qe.io import atomic_write
 
 _DIGITS = frozenset("0123456789")
-SPEC_VERSION = 1
+SPEC_VERSION = 2
 # sacremoses' classes whose contents its patterns embed, longest first
 _CLASSES = ("IsAlnum", "IsAlpha", "IsSo", "IsLower", "IsN", "IsSc")
 _CLASS_SPECIALS = frozenset("\\]-^[")  # a class body holding one of these is kept as it is
@@ -84,12 +84,16 @@ def _ranges(characters: str) -> list[list[int]]:
 
 
 def _class_body(runs: list[list[int]]) -> str:
-    """A character-class body (without brackets) holding exactly the code points of ``runs``."""
+    """A character-class body (without brackets) holding exactly the code points of ``runs``: plain
+    printable characters as themselves (quicker for ``re`` to parse), the rest as ``\\U`` escapes."""
 
-    def escape(point: int) -> str:
+    def character(point: int) -> str:
+        char = chr(point)
+        if char.isprintable() and char not in _CLASS_SPECIALS and not 0xD800 <= point <= 0xDFFF:
+            return char
         return f"\\U{point:08x}"
 
-    return "".join(escape(a) if a == b else f"{escape(a)}-{escape(b)}" for a, b in runs)
+    return "".join(character(a) if a == b else f"{character(a)}-{character(b)}" for a, b in runs)
 
 
 def _set_of(runs: list[list[int]]) -> frozenset[str]:

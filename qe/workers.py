@@ -17,6 +17,7 @@ process) the families start no processes of their own: ``--jobs`` alone decides 
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -125,7 +126,12 @@ def forked_workers(workers: int) -> Iterator[Callable[..., Iterator[tuple[Any, A
     """``workers`` processes forked from this one (see :func:`can_fork`) for the duration of the
     block, which gets a ``map(function, items, in_flight)`` (see :func:`_ordered_map`). The workers
     are forked at once, before anything else in this process can start a thread; they end with the
-    block: after their work when it ends normally, killed at once on an error or an interrupt."""
+    block: after their work when it ends normally, killed at once on an error or an interrupt.
+
+    What the parent holds is frozen out of the garbage collector before the fork (``gc.freeze``):
+    otherwise every worker's collections walk, and so copy page by page, the whole inherited heap.
+    """
+    gc.freeze()
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("fork"),
@@ -142,6 +148,7 @@ def forked_workers(workers: int) -> Iterator[Callable[..., Iterator[tuple[Any, A
             pool.shutdown(wait=True)
         else:
             _stop(pool)
+        gc.unfreeze()
 
 
 def _ordered_map(

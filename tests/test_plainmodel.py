@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import io
 import json
-import warnings
 import zipfile
 
 import numpy as np
 import pytest
-from sklearn.model_selection import GridSearchCV
 
 from qe.errors import QEInputError
-from qe.learners.factory import make_learner
 from qe.learners.m5p_tree import apply_tree
 from qe.model import QEModel, load_model, save_model
 from qe.plainmodel import plain_model
-from tests.test_hostile_models import FACTORY_SPECS, MANIFEST
+from tests.test_hostile_models import FACTORY_SPECS, MANIFEST, fit_factory_learner
 
 # The specs of FACTORY_SPECS whose fitted estimator qe.plainmodel scores (by index): every SVR,
 # the fast SVR, M5P, the mean, squared-error gradient boosting and ridge. Forests, kernel ridge,
@@ -26,17 +23,8 @@ from tests.test_hostile_models import FACTORY_SPECS, MANIFEST
 PLAIN = {0, 1, 2, 3, 4, 5, 8, 9, 10, 12, 18, 19}
 
 
-def _fitted(name: str, spec: dict, rows: int = 60):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(rows, 3))
-    y = np.abs(x.sum(axis=1) + rng.normal(0, 0.1, rows)) + 1
-    target = np.column_stack([y, x[:, 0]]) if name in ("average", "stack", "aux_stack") else y
-    params, grid, scoring = spec.get("params"), spec.get("grid"), spec.get("scoring", "MAE")
-    estimator = make_learner(name, params, grid, scale=spec.get("scale"), scoring=scoring)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        estimator.fit(x, target)
-    return estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+def _fitted(name: str, spec: dict):
+    return fit_factory_learner(name, spec)[0]
 
 
 @pytest.mark.parametrize(

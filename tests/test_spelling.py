@@ -149,3 +149,24 @@ def test_checker_survives_pickling_for_worker_processes():
     checker.misspelled(["gato"])
     copy = pickle.loads(pickle.dumps(checker))
     assert copy.misspelled(["gato", "gatto"]) == [False, True]
+
+
+@needs_en_es
+def test_a_forked_worker_checks_with_the_dictionary_its_parent_loaded():
+    import multiprocessing
+
+    checker = SpellChecker("es")
+    checker.misspelled(["gato"])  # loads the dictionary here
+    words = ["canción", "cancion", "pingüino", "pinguino", "perro", "perrro"]
+    expected = [w in hunspell_unknown(words, "es") for w in words]
+    _FORKED[:] = [checker]  # handed to the child by the fork itself, not pickled
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        verdicts, handle = pool.apply(_check_in_child, (words,))
+    assert verdicts == expected and handle == checker._handle  # the inherited copy, not a reload
+
+
+_FORKED: list[SpellChecker] = []
+
+
+def _check_in_child(words: list[str]) -> tuple[list[bool], int | None]:
+    return _FORKED[0].misspelled(words), _FORKED[0]._handle

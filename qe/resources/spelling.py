@@ -101,8 +101,7 @@ class SpellChecker:
     def __init__(self, lang: str, dirs: Iterable[str | Path] | None = None):
         self.lang = lang
         self.aff, self.dic = find_dictionary(lang, dirs)
-        self._handle: int | None = None
-        self._pid = 0
+        self._handle: int | None = None  # a forked worker keeps using its copy of the dictionary
         self._encoding = "utf-8"
         self._memo: dict[str, bool] = {}
         self._lock = threading.Lock()
@@ -115,7 +114,7 @@ class SpellChecker:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._handle, self._pid, self._encoding, self._memo = None, 0, "utf-8", {}
+        self._handle, self._encoding, self._memo = None, "utf-8", {}
         self._lock = threading.Lock()
 
     def _open(self) -> int:
@@ -129,7 +128,7 @@ class SpellChecker:
             self._encoding = codecs.lookup(encoding).name
         except LookupError:
             self._encoding = "utf-8"
-        self._handle, self._pid = handle, os.getpid()
+        self._handle = handle
         weakref.finalize(self, lib.Hunspell_destroy, handle)  # frees the dictionary with the checker
         return handle
 
@@ -155,7 +154,7 @@ class SpellChecker:
         except UnicodeEncodeError:
             return False  # a character the dictionary's encoding lacks: no word of it has it
         with self._lock:
-            handle = self._handle if self._handle and self._pid == os.getpid() else self._open()
+            handle = self._handle or self._open()
             return bool(_library().Hunspell_spell(handle, encoded))
 
     def misspelled(self, tokens: Iterable[str]) -> list[bool]:
