@@ -326,9 +326,10 @@ def model_importances(run: RunDir) -> tuple[list[str], np.ndarray] | str:
         if model_path is None:
             return "Feature importances are not available: the run directory has no model.skops."
         model = QEModel.load(model_path)
+        built = model.estimator  # built by skops here (loading alone may read it as plain data)
     except QEInputError as exc:
         return f"Feature importances are not available: the model could not be loaded ({exc})."
-    estimator = getattr(model.estimator, "best_estimator_", model.estimator)
+    estimator = getattr(built, "best_estimator_", built)
     final = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
     values = getattr(final, "feature_importances_", None)
     if values is None or len(values) != len(model.feature_names):
