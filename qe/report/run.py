@@ -1,0 +1,198 @@
+"""Reading a run directory for a report: its metrics, predictions, config and gold labels, checked,
+and only from the run's own files and the data directory."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.io import read_lines
+from qe.published import METRICS_SHOWN
+
+
+@dataclass
+class RunDir:
+    """What a run (or ablation) directory holds; absent parts are None."""
+
+    path: Path
+    config: dict[str, Any] | None
+    metrics: dict[str, Any] | None
+    predictions: tuple[list[str], np.ndarray] | None
+    selection: dict[str, Any] | None
+    model_text: str | None
+    ablation: dict[str, Any] | None
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise QEInputError(f"corrupt {what}: {exc}", path) from None
+    if not isinstance(value, dict):
+        raise QEInputError(f"corrupt {what}: expected a JSON object", path)
+    return value
+
+
+def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
+    """Read ``predictions.tsv`` (header ``id<TAB>score``) as ids and scores."""
+    lines = read_lines(path)
+    if lines[0] != "id\tscore":
+        raise QEInputError("expected the header 'id<TAB>score'", path, 1)
+    ids, scores = [], []
+    for number, text in enumerate(lines[1:], start=2):
+        fields = text.split("\t")
+        if len(fields) != 2:
+            raise QEInputError(f"expected 2 tab-separated fields, found {len(fields)}", path, number)
+        try:
+            score = float(fields[1])
+        except ValueError:
+            raise QEInputError(f"score {fields[1]!r} is not a number", path, number) from None
+        if not np.isfinite(score):
+            raise QEInputError(f"score {fields[1]!r} is not a finite number", path, number)
+        ids.append(fields[0])
+        scores.append(score)
+    return ids, np.array(scores)
+
+
+def _check_metrics(metrics: dict[str, Any], path: Path) -> None:
+    for split in ("test", "cv"):
+        values = metrics.get(split)
+        if values is None:
+            continue
+        if not isinstance(values, dict) or not all(
+            isinstance(values.get(m), int | float) for m in METRICS_SHOWN
+        ):
+            raise QEInputError(
+                f"corrupt metrics.json: {split!r} lacks numeric {', '.join(METRICS_SHOWN)}", path
+            )
+    if "cv" not in metrics and "test" not in metrics:
+        raise QEInputError("corrupt metrics.json: neither 'test' nor 'cv' metrics", path)
+
+
+def read_metrics(path: Path) -> dict[str, Any]:
+    """A run's ``metrics.json``, refusing (one line naming it) anything but numeric test / CV metrics."""
+    metrics = _read_json(path, "metrics.json")
+    _check_metrics(metrics, path)
+    return metrics
+
+
+def _check_ablation(ablation: dict[str, Any], path: Path) -> None:
+    systems = ablation.get("systems")
+    if not isinstance(systems, dict) or not all(isinstance(s, dict) for s in systems.values()):
+        raise QEInputError("corrupt ablation.json: 'systems' must map names to objects", path)
+
+
+def own_file(folder: Path, name: str) -> Path | None:
+    """``folder/name`` if it is a file of that folder, None if absent; a link leading out is refused."""
+    path = folder / name
+    if not path.is_file():
+        return None
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise QEInputError(f"{name} is a link to a file outside {folder}, refusing to read it", path)
+    return path
+
+
+def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> RunDir:
+    """Read a run directory (``metrics.json`` ...) and/or an ablation directory (``ablation.json``).
+
+    ``ablation_dir`` names a separate ``qe ablate`` output whose results join the report; without
+    it, an ``ablation.json`` inside ``run_dir`` is used when present.
+    """
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise QEInputError("run directory not found", path)
+    metrics_path = own_file(path, "metrics.json")
+    ablation_path = own_file(path if ablation_dir is None else Path(ablation_dir), "ablation.json")
+    if ablation_dir is not None and ablation_path is None:
+        raise QEInputError("not an ablation directory (no ablation.json)", ablation_dir)
+    if metrics_path is None and ablation_path is None:
+        raise QEInputError("not a run directory (no metrics.json or ablation.json)", path)
+    metrics = read_metrics(metrics_path) if metrics_path is not None else None
+    ablation = None
+    if ablation_path is not None:
+        ablation = _read_json(ablation_path, "ablation.json")
+        _check_ablation(ablation, ablation_path)
+    config = None
+    config_path = own_file(path, "config.toml")
+    if config_path is not None:
+        try:
+            config = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise QEInputError(f"corrupt config.toml: {exc}", config_path) from None
+    predictions = None
+    predictions_path = own_file(path, "predictions.tsv")
+    if metrics is not None and predictions_path is not None:
+        predictions = read_predictions(predictions_path)
+    selection = None
+    if (selection_path := own_file(path, "selection.json")) is not None:
+        selection = _read_json(selection_path, "selection.json")
+        if not isinstance(selection.get("path"), list):
+            raise QEInputError("corrupt selection.json: no 'path' list", selection_path)
+    model_text = None
+    if (model_path := own_file(path, "model.txt")) is not None:
+        model_text = model_path.read_text(encoding="utf-8", errors="replace").rstrip("\n")
+    return RunDir(path, config, metrics, predictions, selection, model_text, ablation)
+
+
+def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray | None:
+    """The gold labels of the run's test split (from its config), aligned with ``predictions.tsv``.
+
+    Returns None when the test split has no labels; raises ``QEInputError`` when the data cannot
+    be read or does not match the predictions.
+    """
+    from qe.experiment import load_split_dataset
+
+    if run.config is None or run.predictions is None:
+        raise QEInputError("the run directory lacks config.toml or predictions.tsv", run.path)
+    config = json.loads(json.dumps(run.config))  # a private copy
+    if data_dir is not None:
+        config.setdefault("data", {})["data_dir"] = str(data_dir)
+    _check_data_paths(config, run.path, data_dir)
+    try:
+        dataset = load_split_dataset(config, "test")
+    except KeyError as exc:
+        raise QEInputError(
+            f"config.toml lacks {exc} to find the test data", run.path / "config.toml"
+        ) from None
+    ids, _ = run.predictions
+    if len(dataset) != len(ids):
+        raise QEInputError(
+            f"predictions.tsv has {len(ids)} rows but the test split has {len(dataset)}", run.path
+        )
+    if list(dataset.ids) != ids:
+        raise QEInputError("predictions.tsv ids do not match the test split's ids", run.path)
+    return None if dataset.labels is None else np.asarray(dataset.labels, dtype=np.float64)
+
+
+def _check_data_paths(config: dict[str, Any], run_dir: Path, data_dir: str | Path | None) -> None:
+    """Refuse test data named by config.toml outside the run directory and the data directory
+    (``--data-dir``, else ``$QE_DATA_DIR``): an edited config.toml must not make a report read other files."""
+    from qe.data import resolve_data_dir
+
+    root = resolve_data_dir(data_dir)
+    roots = (run_dir.resolve(), root.resolve())
+    data = config.get("data", {}) if isinstance(config.get("data"), dict) else {}
+    named = {f"data.test.{role}": value for role, value in (data.get("test") or {}).items()}
+    if data_dir is None and "data_dir" in data:
+        named["data.data_dir"] = data["data_dir"]
+    for key, value in named.items():
+        if not isinstance(value, str) or not any(Path(value).resolve().is_relative_to(r) for r in roots):
+            raise QEInputError(
+                f"config.toml names {key} = {value!r}, outside the run directory and the data "
+                f"directory ({root}), so it is not read; pass --data-dir with the folder that holds it",
+                run_dir / "config.toml",
+            )
+
+
+def error_reason(exc: QEInputError) -> str:
+    """An error as a report may show it: one pointing at a line of a file gives only the place (its
+    message may quote that line, and a report is shared)."""
+    if exc.line is None:
+        return str(exc)
+    return f"{exc.path}:{exc.line} could not be read (qe report printed why)"

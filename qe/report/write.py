@@ -1,0 +1,58 @@
+"""``write_report(run_dir)``: the report files (Markdown, HTML, PNG figures), written atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from qe.errors import QEInputError
+from qe.io import atomic_write, write_text_atomic
+from qe.report.build import FIGURE_NAMES, FIGURES_DIR, Report, build_report
+from qe.report.render import render_html, render_markdown
+
+
+def write_report(
+    run_dir: str | Path,
+    *,
+    data_dir: str | Path | None = None,
+    ablation_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Write ``report.md``, ``report.html`` and ``report_files/*.png`` into the run directory (or
+    ``out_dir``).
+
+    Returns ``{"markdown": path, "html": path, "figures": [paths], "notes": [...]}``; each file is
+    written atomically, figures first so the pages never link a missing image.
+    """
+    run_dir = Path(run_dir)
+    report = build_report(run_dir, data_dir=data_dir, ablation_dir=ablation_dir)
+    target = run_dir if out_dir is None else Path(out_dir)
+    try:
+        return _write(report, target)
+    except OSError as exc:
+        raise QEInputError(
+            f"cannot write the report here ({exc.strerror or type(exc).__name__}); "
+            "pass --out DIR to write it elsewhere",
+            target,
+        ) from None
+
+
+def _write(report: Report, run_dir: Path) -> dict[str, Any]:
+    figures_dir = run_dir / FIGURES_DIR
+    written = []
+    for name, data in report.figures.items():
+        with atomic_write(figures_dir / name, "wb") as handle:
+            handle.write(data)
+        written.append(figures_dir / name)
+    for stale in FIGURE_NAMES:  # figures of an earlier report that this one no longer has
+        path = figures_dir / f"{stale}.png"
+        if f"{stale}.png" not in report.figures and path.is_file():
+            path.unlink()
+    write_text_atomic(run_dir / "report.md", render_markdown(report.blocks))
+    write_text_atomic(run_dir / "report.html", render_html(report.blocks, report.title))
+    return {
+        "markdown": run_dir / "report.md",
+        "html": run_dir / "report.html",
+        "figures": written,
+        "notes": report.notes,
+    }
