@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import read_lines, sha256_file
+from qe.io import cache_root, read_lines, sha256_file
 from qe.mlqe_checksums import MLQE_SHA256
 
 if TYPE_CHECKING:  # tables are read by qe.tables (pandas), imported when one is loaded
@@ -93,14 +93,17 @@ class QEDataset:
 # --------------------------------------------------------------------------- labels
 
 
-def parse_label(text: str, path: str | Path, line: int, label_range: tuple[float, float] | None) -> float:
-    """Parse one label, refusing non-numbers, NaN / infinity and values outside ``label_range``."""
+def parse_label(
+    text: str, path: str | Path, line: int, label_range: tuple[float, float] | None, what: str = "label"
+) -> float:
+    """Parse one label (or another number, named ``what`` in errors), refusing non-numbers,
+    NaN / infinity and values outside ``label_range``."""
     try:
         value = float(text.strip())
     except ValueError:
-        raise QEInputError(f"label {text.strip()!r} is not a number", path, line) from None
+        raise QEInputError(f"{what} {text.strip()!r} is not a number", path, line) from None
     if not math.isfinite(value):
-        raise QEInputError(f"label {text.strip()!r} is not a finite number", path, line)
+        raise QEInputError(f"{what} {text.strip()!r} is not a finite number", path, line)
     if label_range is not None and not (label_range[0] <= value <= label_range[1]):
         raise QEInputError(
             f"label {value:g} is outside the declared range [{label_range[0]:g}, {label_range[1]:g}]",
@@ -479,11 +482,6 @@ DATASETS: dict[str, RegisteredDataset] = {
 }
 
 
-def cache_dir() -> Path:
-    """Where downloaded datasets are kept: ``$QE_CACHE_DIR`` or ``~/.cache/qe``."""
-    return Path(os.environ.get("QE_CACHE_DIR", Path.home() / ".cache" / "qe"))
-
-
 def resolve_data_dir(cli_value: str | Path | None = None) -> Path:
     """The data directory: ``--data-dir``, then ``$QE_DATA_DIR``, then the download cache."""
     if cli_value:
@@ -497,7 +495,7 @@ def resolve_data_dir(cli_value: str | Path | None = None) -> Path:
         if not path.is_dir():
             raise QEInputError("data directory not found (from $QE_DATA_DIR)", path)
         return path
-    return cache_dir() / "data"
+    return cache_root() / "data"
 
 
 def ensure_file(

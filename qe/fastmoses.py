@@ -24,13 +24,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qe.io import atomic_write
+from qe.io import atomic_write, cache_root
 
 _DIGITS = frozenset("0123456789")
 SPEC_VERSION = 2
@@ -167,8 +166,7 @@ def _spec_path(lang: str) -> Path | None:
     key = _source_key()
     if key is None or not re.fullmatch(r"[A-Za-z-]{1,16}", lang):
         return None
-    root = Path(os.environ.get("QE_CACHE_DIR", Path.home() / ".cache" / "qe"))
-    return root / "moses" / f"{lang}-{key}.json"
+    return cache_root() / "moses" / f"{lang}-{key}.json"
 
 
 def tokenizer_spec(lang: str, *, rebuild: bool = False) -> dict[str, Any]:
@@ -196,15 +194,11 @@ def tokenizer_spec(lang: str, *, rebuild: bool = False) -> dict[str, Any]:
 class FastMosesTokenizer:
     """Drop-in for ``MosesTokenizer(lang).tokenize(text, escape=False, aggressive_dash_splits=...)``."""
 
-    def __init__(self, lang: str, spec: dict[str, Any] | None = None) -> None:
-        if spec is None:
-            spec = tokenizer_spec(lang)
-            try:
-                self._build(lang, spec)
-                return
-            except (KeyError, TypeError, ValueError, AssertionError, re.error):  # a damaged cache file
-                spec = tokenizer_spec(lang, rebuild=True)
-        self._build(lang, spec)
+    def __init__(self, lang: str) -> None:
+        try:
+            self._build(lang, tokenizer_spec(lang))
+        except (KeyError, TypeError, ValueError, AssertionError, re.error):  # a damaged cache file
+            self._build(lang, tokenizer_spec(lang, rebuild=True))
 
     def _build(self, lang: str, spec: dict[str, Any]) -> None:
         self.lang = lang

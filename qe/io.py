@@ -110,6 +110,13 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def cache_root() -> Path:
+    """The root of qe's caches (datasets, tokens, features, vectors, translations, tokenizer specs):
+    ``$QE_CACHE_DIR`` when set and not empty, else ``~/.cache/qe``."""
+    root = os.environ.get("QE_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "qe"
+
+
 # What reading a damaged or foreign gzip JSON file can raise (its text may quote the file, so callers
 # show only the class).
 UNREADABLE_JSON = (OSError, EOFError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError)

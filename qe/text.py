@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Literal
 
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import atomic_write, cache_root
 
 Style = Literal["moses", "moses-aggressive", "wmt12"]
 Case = Literal["lower", "keep", "truecase"]
@@ -371,7 +371,7 @@ def _split_hyphens_wmt12(token: str) -> list[str]:
 
 def default_cache_dir() -> Path:
     """``$QE_CACHE_DIR/tokens`` (default ``~/.cache/qe/tokens``)."""
-    return Path(os.environ.get("QE_CACHE_DIR", Path.home() / ".cache" / "qe")) / "tokens"
+    return cache_root() / "tokens"
 
 
 def corpus_key(sentences: Sequence[str], config: TextConfig) -> str:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from qe.io import cache_root
+
 log = logging.getLogger(__name__)
 
 CACHE_VERSION = 1
@@ -33,8 +35,7 @@ _BATCH = 500  # keys per SELECT (sqlite's variable limit is at least 999)
 
 def default_cache_dir() -> Path:
     """``$QE_CACHE_DIR/embeddings`` or ``~/.cache/qe/embeddings``."""
-    root = os.environ.get("QE_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "qe") / "embeddings"
+    return cache_root() / "embeddings"
 
 
 def sentence_key(model: str, text: str) -> bytes:

@@ -24,7 +24,6 @@ import hashlib
 import inspect
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from qe import __version__
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
 from qe.features.extractor import extract_features
-from qe.io import atomic_write
+from qe.io import atomic_write, cache_root
 from qe.text import TEXT_VERSION
 
 log = logging.getLogger(__name__)
@@ -48,8 +47,7 @@ _META_KEY = b"qe_feature_cache"
 
 def default_cache_dir() -> Path:
     """``$QE_CACHE_DIR/features`` or ``~/.cache/qe/features``."""
-    root = os.environ.get("QE_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "qe") / "features"
+    return cache_root() / "features"
 
 
 def sentences_hash(

@@ -41,6 +41,8 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 
 def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
     """Read ``predictions.tsv`` (header ``id<TAB>score``) as ids and scores."""
+    from qe.data import parse_label
+
     lines = read_lines(path)
     if lines[0] != "id\tscore":
         raise QEInputError("expected the header 'id<TAB>score'", path, 1)
@@ -49,14 +51,8 @@ def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
         fields = text.split("\t")
         if len(fields) != 2:
             raise QEInputError(f"expected 2 tab-separated fields, found {len(fields)}", path, number)
-        try:
-            score = float(fields[1])
-        except ValueError:
-            raise QEInputError(f"score {fields[1]!r} is not a number", path, number) from None
-        if not np.isfinite(score):
-            raise QEInputError(f"score {fields[1]!r} is not a finite number", path, number)
         ids.append(fields[0])
-        scores.append(score)
+        scores.append(parse_label(fields[1], path, number, None, what="score"))
     return ids, np.array(scores)
 
 

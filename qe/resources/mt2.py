@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import atomic_write, cache_root
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +139,7 @@ def _missing_pair_message(pair: str, installed: list[str]) -> str:
 
 def default_cache_dir() -> Path:
     """``$QE_CACHE_DIR/mt2`` or ``~/.cache/qe/mt2`` (beside the feature cache)."""
-    root = os.environ.get("QE_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "qe") / "mt2"
+    return cache_root() / "mt2"
 
 
 def sentence_key(sentence: str) -> str:
