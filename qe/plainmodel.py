@@ -188,9 +188,9 @@ def _linear(obj: PlainObject) -> Predict:
     coef, intercept = np.asarray(obj["coef_"], dtype=np.float64), obj["intercept_"]
     if coef.ndim != 1:
         raise Unsupported(f"{obj.cls} with {coef.ndim}-d coefficients")
-    offset = float(np.asarray(intercept).reshape(-1)[0]) if np.size(intercept) == 1 else None
-    if offset is None:
+    if np.size(intercept) != 1:
         raise Unsupported(f"{obj.cls} with several intercepts")
+    offset = float(np.asarray(intercept).reshape(-1)[0])
     return lambda X: _check_finite(X) @ coef + offset
 
 
@@ -264,6 +264,8 @@ def _nystroem_svr(obj: PlainObject) -> Predict:
     offset = float(obj["offset_"])
 
     def predict(X: np.ndarray) -> np.ndarray:
+        # the expanded x.x - 2 x.y + y.y of scikit-learn's euclidean_distances, which Nystroem uses
+        # (the SVR above sums differences instead, as libsvm does)
         _check_finite(X)
         distances = -2.0 * (X @ components.T)
         distances += np.einsum("ij,ij->i", X, X)[:, None]
@@ -312,7 +314,10 @@ class PlainModel:
     feature_names: list[str]
     manifest_json: str
     predict: Predict
-    n_features: int
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
@@ -331,9 +336,7 @@ def plain_model(data: bytes) -> PlainModel | None:
         names, manifest_json = payload["feature_names"], payload["manifest_json"]
         if not isinstance(names, list) or not isinstance(manifest_json, str):
             return None
-        model = PlainModel(
-            list(map(str, names)), manifest_json, plain_predictor(payload["estimator"]), len(names)
-        )
+        model = PlainModel(list(map(str, names)), manifest_json, plain_predictor(payload["estimator"]))
         if model(np.zeros((1, len(names)))).shape != (1,):  # arrays of the wrong shapes fail here
             return None
         return model

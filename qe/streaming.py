@@ -212,8 +212,6 @@ def iter_chunks(
             handles[role] = stack.enter_context(open(path, "rb"))
             handles[role].seek(positions[role])
         while True:
-            columns: dict[str, list[str]] = {}
-            ended: list[str] = []
             blocks = {role: list(itertools.islice(handle, chunk_size)) for role, handle in handles.items()}
             counts = {len(raws) for raws in blocks.values()}
             if len(counts) > 1:
@@ -225,17 +223,16 @@ def iter_chunks(
                     paths[shortest],
                     line + 1,
                 )
+            (size,) = counts  # lines read from every file
+            columns: dict[str, list[str]] = {}
             for role, raws in blocks.items():
                 positions[role] += sum(map(len, raws))
                 columns[role] = _decode_lines(raws, named[role], number + 1)
-            number += len(next(iter(blocks.values())))
-            if len(next(iter(blocks.values()))) < chunk_size:
-                ended = list(paths)
-            size = len(next(iter(columns.values())))
+            number += size
             if size:
                 yield Chunk(index, number - size, columns, dict(positions))
                 index += 1
-            if ended:
+            if size < chunk_size:  # every file has ended
                 if number == 0:
                     raise QEInputError("file is empty", next(iter(paths.values())))
                 return
