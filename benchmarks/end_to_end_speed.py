@@ -56,6 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import extraction_scaling as scaling  # noqa: E402
+
 from qe.data import resolve_data_dir  # noqa: E402
 
 WMT12 = "wmt12-qe"
@@ -184,8 +186,6 @@ def extraction_scaling(setup: Setup) -> dict[str, Any]:
     with one job, and tagging calls per pair (``benchmarks/extraction_scaling.py`` says how)."""
     if not setup.families:
         return {}
-    import extraction_scaling as scaling
-
     os.environ["QE_BUNDLE"] = str(setup.bundle)
     report = scaling.scaling_report(setup.families, setup.pairs)
     report["scaling_load_average"] = report.pop("load_average")
@@ -218,7 +218,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per timing (the median is reported)")
     parser.add_argument(
         "--families",
-        default="baseline17,surface,lm,ibm1,linguistic,pseudoref,spelling,embeddings",
+        default=",".join(scaling.FAMILIES),
         help="families whose 1- and 2-job speed is measured on --pairs distinct pairs ('' skips it)",
     )
     parser.add_argument("--pairs", type=int, default=20_000, help="distinct pairs for the scaling runs")

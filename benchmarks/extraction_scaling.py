@@ -13,8 +13,9 @@ fresh Python process (``nice -n 10``, ``$QE_CACHE_DIR`` a new empty directory, s
 encoder's vector cache starts empty), timed from the command's start to its end: reading and
 checking the input, starting the workers, loading the resources, extracting, writing. The
 interpreter's start and the imports (``qe.cli`` with its command modules, the feature families and
-the libraries they use: pandas, sacremoses, spaCy, kenlm) are left out: they do not change with the
-number of jobs (``benchmarks/end_to_end_speed.py`` times the start-up).
+the libraries they use: pandas, spaCy, kenlm) are left out, and the Moses tokenizers' cached
+specification is written before the timing: they do not change with the number of jobs
+(``benchmarks/end_to_end_speed.py`` times the start-up).
 ``pairs_per_second`` = pairs / those seconds. The 1-job and 2-job runs of a family follow each
 other; other work on the machine slows both, so compare the ratio. A family whose 1-job run takes
 under 20 s is run three times with each (alternating) and its median runs are reported.
