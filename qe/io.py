@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +76,17 @@ def read_text_lines(path: str | Path, what: str = "corpus") -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def atomic_temporary_of(name: str) -> str | None:
+    """The file name whose interrupted atomic write left the temporary ``name``
+    (``.NAME.xxxxxxxx.tmp``, as ``atomic_write`` names them), else None."""
+    match = _ATOMIC_TEMPORARY.match(name)
+    return match.group(1) if match else None
+
+
+_ATOMIC_TEMPORARY = re.compile(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")
+"""``tempfile.mkstemp`` names: the prefix, eight characters of ``[a-z0-9_]``, the suffix."""
 
 
 @contextlib.contextmanager

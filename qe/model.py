@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -146,7 +147,52 @@ def _manifest(text: Any, path: Path) -> dict[str, Any]:
         raise QEInputError("not a qe model file (unreadable manifest)", path) from None
     if not isinstance(manifest, dict):
         raise QEInputError("not a qe model file (the manifest is not an object)", path)
+    problem = manifest_problem(manifest)
+    if problem:
+        raise QEInputError(f"not a qe model file (its manifest's {problem})", path)
     return manifest
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _string_map(value: Any, allow_none: bool = False) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and (isinstance(item, str) or (allow_none and item is None))
+        for key, item in value.items()
+    )
+
+
+def manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """What is wrong with the types of the manifest fields scoring reads (None when nothing is), so a
+    damaged or crafted model file is refused with one line instead of failing half-way."""
+    bounds = manifest.get("label_range")
+    resources = manifest.get("resources")
+    settings = manifest.get("family_settings", {})
+    checks = {
+        "qe_version is not a string": isinstance(manifest.get("qe_version", "0"), str),
+        "families is not a list of names": _strings(manifest.get("families", [])),
+        "feature_sets is not a list of names": _strings(manifest.get("feature_sets", [])),
+        "family_settings is not a table of tables": isinstance(settings, dict)
+        and all(isinstance(key, str) and isinstance(value, dict) for key, value in settings.items()),
+        "languages is not a table of language codes": manifest.get("languages") is None
+        or _string_map(manifest["languages"], allow_none=True),
+        "resources is not a bundle path and signature": resources is None
+        or (_string_map(resources) and {"path", "signature"} <= set(resources)),
+        "mt2 is not a table of engine and pair": manifest.get("mt2") is None
+        or (_string_map(manifest["mt2"]) and "pair" in manifest["mt2"]),
+        "label_range is not two increasing finite numbers": bounds is None
+        or (
+            isinstance(bounds, list)
+            and len(bounds) == 2
+            and all(
+                isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b) for b in bounds
+            )
+            and bounds[0] < bounds[1]
+        ),
+    }
+    return next((problem for problem, fine in checks.items() if not fine), None)
 
 
 def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
@@ -178,6 +224,7 @@ class QEModel:
         self._plain = plain
         self.feature_names = feature_names
         self.manifest = manifest
+        self.path: Path | None = None  # the file it was loaded from (for error messages)
 
     @property
     def estimator(self) -> Any:
@@ -207,6 +254,7 @@ class QEModel:
             model = cls(
                 None, plain.feature_names, manifest, plain=plain, build=lambda: _built(data, present, path)[0]
             )
+        model.path = path
         theirs = str(model.manifest.get("qe_version", "0")).split(".")[0]
         ours = __version__.split(".")[0]
         if theirs != ours:
@@ -298,14 +346,29 @@ class QEModel:
             raise QEInputError(f"extracted features lack {', '.join(missing[:5])} that the model needs")
         return table[self.feature_names]
 
-    def score(self, table: Any) -> np.ndarray:
-        """Scores for a feature table from :meth:`features`, clipped to the training label range."""
-        rows = table.to_numpy()
-        predict = self._plain if self._plain is not None else self.estimator.predict
+    def score(self, table: Any, first_line: int = 1) -> np.ndarray:
+        """Scores for a feature table from :meth:`features` (its first pair on input line
+        ``first_line``), clipped to the training label range."""
+        rows = table.to_numpy(dtype=np.float64)
+        if not np.isfinite(rows).all():
+            row, column = np.argwhere(~np.isfinite(rows))[0]
+            raise QEInputError(
+                f"the pair on line {first_line + row} has feature {self.feature_names[column]} = "
+                f"{rows[row, column]} (a bad value in its inputs?); the model cannot score it"
+            )
         try:
+            predict = self._plain if self._plain is not None else self.estimator.predict
             scores = np.asarray(predict(rows), dtype=np.float64)
-        except (ValueError, IndexError) as exc:  # missing / infinite features, or a damaged model
-            raise QEInputError(f"the model cannot score these features: {exc}") from None
+            if scores.shape != (len(rows),):
+                raise ValueError(f"{scores.shape} scores for {len(rows)} pairs")
+        except (ValueError, IndexError) as exc:  # a damaged model
+            raise QEInputError(f"the model cannot score these features: {exc}", self.path) from None
+        except (TypeError, AttributeError, KeyError, ArithmeticError, RecursionError) as exc:
+            raise QEInputError(
+                f"the model's estimator cannot predict ({type(exc).__name__}): the file is damaged "
+                "or was not written by qe",
+                self.path,
+            ) from None
         bounds = self.manifest.get("label_range")
         return np.clip(scores, *bounds) if bounds else scores
 

@@ -96,6 +96,8 @@ KEY_TYPES = frozenset({"builtins.str"})
 BIT_GENERATORS = frozenset({"PCG64"})
 
 MAX_SCHEMA_BYTES = 256 << 20  # a schema larger than this is not one qe wrote
+MAX_UNPACKED_RATIO = 50  # a model qe wrote unpacks to at most this many times its file size ...
+MIN_UNPACKED_LIMIT = 256 << 20  # ... or to this many bytes, whichever is more (zip bombs are refused)
 
 
 def refused_entries(data: bytes) -> tuple[list[str], list[str]]:
@@ -105,6 +107,9 @@ def refused_entries(data: bytes) -> tuple[list[str], list[str]]:
     a file that is not a readable skops archive.
     """
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(member.file_size for member in archive.infolist())
+        if unpacked > max(MIN_UNPACKED_LIMIT, MAX_UNPACKED_RATIO * len(data)):
+            raise ValueError(f"its members unpack to {unpacked} bytes from {len(data)}")
         info = archive.getinfo("schema.json")
         if info.file_size > MAX_SCHEMA_BYTES:
             raise ValueError(f"schema.json is {info.file_size} bytes")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from qe import __version__
 from qe.errors import QEInputError
-from qe.io import write_text_atomic
+from qe.io import atomic_temporary_of, write_text_atomic
 
 MARKER = ".qe-output"
 MARKER_FORMAT = "qe-output/1"
@@ -31,7 +31,12 @@ MARKER_FORMAT = "qe-output/1"
 # longest): the output's own name must leave room for them.
 SIBLING_ROOM = 32
 
-KIND_NAMES = {"run": "run", "ablation": "run of qe ablate", "bundle": "resource bundle"}
+KIND_NAMES = {
+    "run": "run",
+    "ablation": "run of qe ablate",
+    "bundle": "resource bundle",
+    "report": "report of qe report --out",
+}
 _KIND_FILES = {
     "run": {
         "config.toml",
@@ -44,8 +49,9 @@ _KIND_FILES = {
         "report.md",
         "report.html",
     },
-    "ablation": {"config.toml", "ablation.json", "ablation.md", "ablation.png"},
+    "ablation": {"config.toml", "ablation.json", "ablation.md", "ablation.png", "report.md", "report.html"},
     "bundle": {"manifest.json"},
+    "report": {"report.md", "report.html"},
 }
 # Without a marker (written by an earlier version): the files that identify each kind.
 _LEGACY_SIGNS = {
@@ -54,6 +60,14 @@ _LEGACY_SIGNS = {
     "bundle": {"manifest.json"},
 }
 REPORT_FIGURES = "report_files"  # qe report's figures in a run directory (PNG files)
+REPORT_FIGURE_NAMES = ("scatter", "residual_bands", "selection_path", "importances", "ablation")
+SIDECARS = ("partial", "parts", "lock", "state.json")
+"""The hidden files a streamed output ``NAME`` keeps beside it while it is written (``.NAME.SUFFIX``)."""
+
+
+def sidecar_path(target: Path, suffix: str) -> Path:
+    """Where qe keeps the ``suffix`` sidecar of the output ``target`` (hidden, beside it)."""
+    return target.parent / f".{target.name}.{suffix}"
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -101,14 +115,31 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _is_input(path: Path, item: Path) -> bool:
+    """Whether writing ``path`` would change the input ``item`` (the file, or inside the folder)."""
+    if _same_file(path, item) or _real(path) == _real(item):
+        return True
+    return item.is_dir() and _real(item) in _real(path).parents
+
+
 def check_output_file(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
-    """Refuse an output file that is (or links to) one of ``inputs``, is a directory or a device or
-    pipe (the finished output is renamed onto it), or cannot be named."""
+    """Refuse an output file that is (or links to) one of ``inputs`` or lies inside an input folder
+    (a resource bundle), whose hidden sidecar files would be an input, that is a directory or a
+    device or pipe (the finished output is renamed onto it), or that cannot be named."""
     path = Path(path)
     check_name(path)
-    for item in inputs:
-        if item is not None and (_same_file(path, Path(item)) or _real(path) == _real(item)):
-            raise QEInputError(f"is an input of this command ({item}); refusing to write over it", path)
+    items = [Path(item) for item in inputs if item is not None]
+    for item in items:
+        if _is_input(path, item):
+            where = "inside the input folder" if item.is_dir() else "an input"
+            raise QEInputError(f"is {where} of this command ({item}); refusing to write over it", path)
+        for suffix in SIDECARS:
+            if _is_input(sidecar_path(path, suffix), item):
+                raise QEInputError(
+                    f"qe keeps its unfinished output in {sidecar_path(path, suffix).name} beside it, "
+                    f"which is an input of this command ({item}); choose another output name",
+                    path,
+                )
     if path.is_dir():
         raise QEInputError("is a directory; give a file name for the output", path)
     if path.exists() and not path.is_file():  # a device, a pipe: replacing it would destroy it
@@ -159,7 +190,7 @@ def _owned(kind: str, folder: Path) -> tuple[set[str], set[str]]:
         members = _bundle_files(folder) or set()
         files |= members
         folders = {parent.as_posix() for member in members for parent in Path(member).parents} - {"."}
-    elif kind == "run":
+    else:  # a run, an ablation or a report: qe report's figures
         folders = {REPORT_FIGURES}
     return files, folders
 
@@ -168,12 +199,16 @@ def _is_owned(rel: str, is_dir: bool, kind: str, files: set[str], folders: set[s
     if is_dir:
         return rel in folders
     parent, _, name = rel.rpartition("/")
-    if name.startswith(".") and name.endswith(".tmp"):  # left by an interrupted atomic write of a file
-        stem = name[1:-4].rpartition(".")[0]
+    stem = atomic_temporary_of(name)
+    if stem is not None:  # left by an interrupted atomic write of a file
         rel, name = (f"{parent}/{stem}" if parent else stem), stem
     if rel in files:
         return True
-    return kind == "run" and parent == REPORT_FIGURES and name.endswith(".png")
+    return (
+        parent == REPORT_FIGURES
+        and REPORT_FIGURES in folders
+        and name in {f"{figure}.png" for figure in REPORT_FIGURE_NAMES}
+    )
 
 
 def recognise(folder: str | Path, expected: str | None = None) -> tuple[str | None, list[str]]:
@@ -185,8 +220,8 @@ def recognise(folder: str | Path, expected: str | None = None) -> tuple[str | No
     names = {entry.name for entry in folder.iterdir()}
     kind = _read_marker(folder)
     if kind is None and MARKER not in names:
-        order = [expected] if expected in KIND_NAMES else []
-        order += [k for k in KIND_NAMES if k != expected]
+        order = [expected] if expected in _LEGACY_SIGNS else []
+        order += [k for k in _LEGACY_SIGNS if k != expected]
         for candidate in order:
             if _LEGACY_SIGNS[candidate] <= names and (
                 candidate != "bundle" or _bundle_files(folder) is not None
@@ -256,6 +291,28 @@ def check_output_dir(
         raise QEInputError(
             f"output directory already holds a {KIND_NAMES[kind]}; pass --overwrite to replace it", path
         )
+
+
+def prepare_report_dir(path: str | Path) -> None:
+    """Make ``path`` ready for ``qe report --out``: a new or empty directory (marked as a report of
+    qe's), or one qe wrote (a run, an ablation, an earlier report), whose report files are qe's to
+    replace. Anything else is refused, nothing touched."""
+    path = Path(path)
+    check_name(path)
+    if path.is_symlink():
+        raise QEInputError("is a symbolic link; give the directory it points to", path)
+    if path.exists() and not path.is_dir():
+        raise QEInputError("exists and is not a directory", path)
+    if path.is_dir() and any(path.iterdir()):
+        found, _ = recognise(path, "report")
+        if found not in ("run", "ablation", "report"):
+            raise QEInputError(
+                "holds files qe did not write; give a new or empty directory for the report", path
+            )
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    marker = {"format": MARKER_FORMAT, "kind": "report", "qe_version": __version__}
+    write_text_atomic(path / MARKER, json.dumps(marker) + "\n")
 
 
 def _swap_in(staging: Path, path: Path) -> None:

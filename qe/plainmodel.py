@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ def _node(node: Any, archive: zipfile.ZipFile) -> Any:
         if node.get("type") != "numpy":
             raise Unsupported("an object array")
         with archive.open(node["file"]) as handle:
-            array = np.load(io.BytesIO(handle.read()), allow_pickle=False)
+            array = _npy(handle.read())
         return array if cls == "numpy.ndarray" else array[()]
     if loader == "ObjectNode":
         state = node.get("content")
@@ -89,6 +90,20 @@ def _node(node: Any, archive: zipfile.ZipFile) -> Any:
     if loader in OPAQUE_NODES:
         return PlainObject(cls, None)
     raise Unsupported(f"a {loader}")
+
+
+def _npy(raw: bytes) -> np.ndarray:
+    """An array from ``.npy`` bytes, refusing a header that declares more data than the bytes hold
+    (nothing is allocated for it) and any object array."""
+    buffer = io.BytesIO(raw)
+    version = np.lib.format.read_magic(buffer)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise Unsupported(f"an array of .npy format {version}")
+    shape, _, dtype = readers[version](buffer)
+    if dtype.hasobject or dtype.itemsize * math.prod(shape) > len(raw) - buffer.tell():
+        raise Unsupported("an array larger than its data, or of objects")
+    return np.load(io.BytesIO(raw), allow_pickle=False)
 
 
 # ---------------------------------------------------------------------- predictors

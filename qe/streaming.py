@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from qe.errors import QEInputError
-from qe.io import UTF8_BOM, atomic_write, require_file, write_text_atomic
+from qe.io import UTF8_BOM, atomic_temporary_of, atomic_write, require_file, write_text_atomic
+from qe.outputs import sidecar_path
 
 STATE_FORMAT = "qe-stream-state/1"
 DEFAULT_CHUNK_SIZE = 10_000
@@ -361,15 +362,26 @@ def clear_text_memos(*roots: Any, depth: int = 4) -> None:
 
 # ====================================================================== writing
 
+_PART_NAME = re.compile(r"^part-\d{7}\.parquet$")
+
 
 def partial_path(target: Path, suffix: str = "partial") -> Path:
     """Where the unfinished output of ``target`` is kept (hidden, beside it)."""
-    return target.parent / f".{target.name}.{suffix}"
+    return sidecar_path(target, suffix)
 
 
 def state_path(target: Path) -> Path:
     """The sidecar state file of a streamed run writing ``target``."""
-    return target.parent / f".{target.name}.state.json"
+    return sidecar_path(target, "state.json")
+
+
+def _refuse_foreign_sidecar(path: Path, what: str) -> None:
+    """Refuse a sidecar path that is a link or not a regular file (qe never makes one), so a
+    crafted link or a user's folder there is never written through or deleted."""
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+        raise QEInputError(
+            f"qe keeps {what} here, but this is not a file qe wrote; move it away and run again", path
+        )
 
 
 def _fsync(handle: IO) -> None:
@@ -414,8 +426,9 @@ class Sink(ABC):
 def open_partial(path: Path, position: int | None) -> IO[bytes]:
     """Open a partial output for appending: new and empty (``None``), or cut back to ``position`` bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_foreign_sidecar(path, "the unfinished output")
     if position is None:
-        return open(path, "wb")
+        return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "wb")
     if not path.is_file() or path.stat().st_size < position:
         raise QEInputError(
             "cannot resume: the partial output is missing or shorter than recorded; "
@@ -524,7 +537,31 @@ class ParquetSink(Sink):
     def _part(self, number: int) -> Path:
         return self.parts / f"part-{number:07d}.parquet"
 
+    def _refuse_foreign(self) -> None:
+        """A parts folder holds only part files (and their temporaries): anything else is not qe's."""
+        if self.parts.is_symlink() or (os.path.lexists(self.parts) and not self.parts.is_dir()):
+            raise QEInputError(
+                "qe keeps the unfinished output here, but this is not a folder qe wrote; "
+                "move it away and run again",
+                self.parts,
+            )
+        if self.parts.is_dir():
+            foreign = [
+                entry.name
+                for entry in self.parts.iterdir()
+                if not _PART_NAME.match(atomic_temporary_of(entry.name) or entry.name)
+                or entry.is_symlink()
+                or not entry.is_file()
+            ]
+            if foreign:
+                raise QEInputError(
+                    f"qe keeps the unfinished output here, but it holds {foreign[0]}, which qe did not "
+                    "write; move it away and run again",
+                    self.parts,
+                )
+
     def open(self, position: int | None) -> None:
+        self._refuse_foreign()
         if position is None:
             shutil.rmtree(self.parts, ignore_errors=True)
             self.parts.mkdir(parents=True)
@@ -578,10 +615,15 @@ class ParquetSink(Sink):
 
 
 def _stale_temporaries(target: Path) -> list[Path]:
-    """Temporary files left by an interrupted atomic write of the target or of its state file."""
+    """Temporary files left by an interrupted atomic write of the target or of its state file
+    (named exactly as ``atomic_write`` names them; links are never taken for one)."""
     found: list[Path] = []
     for name in (target.name, state_path(target).name):
-        found += [path for path in target.parent.glob(f".{name}.*.tmp") if path.is_file()]
+        found += [
+            path
+            for path in target.parent.glob(f".{name}.*.tmp")
+            if atomic_temporary_of(path.name) == name and path.is_file() and not path.is_symlink()
+        ]
     return found
 
 
@@ -593,7 +635,14 @@ def _exclusive(target: Path | None) -> Iterator[None]:
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     lock = partial_path(target, "lock")
-    with open(lock, "a+b") as handle:
+    _refuse_foreign_sidecar(lock, "its lock file")
+    if lock.is_file() and lock.stat().st_size:  # qe's lock files are always empty
+        raise QEInputError(
+            "qe keeps its lock file here, but this file has content qe did not write; "
+            "move it away and run again",
+            lock,
+        )
+    with os.fdopen(os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644), "a+b") as handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -615,6 +664,25 @@ def _read_state(target: Path) -> dict[str, Any] | None:
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         raise QEInputError("cannot resume: unknown state file format; run again without --resume", path)
     return state
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_state_values(state: dict[str, Any], target: Path) -> None:
+    """Refuse a state file whose counts and offsets are not what qe writes (a damaged or edited file)."""
+    offsets = state.get("offsets")
+    fine = (
+        all(_count(state.get(key)) for key in ("pairs_done", "chunks_done", "position"))
+        and isinstance(offsets, dict)
+        and all(isinstance(role, str) and _count(offset) for role, offset in offsets.items())
+    )
+    if not fine:
+        raise QEInputError(
+            "cannot resume: the state file's counts are damaged; run again without --resume",
+            state_path(target),
+        )
 
 
 def _check_resumable(state: dict[str, Any], job: dict[str, Any], infos: dict[str, InputInfo], target: Path):
@@ -718,6 +786,7 @@ def run_stream(
                 stale.unlink(missing_ok=True)
         if state is not None and resume:
             _check_resumable(state, job, infos, target)
+            _check_state_values(state, target)
             done, offsets = int(state["pairs_done"]), dict(state["offsets"])
             chunks_done, position = int(state["chunks_done"]), int(state["position"])
             if done:

@@ -254,3 +254,108 @@ def test_grid_searches_inside_ensembles_are_saved_as_their_best_pipeline(tmp_pat
     assert isinstance(saved, Pipeline)
     assert saved.get_params()["model__C"] == original.estimators_[0].best_params_["model__C"]
     assert np.array_equal(loaded.predict(x), model.predict(x))
+
+
+# ---------------------------------------------------------------------- damaged or crafted content
+
+
+def _rezip(source: Path, target: Path, edit) -> Path:
+    """A copy of a model file with ``edit(members)`` applied to its members (name -> bytes)."""
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    edit(members)
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return target
+
+
+def _with_manifest(path: Path, target: Path, **changes) -> Path:
+    manifest = {**MANIFEST, **changes}
+
+    def edit(members):
+        schema = json.loads(members["schema.json"])
+        schema["content"]["manifest_json"]["content"] = json.dumps(json.dumps(manifest))
+        members["schema.json"] = json.dumps(schema).encode()
+
+    return _rezip(path, target, edit)
+
+
+def _predict_error(capsys, model: Path, tmp_path: Path) -> str:
+    src = write_lines(tmp_path / "new.en", ["The house is small ."])
+    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    capsys.readouterr()
+    code = main(["predict", "--model", str(model), "--src", str(src), "--mt", str(mt), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("qe: error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("families", 123, "families is not a list of names"),
+        ("families", [1], "families is not a list of names"),
+        ("label_range", ["a", "b"], "label_range"),
+        ("label_range", [1], "label_range"),
+        ("label_range", [5, 1], "label_range"),
+        ("label_range", {"low": 1}, "label_range"),
+        ("languages", "xx", "languages"),
+        ("resources", "/etc", "resources"),
+        ("family_settings", [1, 2], "family_settings"),
+        ("family_settings", {"surface": 3}, "family_settings"),
+        ("mt2", "apertium", "mt2"),
+        ("feature_sets", "x", "feature_sets"),
+    ],
+)
+def test_a_manifest_with_fields_of_the_wrong_type_is_refused_in_one_line(
+    tmp_path, capsys, field, value, problem
+):
+    """These used to end in a TypeError / AttributeError traceback half-way through scoring."""
+    base = tmp_path / "base.skops"
+    _dump(base, _dummy())
+    crafted = _with_manifest(base, tmp_path / "crafted.skops", **{field: value})
+    err = _predict_error(capsys, crafted, tmp_path)
+    assert "not a qe model file" in err and problem in err and "crafted.skops" in err
+
+
+def test_an_estimator_that_is_not_an_estimator_is_one_line(tmp_path, capsys):
+    """A model file whose estimator is a plain string (AttributeError at predict before)."""
+    model = tmp_path / "str.skops"
+    payload = {
+        "estimator": "not a model",
+        "feature_names": ["surface.src_tokens"],
+        "manifest_json": json.dumps(MANIFEST),
+    }
+    model.write_bytes(sio.dumps(payload))
+    err = _predict_error(capsys, model, tmp_path)
+    assert "damaged or was not written by qe" in err and "str.skops" in err
+
+
+def test_an_array_declaring_more_data_than_it_holds_allocates_nothing(tmp_path, capsys):
+    """A .npy member whose header declares 10**12 values (a MemoryError traceback before)."""
+    base = tmp_path / "base.skops"
+    _dump(base, _dummy())
+
+    def edit(members):
+        name = next(n for n in members if n.endswith(".npy"))
+        header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }"
+        header += " " * (63 - (10 + len(header)) % 64) + "\n"
+        members[name] = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 8
+
+    err = _predict_error(capsys, _rezip(base, tmp_path / "huge.skops", edit), tmp_path)
+    assert "huge.skops" in err
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path, capsys):
+    """300 MB of zeros compress to about 300 KB: more than 50 times the file, over 256 MB."""
+    base = tmp_path / "base.skops"
+    _dump(base, _dummy())
+
+    def edit(members):
+        members["padding.npy"] = bytes(300 << 20)
+
+    bomb = _rezip(base, tmp_path / "bomb.skops", edit)
+    assert bomb.stat().st_size < 2 << 20
+    err = _predict_error(capsys, bomb, tmp_path)
+    assert "bomb.skops" in err and "not a readable qe model file" in err

@@ -137,4 +137,31 @@ def test_an_unwritable_output_gives_one_line(tmp_path, data_root, capsys):
     blocker = write_lines(tmp_path / "a-file", ["not a folder"])
     assert main(["report", str(run), "--out", str(blocker)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("qe: error: ") and "cannot write the report" in err
+    assert len(err.splitlines()) == 1 and err.startswith("qe: error: ") and "is not a directory" in err
+    assert blocker.read_text() == "not a folder\n"
+
+
+def test_report_out_never_replaces_a_users_files(tmp_path, data_root, capsys):
+    """--out into a folder of the user's: report.md was replaced and report_files/*.png deleted."""
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    mine = tmp_path / "mine"
+    (mine / "report_files").mkdir(parents=True)
+    write_lines(mine / "report.md", ["my notes"])
+    write_lines(mine / "report_files" / "scatter.png", ["my figure"])
+    assert main(["report", str(run), "--out", str(mine)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "qe did not write" in err
+    assert (mine / "report.md").read_text() == "my notes\n"
+    assert (mine / "report_files" / "scatter.png").read_text() == "my figure\n"
+
+
+def test_report_out_into_a_new_folder_can_be_written_again(tmp_path, data_root, capsys):
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    out = tmp_path / "reports"
+    assert main(["report", str(run), "--out", str(out)]) == 0
+    assert json.loads((out / ".qe-output").read_text())["kind"] == "report"
+    assert main(["report", str(run), "--out", str(out)]) == 0  # its own report: replaced
+    other = _run_dir(tmp_path / "other", 'name = "y"\n')
+    (other / "signature.txt").write_text("a run of qe's\n")
+    assert main(["report", str(run), "--out", str(other)]) == 0  # a run's report files are qe's too
+    assert (other / "report.md").is_file() and (other / "config.toml").read_text() == 'name = "y"\n'

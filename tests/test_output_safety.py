@@ -539,3 +539,126 @@ def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):  # n
             os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+# ---------------------------------------------------------------------- hidden files beside --out
+
+
+def _predict_argv(model: Path, src: Path, mt: Path, out: Path) -> list[str]:
+    argv = ["predict", "--model", str(model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
+    return [*argv, "--quiet", "--no-language-check"]
+
+
+@pytest.mark.parametrize("suffix", ["partial", "lock", "state.json"])
+def test_an_input_named_like_a_hidden_file_of_the_output_is_refused(tmp_path, surface_model, capsys, suffix):  # noqa: F811
+    """qe keeps .NAME.partial / .lock / .state.json beside --out: an input there was truncated and deleted."""
+    src = write_lines(tmp_path / f".scores.tsv.{suffix}", ["The house is small ."])
+    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    before = _tree(tmp_path)
+    _one_line_error(
+        capsys, _predict_argv(surface_model, src, mt, tmp_path / "scores.tsv"), "choose another output name"
+    )
+    assert _tree(tmp_path) == before
+
+
+def test_a_lock_file_with_content_is_not_qes_and_is_kept(tmp_path, surface_model, capsys):  # noqa: F811
+    src = write_lines(tmp_path / "new.en", ["The house is small ."])
+    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    write_lines(tmp_path / ".scores.tsv.lock", ["my notes"])
+    before = _tree(tmp_path)
+    _one_line_error(
+        capsys, _predict_argv(surface_model, src, mt, tmp_path / "scores.tsv"), "qe did not write"
+    )
+    assert _tree(tmp_path) == before
+
+
+def test_a_link_in_place_of_the_partial_output_is_never_written_through(tmp_path, surface_model, capsys):  # noqa: F811
+    """A symlink .scores.tsv.partial -> victim: the victim used to receive the predictions."""
+    src = write_lines(tmp_path / "new.en", ["The house is small ."])
+    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    victim = write_lines(tmp_path / "victim.txt", ["precious"])
+    (tmp_path / ".scores.tsv.partial").symlink_to(victim)
+    _one_line_error(
+        capsys, _predict_argv(surface_model, src, mt, tmp_path / "scores.tsv"), "not a file qe wrote"
+    )
+    assert victim.read_text() == "precious\n" and not (tmp_path / "scores.tsv").exists()
+
+
+def test_a_parts_folder_holding_a_users_file_is_kept(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    src = write_lines(tmp_path / "s.txt", ["The house is small ."])
+    mt = write_lines(tmp_path / "m.txt", ["La casa es pequeña ."])
+    parts = tmp_path / ".f.parquet.parts"
+    parts.mkdir()
+    write_lines(parts / "mine.txt", ["keep me"])
+    before = _tree(tmp_path)
+    argv = [
+        "features",
+        "--src",
+        str(src),
+        "--mt",
+        str(mt),
+        "--families",
+        "surface",
+        "--out",
+        str(tmp_path / "f.parquet"),
+    ]
+    _one_line_error(capsys, [*argv, "--quiet"], "mine.txt", "qe did not write")
+    assert _tree(tmp_path) == before
+
+
+def test_only_temporaries_named_as_qe_names_them_are_cleaned_up(tmp_path, surface_model, capsys):  # noqa: F811
+    src = write_lines(tmp_path / "new.en", ["The house is small ."])
+    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    mine = write_lines(tmp_path / ".scores.tsv.my-backup.tmp", ["keep me"])
+    stale = write_lines(tmp_path / ".scores.tsv.ab12cd_9.tmp", ["left by an interrupted write"])
+    assert main(_predict_argv(surface_model, src, mt, tmp_path / "scores.tsv")) == 0
+    assert mine.read_text() == "keep me\n" and not stale.exists()
+
+
+def test_features_never_writes_into_the_bundle_it_reads(tmp_path, capsys):
+    """--out inside --resources replaced a bundle member (the bundle then failed its hash check)."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    member = write_lines(bundle / "ngrams.src.tsv", ["model bytes"])
+    src = write_lines(tmp_path / "s.txt", ["The house is small ."])
+    mt = write_lines(tmp_path / "m.txt", ["La casa es pequeña ."])
+    argv = [
+        "features",
+        "--src",
+        str(src),
+        "--mt",
+        str(mt),
+        "--families",
+        "surface",
+        "--resources",
+        str(bundle),
+    ]
+    _one_line_error(capsys, [*argv, "--out", str(member), "--quiet"], "inside the input folder")
+    assert member.read_text() == "model bytes\n"
+
+
+def test_overwrite_keeps_a_users_figure_and_a_users_temporary(tmp_path, inputs, capsys):
+    out = tmp_path / "run"
+    assert main(_argv("run", inputs, out)) == 0
+    (out / "report_files").mkdir()
+    write_lines(out / "report_files" / "my_plot.png", ["mine"])
+    before = _tree(out)
+    _one_line_error(capsys, _argv("run", inputs, out, "--overwrite"), "report_files/my_plot.png")
+    assert _tree(out) == before
+    (out / "report_files" / "my_plot.png").unlink()
+    write_lines(out / ".predictions.tsv.my-backup.tmp", ["mine"])
+    _one_line_error(capsys, _argv("run", inputs, out, "--overwrite"), ".predictions.tsv.my-backup.tmp")
+
+
+def test_init_never_writes_its_config_over_an_input(tmp_path, capsys):
+    files = {}
+    for name, lines in (("train.en", SRC * 4), ("train.es", TGT * 4), ("test.en", SRC), ("test.es", TGT)):
+        files[name] = write_lines(tmp_path / name, lines)
+    labels = write_lines(tmp_path / "labels.toml", [str(0.1 * (i % 9)) for i in range(len(SRC) * 4)])
+    before = _tree(tmp_path)
+    argv = ["init", "--src", str(files["train.en"]), "--mt", str(files["train.es"]), "--labels", str(labels)]
+    argv += ["--test-src", str(files["test.en"]), "--test-mt", str(files["test.es"])]
+    argv += ["--src-lang", "en", "--tgt-lang", "es", "--out", str(labels), "--force"]
+    _one_line_error(capsys, argv, "is an input")
+    assert _tree(tmp_path) == before

@@ -368,3 +368,37 @@ def test_tokenization_memos_do_not_outlive_a_chunk(pairs):
     assert all(p.tokenize_many(["fresh words here"]) == [["fresh", "words", "here"]] for p in processors)
     task.process(state, chunk)
     assert all(len(p._memo) == 0 for p in processors)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"position": -5},
+        {"pairs_done": "abc"},
+        {"chunks_done": None},
+        {"offsets": "zz"},
+        {"offsets": {"src": -1}},
+    ],
+)
+def test_resume_refuses_a_damaged_state_file_in_one_line(tmp_path, surface_model, damage):
+    """Edited counts in the state file ended in a ValueError / TypeError traceback, or 'Invalid argument'."""
+    src = write_lines(tmp_path / "src.txt", _sentences(1500, EN, 11))
+    mt = write_lines(tmp_path / "mt.txt", _sentences(1500, ES, 12))
+    base = [sys.executable, "-m", "qe", "predict", "--model", str(surface_model), "--src", str(src)]
+    base += ["--mt", str(mt), "--chunk-size", "25", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    target = tmp_path / "out.tsv"
+    proc = subprocess.Popen([*base, "--out", str(target)], env=env, cwd=REPO, start_new_session=True)
+    try:
+        _wait_for_chunks(state_path(target), proc, 2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    state = json.loads(state_path(target).read_text())
+    state_path(target).write_text(json.dumps({**state, **damage}))
+    resumed = subprocess.run(
+        [*base, "--out", str(target), "--resume"], env=env, cwd=REPO, capture_output=True
+    )
+    err = resumed.stderr.decode().strip().splitlines()
+    assert resumed.returncode == 2 and len(err) == 1, err
+    assert "state file's counts are damaged" in err[0] and str(state_path(target)) in err[0]

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from qe.features.registry import check_line_inputs, make_families, route_inputs
 
     given = given_inputs(args)
-    check_output_file(args.out, [args.src, args.mt, *given.values()])
+    check_output_file(args.out, [args.src, args.mt, args.resources, *given.values()])
 
     names = tuple(f.strip() for f in args.families.split(",") if f.strip())
     lines, settings = route_inputs(list(names), given, parse_settings(args.set))

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qe.errors import QEInputError
 from qe.io import write_text_atomic
+from qe.outputs import check_output_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -161,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError("already exists (pass --force to replace it)", args.out)
     if args.out.suffix != ".toml":
         raise QEInputError("--out must end in .toml", args.out)
+    inputs = [args.src, args.mt, args.labels, args.post_edits, args.test_src, args.test_mt, args.test_labels]
+    check_output_file(args.out, inputs)
     if args.label_range and args.label_range[0] >= args.label_range[1]:
         raise QEInputError(
             f"--label-range needs LOW < HIGH, got {args.label_range[0]:g} {args.label_range[1]:g}"
@@ -181,12 +186,19 @@ def run(args: argparse.Namespace) -> int:
         bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
         if bundle.exists() and not args.force:
             raise QEInputError("already exists (pass --force to replace it)", bundle)
-    write_text_atomic(args.out, render_config(args, name, folder, bundle, svr_grid(train.labels)))
+        check_output_file(bundle, inputs)
+    # the config must be one `qe run` accepts: checked in a temporary file beside --out (relative
+    # paths resolve the same), which then replaces it; a refused config replaces nothing
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=folder, prefix=f".{args.out.name}.", suffix=".toml", delete=False
+    ) as handle:
+        handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels)))
+        draft = Path(handle.name)
     try:
-        load_config(args.out)  # the config written must be one `qe run` accepts
-    except QEInputError:
-        args.out.unlink()
-        raise
+        load_config(draft)
+        os.replace(draft, args.out)
+    finally:
+        draft.unlink(missing_ok=True)
     print(
         f"wrote {args.out}: {len(train)} training and {len(test)} test pairs, {args.src_lang}-{args.tgt_lang}"
     )

@@ -117,7 +117,7 @@ class PredictTask(ChunkTask):
             whole=False,
         )
         clear_text_memos(families, resources)
-        return model.score(table)
+        return model.score(table, first_line=chunk.start + 1)
 
 
 class RankedScoresSink(AppendSink):
@@ -177,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
     # refuses a model trained on precomputed tables, and bad inputs, before any work
     families = model.make_families(file_inputs)
     resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
+    if args.out is not None and model.manifest.get("resources"):
+        check_output_file(args.out, [resources.path])  # never write into the bundle being read
     bound = [f.bind(resources) for f in families]
     check_line_inputs(bound, lines, resources)
     check_ids_of_input(families, args.src)

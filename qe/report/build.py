@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
+from qe.outputs import REPORT_FIGURE_NAMES, REPORT_FIGURES
 from qe.published import PUBLISHED, bootstrap_key, summary_columns
 from qe.report.analyses import label_bands, model_importances, residuals_by_band
 from qe.report.blocks import Block, Code, Heading, Image, Para, Pre, Table
@@ -27,8 +28,8 @@ from qe.report.plots import (
 )
 from qe.report.run import RunDir, error_reason, gold_labels, load_run
 
-FIGURES_DIR = "report_files"
-FIGURE_NAMES = ("scatter", "residual_bands", "selection_path", "importances", "ablation")
+FIGURES_DIR = REPORT_FIGURES
+FIGURE_NAMES = REPORT_FIGURE_NAMES
 DETAIL_METRICS = (
     "MAE",
     "RMSE",

@@ -7,6 +7,7 @@ from typing import Any
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, write_text_atomic
+from qe.outputs import prepare_report_dir
 from qe.report.build import FIGURE_NAMES, FIGURES_DIR, Report, build_report
 from qe.report.render import render_html, render_markdown
 
@@ -28,6 +29,8 @@ def write_report(
     report = build_report(run_dir, data_dir=data_dir, ablation_dir=ablation_dir)
     target = run_dir if out_dir is None else Path(out_dir)
     try:
+        if out_dir is not None:
+            prepare_report_dir(target)
         return _write(report, target)
     except OSError as exc:
         raise QEInputError(
