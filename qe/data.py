@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import cache_root, read_lines, sha256_file
+from qe.io import cache_root, plain_float, read_lines, sha256_file
 from qe.mlqe_checksums import MLQE_SHA256
 
 if TYPE_CHECKING:  # tables are read by qe.tables (pandas), imported when one is loaded
@@ -99,7 +99,7 @@ def parse_label(
     """Parse one label (or another number, named ``what`` in errors), refusing non-numbers,
     NaN / infinity and values outside ``label_range``."""
     try:
-        value = float(text.strip())
+        value = plain_float(text.strip())
     except ValueError:
         raise QEInputError(f"{what} {text.strip()!r} is not a number", path, line) from None
     if not math.isfinite(value):
@@ -124,7 +124,7 @@ def read_score_matrix(path: str | Path) -> np.ndarray:
     rows: list[list[float]] = []
     for number, text in enumerate(read_lines(path), start=1):
         try:
-            row = [float(x) for x in text.split()]
+            row = [plain_float(x) for x in text.split()]
         except ValueError:
             raise QEInputError(f"non-numeric value in {text!r}", path, number) from None
         if rows and len(row) != len(rows[0]):

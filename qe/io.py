@@ -78,6 +78,22 @@ def read_text_lines(path: str | Path, what: str = "corpus") -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+_PLAIN_NUMBER = re.compile(
+    r"[ \t]*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|nan|inf|infinity)[ \t]*", re.ASCII | re.IGNORECASE
+)
+
+
+def plain_float(text: str | bytes) -> float:
+    """A number written the plain way (ASCII digits, optional sign, point and exponent; ``nan`` /
+    ``inf`` words are returned for the caller to refuse). ``float`` alone also takes ``1_0``,
+    full-width or Arabic-Indic digits and non-breaking spaces: those raise ``ValueError`` here."""
+    if isinstance(text, bytes):
+        text = text.decode("ascii", errors="replace")
+    if not _PLAIN_NUMBER.fullmatch(text):
+        raise ValueError(f"not a plain number: {text!r}")
+    return float(text)
+
+
 def atomic_temporary_of(name: str) -> str | None:
     """The file name whose interrupted atomic write left the temporary ``name``
     (``.NAME.xxxxxxxx.tmp``, as ``atomic_write`` names them), else None."""

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from qe.errors import QEInputError
-from qe.io import read_lines, require_file, sha256_file
+from qe.io import plain_float, read_lines, require_file, sha256_file
 
 
 @dataclass
@@ -37,7 +37,7 @@ class FeatureTable:
 
 def _is_number(cell: str) -> bool:
     try:
-        float(cell)
+        plain_float(cell)
     except ValueError:
         return False
     return True
@@ -125,7 +125,7 @@ def read_feature_table(
         if len(row) != width:
             raise QEInputError(f"expected {width} values, found {len(row)}", path, line)
         try:
-            values[offset] = [float(row[i]) for i in feature_at]
+            values[offset] = [plain_float(row[i]) for i in feature_at]
         except ValueError:
             bad = next(row[i] for i in feature_at if not _is_number(row[i]))
             raise QEInputError(f"non-numeric value {bad!r}", path, line) from None

@@ -130,3 +130,32 @@ def test_download_extracts_member_and_checks_checksum(tmp_path):
     missing = RegisteredFile("x", "0" * 64, (tmp_path / "nope.tar.gz").as_uri() + "#x")
     with pytest.raises(QEInputError, match="could not be downloaded"):
         fetch_registered_file(missing, tmp_path / "cache" / "x")
+
+
+@pytest.mark.parametrize("text", ["1_0", "\uff11", "\u0663", "0x10", "1,5"])
+def test_labels_are_plain_numbers_only(tmp_path, text):
+    """float() reads '1_0' as 10, and full-width and Arabic-Indic digits as digits."""
+    from qe.data import read_labels
+
+    path = write_lines(tmp_path / "labels.txt", ["0.5", text])
+    with pytest.raises(QEInputError, match="is not a number") as info:
+        read_labels(path)
+    assert info.value.line == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("1", 1.0), ("-0.25", -0.25), (".5", 0.5), ("2.", 2.0), ("1e-3", 1e-3)]
+)
+def test_plain_numbers_are_read_as_float_reads_them(text, value):
+    from qe.io import plain_float
+
+    assert plain_float(text) == value and plain_float(f" {text}\t") == value
+
+
+def test_a_feature_table_cell_is_a_plain_number(tmp_path):
+    from qe.tables import read_feature_table
+
+    path = write_lines(tmp_path / "t.tsv", ["a\tb", "1\t2", "3\t1_000"])
+    with pytest.raises(QEInputError, match="non-numeric value '1_000'") as info:
+        read_feature_table(path)
+    assert info.value.line == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -519,3 +520,40 @@ def test_word_graph_streams_utterances_and_rejects_bad_lines(tmp_path):
         summarize_word_graph(cut)
     index = summarize_word_graph(cut, truncated="drop")
     assert index.ids() == [0] and index.dropped == {1}
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e200"])
+@pytest.mark.parametrize("where", ["score", "total", "later total"])
+def test_scores_that_are_not_finite_are_refused_naming_the_line(tmp_path, value, where):
+    """nan / inf / -1e200 gave NaN or infinite features (the moments square the totals) with exit 0."""
+    lines = (FIX / "nbest_old.txt").read_text().splitlines()
+    fields = lines[0].split(" ||| ")
+    if where == "score":
+        fields[2] = fields[2].replace("-2 ", f"{value} ", 1)
+        lines[0] = " ||| ".join(fields)
+    elif where == "total":
+        lines[0] = " ||| ".join([*fields[:3], value, *fields[4:]])
+    else:
+        later = lines[1].split(" ||| ")
+        lines[1] = " ||| ".join([*later[:3], value, *later[4:]])
+    path = write(tmp_path, "nbest.txt", "\n".join(lines) + "\n")
+    with pytest.raises(QEInputError, match="not a finite number") as info:
+        summarize_nbest(path).get(0)
+    assert info.value.line == (2 if where == "later total" else 1)
+
+
+def test_a_byte_order_mark_is_dropped_from_decoder_logs(tmp_path):
+    for name, read in (("nbest_old.txt", summarize_nbest), ("trace.txt", summarize_trace)):
+        marked = tmp_path / name
+        marked.write_bytes(b"\xef\xbb\xbf" + (FIX / name).read_bytes())
+        plain, bom = read(FIX / name), read(marked)
+        assert plain.ids() == bom.ids()
+        for i in plain.ids():
+            if read is summarize_trace:  # byte offsets move by the BOM's 3 bytes and still find the line
+                assert bom.get(i).offset == plain.get(i).offset + 3
+                assert read_trace_phrases(marked, bom.get(i).offset) == read_trace_phrases(
+                    FIX / name, plain.get(i).offset
+                )
+                assert replace(bom.get(i), offset=0) == replace(plain.get(i), offset=0)
+            else:
+                assert bom.get(i) == plain.get(i)

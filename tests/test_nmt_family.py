@@ -127,6 +127,9 @@ def test_model_score_is_optional_and_refused_when_unparsable():
         ("-0.5 abc", "'abc' is not a number"),
         ("-0.5 0.3", "'0.3' is not a finite number <= 0"),
         ("-inf", "finite"),
+        ("-1e200", "below -1e\\+06"),  # finite, but its square overflowed: lp_std was inf
+        ("-1_0", "'-1_0' is not a number"),  # float() reads it as -10
+        ("-\u0661", "is not a number"),  # an Arabic-Indic one: float() reads it as -1
     ],
 )
 def test_bad_log_probabilities_name_the_line(text, message):
@@ -364,3 +367,14 @@ def test_qe_features_checks_a_decoder_log_against_the_whole_input_not_each_chunk
     ]
     assert main([*base, *two, "--out", str(tmp_path / "g.tsv")]) == 2
     assert "1 sentence id(s) that are not in the dataset (e.g. 2)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("reader", [iter_marian, iter_fairseq])
+def test_a_decoder_log_with_a_byte_order_mark_reads_as_without(tmp_path, reader):
+    """A leading BOM was taken as part of the first sentence id (or hid the first H- line)."""
+    name = "marian_nbest.txt" if reader is iter_marian else "fairseq_generate.txt"
+    plain = (FIX / name).read_bytes()
+    marked = tmp_path / name
+    marked.write_bytes(b"\xef\xbb\xbf" + plain)
+    expected = [(r.sent_id, r.line, r.tokens, r.logprobs.tolist()) for r in reader(FIX / name)]
+    assert [(r.sent_id, r.line, r.tokens, r.logprobs.tolist()) for r in reader(marked)] == expected

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Generic, Literal, TypeVar
 
 from qe.errors import QEInputError
+from qe.io import UTF8_BOM
 
 T = TypeVar("T")
 
@@ -70,6 +71,10 @@ class Truncated(Exception):
         self.line = line
 
 
+MAX_SCORE = 1e100
+"""Decoder scores beyond this size are refused (their squares, in the moments, would overflow)."""
+
+
 def check_truncated_policy(policy: str) -> None:
     """Refuse an unknown truncation policy with a clear message."""
     if policy not in TRUNCATED_POLICIES:
@@ -77,13 +82,19 @@ def check_truncated_policy(policy: str) -> None:
 
 
 def open_log(path: str | Path, kind: str) -> IO[bytes]:
-    """Open a Moses log for binary streaming, refusing a missing or empty file with a clear error."""
+    """Open a decoder log for binary streaming, positioned after a leading UTF-8 BOM; a missing,
+    empty or not regular file (a directory, a device, a pipe) is refused with a clear error."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise QEInputError(f"{kind} not found", path)
+    if not path.is_file():
+        raise QEInputError(f"{kind} is not a regular file", path)
     if path.stat().st_size == 0:
         raise QEInputError(f"{kind} is empty", path)
-    return path.open("rb", buffering=1 << 20)
+    handle = path.open("rb", buffering=1 << 20)
+    if handle.peek(len(UTF8_BOM))[: len(UTF8_BOM)] == UTF8_BOM:
+        handle.seek(len(UTF8_BOM))
+    return handle
 
 
 def decode_line(raw: bytes, path: Path, line: int) -> str:
@@ -105,6 +116,7 @@ def truncated_error(path: Path, line: int, kind: str) -> QEInputError:
 
 
 __all__ = [
+    "MAX_SCORE",
     "TRUNCATED_POLICIES",
     "LogIndex",
     "Status",

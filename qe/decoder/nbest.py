@@ -20,6 +20,7 @@ from operator import mul, sub
 from pathlib import Path
 
 from qe.decoder import (
+    MAX_SCORE,
     LogIndex,
     Truncated,
     TruncatedPolicy,
@@ -89,6 +90,10 @@ def parse_scores(text: str) -> dict[str, list[float]]:
             values.append(float(token))
         except ValueError:
             raise ValueError(f"non-numeric score {token!r} for feature {name!r}") from None
+        if not math.isfinite(values[-1]) or abs(values[-1]) > MAX_SCORE:
+            raise ValueError(
+                f"score {token!r} for feature {name!r} is not a finite number of at most {MAX_SCORE:g}"
+            )
     if values is None:
         raise ValueError("no feature scores")
     if not values:
@@ -296,6 +301,8 @@ def parse_nbest_line(text: str, line: int = 0) -> NBestEntry:
         total = float(fields[3])
     except ValueError:
         raise ValueError(f"non-numeric total score {fields[3].strip()!r}") from None
+    if not math.isfinite(total) or abs(total) > MAX_SCORE:
+        raise ValueError(f"total score {fields[3].strip()!r} is not a finite number of at most {MAX_SCORE:g}")
     segmentation = alignment = None
     extra = fields[4:]
     if len(extra) == 2:
@@ -422,6 +429,13 @@ class _Block:
             self.total = float(parts[3])
         except ValueError:
             raise QEInputError(f"non-numeric total score {parts[3].strip()!r}", path, line) from None
+        if not math.isfinite(self.total) or abs(self.total) > MAX_SCORE:
+            raise QEInputError(
+                f"total score {parts[3].strip().decode('ascii', 'replace')!r} is not a finite number "
+                f"of at most {MAX_SCORE:g}",
+                path,
+                line,
+            )
         try:
             self.mf = fmap.resolve(scores)
         except ValueError as exc:
@@ -461,6 +475,14 @@ class _Block:
                     raise QEInputError(
                         f"non-numeric total score {raw.strip()!r}", path, self.line + 1 + i
                     ) from None
+        for i, total in enumerate(totals):
+            if not math.isfinite(total) or abs(total) > MAX_SCORE:
+                raise QEInputError(
+                    f"total score {self.raw_totals[i].strip().decode('ascii', 'replace')!r} is not a finite "
+                    f"number of at most {MAX_SCORE:g}",
+                    path,
+                    self.line + 1 + i,
+                )
         raw_scores = self.raw_scores
         skeleton = self.skeleton
         if raw_scores and b"\n".join(raw_scores).translate(None, _NUMBER_CHARS) != b"\n".join(

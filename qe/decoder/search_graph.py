@@ -19,6 +19,7 @@ from operator import methodcaller
 from pathlib import Path
 
 from qe.decoder import (
+    MAX_SCORE,
     LogIndex,
     Truncated,
     TruncatedPolicy,
@@ -101,11 +102,16 @@ def parse_search_graph_line(text: str, line: int = 0) -> SearchGraphNode:
                 setattr(node, key, int(items[key]))
         for key in _FLOAT_KEYS:
             if key in items:
-                setattr(node, key, float(items[key]))
+                value = float(items[key])
+                if not math.isfinite(value) or abs(value) > MAX_SCORE:
+                    raise ValueError(f"{key}={items[key]} is not a finite number of at most {MAX_SCORE:g}")
+                setattr(node, key, value)
         if "covered" in items:
             start, _, end = items["covered"].partition("-")
             node.covered = (int(start), int(end))
-    except ValueError:
+    except ValueError as exc:
+        if "finite" in str(exc):
+            raise
         raise ValueError(f"non-numeric value in search-graph line: {head.strip()!r}") from None
     node.out, node.scores = out, scores
     return node
@@ -209,6 +215,8 @@ def summarize_search_graph(
                         back = items[b"back"]
                         int(back)
                         fscore = float(items[b"fscore"]) if b"fscore" in items else None
+                        if fscore is not None and not (math.isfinite(fscore) and abs(fscore) <= MAX_SCORE):
+                            raise ValueError("fscore")
                 except (ValueError, KeyError, IndexError):
                     raise QEInputError(
                         "malformed search-graph line (expected: id hyp=N stack=N [back=N ... fscore=X ...])",

@@ -169,8 +169,8 @@ def iter_trace(
 
 def _iter_lines(path: Path, truncated: str) -> Iterator[tuple[int, int, list[TracePhrase]]]:
     check_truncated_policy(truncated)
-    offset = 0
     with open_log(path, KIND) as handle:
+        offset = handle.tell()  # after a leading BOM
         for number, raw in enumerate(handle, 1):
             complete = raw.endswith(b"\n")
             try:

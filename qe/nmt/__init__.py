@@ -17,6 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qe.io import plain_float
+
+MIN_LOGPROB = -1e6
+"""Below this a value is no token's log-probability (and its square would swamp the moments)."""
+
 LN2 = math.log(2.0)
 
 
@@ -40,11 +45,15 @@ def parse_logprobs(text: str, scale: float = 1.0) -> np.ndarray:
     values = []
     for token in text.split():
         try:
-            value = float(token)
+            value = plain_float(token)
         except ValueError:
             raise ValueError(f"log-probability {token!r} is not a number") from None
         if not math.isfinite(value) or value > 1e-6:
             raise ValueError(f"log-probability {token!r} is not a finite number <= 0")
+        if value < MIN_LOGPROB:
+            raise ValueError(
+                f"log-probability {token!r} is below {MIN_LOGPROB:g}: not a token's log-probability"
+            )
         values.append(min(value, 0.0) * scale)
     return np.array(values, dtype=np.float64)
 
@@ -52,7 +61,7 @@ def parse_logprobs(text: str, scale: float = 1.0) -> np.ndarray:
 def parse_number(text: str, what: str) -> float:
     """One finite number, or ``ValueError`` naming ``what`` it should have been."""
     try:
-        value = float(text)
+        value = plain_float(text)
     except ValueError:
         raise ValueError(f"{what} {text.strip()!r} is not a number") from None
     if not math.isfinite(value):
