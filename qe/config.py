@@ -99,6 +99,9 @@ def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
 
     for name in features["families"]:
         known(name, "features.families")
+    twice = sorted({name for name in features["families"] if features["families"].count(name) > 1})
+    if twice:
+        raise QEInputError(f"features.families lists {twice[0]!r} twice", path)
     for split in SPLITS:
         for family, values in split_settings(features["settings"], split).items():
             where = f"features.settings.{family}"
@@ -122,6 +125,12 @@ def _check_learner_and_selector(config: dict[str, Any], path: Path) -> None:
     from qe.learners.factory import make_learner
 
     learner = config["learner"]
+    both = sorted(set(learner.get("grid") or {}) & set(learner.get("params") or {}))
+    if both:
+        raise QEInputError(
+            f"learner.params.{both[0]} is also in learner.grid, which would override it; give it once",
+            path,
+        )
     try:
         make_learner(
             learner["name"],
@@ -165,6 +174,14 @@ def _check_split_files(data: dict[str, Any], split: str, path: Path) -> None:
         raise QEInputError(
             f"[data.{split}] gives a table and src / mt files: the text comes from one of them", path
         )
+    if "labels" in files and ("table" in files or "label_column" in files):
+        where = "the table's label column" if "table" in files else f"the column {files['label_column']!r}"
+        raise QEInputError(
+            f"[data.{split}] gives a labels file and {where}: the labels come from one of them", path
+        )
+    empty = sorted(key for key, value in files.items() if isinstance(value, str) and not value.strip())
+    if empty:
+        raise QEInputError(f"data.{split}.{empty[0]} is empty: name a file (or a column)", path)
 
 
 def _beside(config_path: Path, value: str) -> Path:

@@ -216,6 +216,8 @@ def load_table(
     for required in (src_column, mt_column):
         if required not in columns:
             raise QEInputError(f"missing column {required!r} (found: {', '.join(sorted(columns))})", path, 1)
+    if id_column is not None and id_column != "id" and id_column not in columns:
+        raise QEInputError(f"no id column {id_column!r} (found: {', '.join(sorted(columns))})", path, 1)
     has_labels = label_column is not None and label_column in columns
     src, mt, ids, labels, post_edits = [], [], [], [], []
     text_columns = (src_column, mt_column) + ((post_edit_column,) if post_edit_column else ())
@@ -226,11 +228,18 @@ def load_table(
                 raise QEInputError(f"empty or missing {column!r}", path, line)
         src.append(row[src_column])
         mt.append(row[mt_column])
-        ids.append(str(row[id_column]) if id_column and row.get(id_column) not in (None, "") else str(index))
+        ids.append(_row_id(row.get(id_column) if id_column else None, index, path, line))
         if has_labels:
             labels.append(parse_label(str(row.get(label_column, "")), path, line, label_range))
         if post_edit_column:
             post_edits.append(row[post_edit_column])
+    seen: dict[str, int] = {}
+    for (line, _), sentence_id in zip(records, ids, strict=True):
+        if sentence_id in seen:
+            raise QEInputError(
+                f"id {sentence_id!r} appears twice (first on line {seen[sentence_id]})", path, line
+            )
+        seen[sentence_id] = line
     return QEDataset(
         ids=ids,
         src=src,
@@ -242,6 +251,42 @@ def load_table(
     )
 
 
+def _row_id(value: object, index: int, path: Path, line: int) -> str:
+    """A row's id as text (its position when absent): a string or an integer, without tabs or line
+    breaks, since ids are written one per row into predictions.tsv."""
+    if value is None or value == "":
+        return str(index)
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise QEInputError(f"id {value!r} is not a string or an integer", path, line)
+    text = str(value)
+    if any(char in text for char in "\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        raise QEInputError(f"id {text!r} holds a tab or a line break", path, line)
+    return text
+
+
+def _json_object(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object, refusing a key given twice (``json`` would keep the last silently)."""
+    row: dict = {}
+    for key, value in pairs:
+        if key in row:
+            raise ValueError(f"key {key!r} appears twice")
+        row[key] = value
+    return row
+
+
+def _check_text(value: object) -> None:
+    """Refuse strings that cannot be written as UTF-8 (a lone surrogate such as ``\\ud800``)."""
+    if isinstance(value, str):
+        value.encode("utf-8")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key)
+            _check_text(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item)
+
+
 def _read_records(path: Path) -> list[tuple[int, dict]]:
     """Rows of a TSV-with-header or JSONL file as (line number, dict)."""
     lines = read_lines(path)
@@ -249,14 +294,26 @@ def _read_records(path: Path) -> list[tuple[int, dict]]:
         records = []
         for number, text in enumerate(lines, start=1):
             try:
-                row = json.loads(text)
+                row = json.loads(text, object_pairs_hook=_json_object)
+                _check_text(row)
             except json.JSONDecodeError as exc:
                 raise QEInputError(f"invalid JSON: {exc.msg}", path, number) from None
+            except RecursionError:
+                raise QEInputError("invalid JSON: nested too deeply", path, number) from None
+            except UnicodeEncodeError:
+                raise QEInputError(
+                    "a string holds a lone surrogate escape (not text)", path, number
+                ) from None
+            except ValueError as exc:  # a key given twice
+                raise QEInputError(f"invalid JSON object: {exc}", path, number) from None
             if not isinstance(row, dict):
                 raise QEInputError("each line must be a JSON object", path, number)
             records.append((number, row))
         return records
     header = lines[0].split("\t")
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise QEInputError(f"the header names column {twice[0]!r} twice", path, 1)
     records = []
     for number, text in enumerate(lines[1:], start=2):
         fields = text.split("\t")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import time
@@ -84,7 +85,8 @@ def build_split(
         if not has_text(dataset):
             raise QEInputError(
                 f"[features] families need sentences, but [data.{split}] gives only a feature table "
-                "(add src / mt files or a table, or drop the families)"
+                "(add src / mt files or a table, or drop the families)",
+                config.get("config_file"),
             )
         table, seconds = _extract_families(config, dataset, split, progress, resources)
         tables.append(table)
@@ -220,6 +222,7 @@ def signature(
     tuned_on = "dev" if dev is not None else f"cv{config['cv']['folds']}"
     parts += [
         f"learner:{estimator_description}",
+        f"learner-params:{compact(config['learner'].get('params') or {})}",
         f"select:{tuned_on}-{config['learner']['scoring']}",
         f"seed:{config['seed']}",
         f"qe:{__version__}",
@@ -228,6 +231,12 @@ def signature(
         f"python:{platform.python_version()}",
     ]
     return "|".join(parts)
+
+
+def compact(value: Any) -> str:
+    """A short stable text of a config value for signatures: its JSON, or a hash of it when long."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return text if len(text) <= 80 else f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 def input_hashes(config: dict[str, Any]) -> list[str]:
@@ -419,15 +428,31 @@ def fit_config(
         check_overlap(load_split_dataset(config, "train"), load_split_dataset(config, "dev"), allow)
     train = build_split(config, "train", progress, resources)
     if train.dataset.labels is None:
-        raise QEInputError("the training split has no labels")
+        given = config["data"].get("train", {})
+        where = given.get("table") or given.get("features") or given.get("src") or config.get("config_file")
+        hint = (
+            " (a table's labels are in its 'score' column, or the one label_column names)"
+            if "table" in given
+            else ""
+        )
+        raise QEInputError(f"the training split has no labels{hint}", where)
     dev = build_split(config, "dev", progress, resources) if has_dev(config) else None
     test = build_split(config, "test", progress, resources)
     for name, other in (("dev", dev), ("test", test)):
-        if other is not None and list(other.features.columns) != list(train.features.columns):
+        ours, theirs = list(train.features.columns), list(other.features.columns) if other is not None else []
+        if other is not None and theirs != ours:
+            at = next(
+                (i for i, pair in enumerate(zip(theirs, ours, strict=False)) if pair[0] != pair[1]), None
+            )
+            first = (
+                f"column {at + 1} is {theirs[at]!r} there and {ours[at]!r} in train"
+                if at is not None
+                else f"{len(theirs)} vs {len(ours)} columns"
+            )
             raise QEInputError(
-                f"the {name} split's feature columns differ from the training split's: "
-                f"{len(other.features.columns)} vs {len(train.features.columns)} columns "
-                "(do both name the same kind of feature table?)"
+                f"the {name} split's feature columns differ from the training split's: {first} "
+                "(do both name the same kind of feature table?)",
+                config["data"].get(name, {}).get("features"),
             )
     report = None
     if config.get("selection"):

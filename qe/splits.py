@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from qe.data import (
     DATASETS,
     QEDataset,
@@ -126,13 +124,8 @@ def _load_files(files: dict[str, str], split: str, bounds: tuple[float, float] |
             raise QEInputError(
                 "the feature table's ids are not the data's ids, in the same order", table.path
             )
-        if table.labels is not None and dataset.labels is None:
+        if table.labels is not None:  # a labels file beside a label column is refused by the config
             dataset.labels = table.labels
-        elif table.labels is not None and not np.array_equal(table.labels, dataset.labels):
-            raise QEInputError(
-                f"the label column {files['label_column']!r} differs from the labels file: give one",
-                table.path,
-            )
     return LoadedSplit(dataset, table)
 
 

@@ -47,10 +47,15 @@ def _rows(path: Path) -> list[list[str]]:
     """The cells of every line: CSV (quoted fields allowed) for ``.csv``, else tab-separated."""
     lines = read_lines(path)
     if path.suffix.lower() == ".csv":
-        try:
-            return [next(csv.reader(io.StringIO(line), strict=True)) for line in lines]
-        except csv.Error as exc:
-            raise QEInputError(f"malformed CSV ({exc})", path) from None
+        rows = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                rows.append(next(csv.reader(io.StringIO(line), strict=True)))
+            except csv.Error as exc:
+                raise QEInputError(
+                    f"malformed CSV ({exc}; a quoted field may not span lines)", path, number
+                ) from None
+        return rows
     return [line.rstrip("\t").split("\t") for line in lines]
 
 

@@ -372,6 +372,13 @@ def test_compare_shows_the_published_table_only_for_wmt12_runs(tmp_path, capsys)
             '[data]\ndataset = "mlqe-da/en-de"\ndev_split = "dev"\n[data.dev]\nfeatures = "s"\n',
             "names a dev split twice",
         ),
+        # a labels file beside the labels of a table was silently ignored, its range never checked
+        ('[data.train]\ntable = "s"\nlabels = "s"\n', "gives a labels file and the table's label column"),
+        (
+            '[data.train]\nfeatures = "s"\nlabel_column = "y"\nlabels = "s"\n',
+            "gives a labels file and the column 'y'",
+        ),
+        ('[data.train]\nsrc = "s"\nmt = ""\n', "data.train.mt is empty"),
     ],
 )
 def test_config_mistakes_are_one_line(tmp_path, data, message):
@@ -383,3 +390,106 @@ def test_config_mistakes_are_one_line(tmp_path, data, message):
     config.write_text(data + base + '[features]\nfamilies = ["surface"]\n[learner]\nname = "mean"\n')
     with pytest.raises(QEInputError, match=message):
         load_config(config)
+
+
+# ---------------------------------------------------------------------------------------- hostile tables
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "message"),
+    [
+        ("t.jsonl", "[" * 100000 + "]" * 100000, "nested too deeply"),  # RecursionError traceback before
+        ("t.jsonl", '{"src": "\\ud800x", "mt": "y", "score": 0.2}', "lone surrogate"),  # UnicodeEncodeError
+        ("t.jsonl", '{"src": "a", "mt": "b", "score": 0.2, "score": 0.9}', "key 'score' appears twice"),
+        ("t.jsonl", '{"id": "a\\tb", "src": "a", "mt": "b", "score": 0.2}', "holds a tab or a line break"),
+        ("t.jsonl", '{"id": "a\\nb", "src": "a", "mt": "b", "score": 0.2}', "holds a tab or a line break"),
+        ("t.jsonl", '{"id": {"k": 1}, "src": "a", "mt": "b", "score": 0.2}', "is not a string or an integer"),
+        ("t.jsonl", '{"id": 0, "src": "a", "mt": "b", "score": 0.2}', "id '0' appears twice"),
+    ],
+)
+def test_a_hostile_jsonl_row_is_one_line_naming_it(tmp_path, name, row, message):
+    first = json.dumps({"id": 0, "src": "the cat", "mt": "el gato", "score": 0.5})
+    path = write_lines(tmp_path / name, [first, row])
+    from qe.data import load_table
+
+    with pytest.raises(QEInputError, match=message) as info:
+        load_table(path)
+    assert info.value.line == 2 and info.value.path == str(path)
+
+
+def test_a_tsv_table_naming_a_column_twice_is_refused(tmp_path):
+    """The last of two 'score' columns silently became the labels."""
+    from qe.data import load_table
+
+    path = write_lines(tmp_path / "t.tsv", ["id\tsrc\tmt\tscore\tscore", "0\ta\tb\t0.1\t0.99"])
+    with pytest.raises(QEInputError, match="names column 'score' twice") as info:
+        load_table(path)
+    assert info.value.line == 1
+
+
+def test_a_named_id_column_must_exist(tmp_path):
+    from qe.data import load_table
+
+    path = write_lines(tmp_path / "t.tsv", ["src\tmt\tscore", "a\tb\t0.1"])
+    with pytest.raises(QEInputError, match="no id column 'nope'"):
+        load_table(path, id_column="nope")
+    assert load_table(path).ids == ["0"]  # the default 'id' column may be absent: positions
+
+
+def test_fixed_learner_parameters_are_in_the_signature_and_not_overridden_silently(tmp_path):
+    """C = 1 and C = 3 gave different predictions under one signature; a grid silently beat params."""
+    write_text_split(tmp_path, "train", range(0, 16))
+    write_text_split(tmp_path, "test", range(16, 20))
+    data = "".join(
+        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
+    )
+    signatures = []
+    for c in (1.0, 3.0):
+        config = tmp_path / f"c{c:g}.toml"
+        config.write_text(
+            data + f'[features]\nfamilies = ["surface"]\n[learner]\nname = "svr"\nparams = {{ C = {c} }}\n'
+        )
+        assert run(config, tmp_path / f"run{c:g}") == 0
+        signatures.append((tmp_path / f"run{c:g}" / "signature.txt").read_text())
+    assert '|learner-params:{"C":1.0}|' in signatures[0] and '|learner-params:{"C":3.0}|' in signatures[1]
+    both = tmp_path / "both.toml"
+    both.write_text(
+        data
+        + '[features]\nfamilies = ["surface"]\n[learner]\nname = "svr"\nparams = { C = 3.0 }\n'
+        + "[learner.grid]\nC = [1.0, 2.0]\n"
+    )
+    with pytest.raises(QEInputError, match=r"learner\.params\.C is also in learner\.grid"):
+        load_config(both)
+
+
+def test_mismatched_feature_tables_name_the_first_different_column(tmp_path, capsys):
+    train = feature_csv(tmp_path / "train.csv", range(14))
+    test = write_lines(
+        tmp_path / "test.csv",
+        ["id,f_ratio,f_len,hter"] + [f"s{i},1.0,{len(SRC[i].split())},{HTER[i]}" for i in range(14, 20)],
+    )
+    config = feature_config(tmp_path, "swapped", train, test)
+    capsys.readouterr()
+    assert run(config, tmp_path / "run") == 2
+    err = capsys.readouterr().err.strip()
+    assert "column 1 is 'f_ratio' there and 'f_len' in train" in err and "test.csv" in err
+
+
+def test_a_malformed_csv_names_its_line(tmp_path):
+    path = write_lines(tmp_path / "t.csv", ["a,b", "1,2", '3,"4'])
+    with pytest.raises(QEInputError, match="malformed CSV") as info:
+        read_feature_table(path)
+    assert info.value.line == 3
+
+
+def test_a_family_listed_twice_names_the_config(tmp_path):
+    write_text_split(tmp_path, "train", range(0, 16))
+    write_text_split(tmp_path, "test", range(16, 20))
+    data = "".join(
+        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
+    )
+    config = tmp_path / "twice.toml"
+    config.write_text(data + '[features]\nfamilies = ["surface", "surface"]\n[learner]\nname = "svr"\n')
+    with pytest.raises(QEInputError, match=r"features\.families lists 'surface' twice") as info:
+        load_config(config)
+    assert info.value.path == str(config)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import tempfile
@@ -166,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError("--out must end in .toml", args.out)
     inputs = [args.src, args.mt, args.labels, args.post_edits, args.test_src, args.test_mt, args.test_labels]
     check_output_file(args.out, inputs)
+    if args.label_range and not all(math.isfinite(bound) for bound in args.label_range):
+        raise QEInputError(
+            f"--label-range needs two finite numbers, got {args.label_range[0]:g} {args.label_range[1]:g}"
+        )
     if args.label_range and args.label_range[0] >= args.label_range[1]:
         raise QEInputError(
             f"--label-range needs LOW < HIGH, got {args.label_range[0]:g} {args.label_range[1]:g}"
@@ -189,14 +194,24 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(bundle, inputs)
     # the config must be one `qe run` accepts: checked in a temporary file beside --out (relative
     # paths resolve the same), which then replaces it; a refused config replaces nothing
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=folder, prefix=f".{args.out.name}.", suffix=".toml", delete=False
-    ) as handle:
-        handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels)))
-        draft = Path(handle.name)
+    draft = None
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=folder, prefix=f".{args.out.name}.", suffix=".toml", delete=False
+        ) as handle:
+            draft = Path(handle.name)
+            handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels)))
+    except OSError as exc:
+        if draft is not None:
+            draft.unlink(missing_ok=True)
+        raise QEInputError(
+            f"cannot write the config here: {exc.strerror or type(exc).__name__}", args.out
+        ) from None
     try:
         load_config(draft)
         os.replace(draft, args.out)
+    except QEInputError as exc:  # named after --out, not the draft beside it
+        raise QEInputError(exc.message, args.out, exc.line) from None
     finally:
         draft.unlink(missing_ok=True)
     print(
