@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import cache_root, plain_float, read_lines, sha256_file
+from qe.io import cache_root, is_blank, plain_float, read_lines, sha256_file
 from qe.mlqe_checksums import MLQE_SHA256
 
 if TYPE_CHECKING:  # tables are read by qe.tables (pandas), imported when one is loaded
@@ -224,7 +224,7 @@ def load_table(
     for index, (line, row) in enumerate(records):
         for column in text_columns:
             value = row.get(column)
-            if not isinstance(value, str) or not value.strip():
+            if not isinstance(value, str) or is_blank(value):
                 raise QEInputError(f"empty or missing {column!r}", path, line)
         src.append(row[src_column])
         mt.append(row[mt_column])

@@ -134,7 +134,17 @@ def open_bundle_of(config: dict[str, Any]) -> Any:
 
     resources = config["features"].get("resources")
     bundle = open_bundle(resources) if resources else None
-    return with_mt2(bundle, config["mt2"]) if config.get("mt2") else bundle
+    if not config.get("mt2"):
+        return bundle
+    from qe.resources.mt2 import check_direction
+
+    check_direction(config["mt2"]["pair"], languages(config, bundle), config.get("config_file"))
+    try:
+        return with_mt2(bundle, config["mt2"])
+    except QEInputError as exc:  # a pair or engine that is not installed: name the config
+        if exc.path is not None:
+            raise
+        raise QEInputError(f"[mt2]: {exc.message}", config.get("config_file")) from None
 
 
 def bound_families(

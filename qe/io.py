@@ -30,6 +30,25 @@ def require_file(path: str | Path, what: str = "file") -> Path:
     raise QEInputError(f"{what} not found", path)
 
 
+_HIDDEN = (  # none of them is stripped by str.strip
+    r"\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    r"\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+)
+_INVISIBLE = r"\s" + _HIDDEN
+"""Whitespace, control and format characters, and the fillers that render as nothing."""
+HIDDEN_CHAR = re.compile(f"[{_HIDDEN}]")
+"""Finds a control or format character (text without one is blank only if ``str.strip`` empties it)."""
+_BLANK = re.compile(rf"[{_INVISIBLE}]*")
+BLANK_LINES = re.compile(rf"(?m)^[{_INVISIBLE}]*$")
+"""Finds a line (of several, ``\\n``-separated) with nothing visible on it."""
+
+
+def is_blank(text: str) -> bool:
+    """True for a line with nothing visible: only whitespace, control characters (NUL...) or
+    invisible format characters (zero-width spaces, joiners, direction marks)."""
+    return _BLANK.fullmatch(text) is not None
+
+
 def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str]:
     """Read a text file as UTF-8 lines (CRLF accepted), refusing invalid bytes and blank lines.
 
@@ -51,7 +70,7 @@ def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise QEInputError(f"invalid UTF-8 at byte {exc.start}", path, number) from None
-        if not allow_empty_lines and not text.strip():
+        if not allow_empty_lines and is_blank(text):
             raise QEInputError("blank line", path, number)
         out.append(text)
     return out

@@ -42,7 +42,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from qe.errors import QEInputError
-from qe.io import UTF8_BOM, atomic_temporary_of, atomic_write, require_file, write_text_atomic
+from qe.io import (
+    BLANK_LINES,
+    HIDDEN_CHAR,
+    UTF8_BOM,
+    atomic_temporary_of,
+    atomic_write,
+    is_blank,
+    require_file,
+    write_text_atomic,
+)
 from qe.outputs import sidecar_path
 
 STATE_FORMAT = "qe-stream-state/1"
@@ -77,7 +86,7 @@ def _decode(raw: bytes, path: Path, number: int) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise QEInputError(f"invalid UTF-8 at byte {exc.start}", path, number) from None
-    if not text.strip():
+    if is_blank(text):
         raise QEInputError("blank line", path, number)
     return text
 
@@ -86,15 +95,19 @@ def _decode_lines(raws: list[bytes], path: Path, first: int) -> list[str]:
     """:func:`_decode` for consecutive lines (``first`` is the first one's number), decoded at once;
     when something is wrong, line by line, so the error names the line."""
     try:
-        texts = b"".join(raws).decode("utf-8").split("\n")
+        joined = b"".join(raws).decode("utf-8")
     except UnicodeDecodeError:
         return [_decode(raw, path, first + k) for k, raw in enumerate(raws)]
+    texts = joined.split("\n")
     if raws and raws[-1].endswith(b"\n"):
         texts.pop()  # the empty string after the last newline
     texts = [text[:-1] if text.endswith("\r") else text for text in texts]
     if first == 1 and texts and texts[0].startswith("\ufeff"):
         texts[0] = texts[0][1:]
-    if len(texts) != len(raws) or not all(text.strip() for text in texts):
+    blank = not all(text.strip() for text in texts)  # str.strip is fast; hidden characters are rare
+    if not blank and HIDDEN_CHAR.search(joined):
+        blank = any(is_blank(text) for text in texts)
+    if len(texts) != len(raws) or blank:
         return [_decode(raw, path, first + k) for k, raw in enumerate(raws)]
     return texts
 
@@ -122,7 +135,7 @@ def scan_input(path: str | Path) -> InputInfo:
                 text = decoder.decode(block)
             except UnicodeDecodeError:
                 return _scan_lines(path)
-            if _MAYBE_BLANK.search(text.removesuffix("\n")):
+            if BLANK_LINES.search(text.removesuffix("\n")):
                 return _scan_lines(path)
     if size == 0:
         raise QEInputError("file is empty", path)
@@ -136,7 +149,6 @@ def scan_input(path: str | Path) -> InputInfo:
 
 
 SCAN_BLOCK = 1 << 20  # bytes read at a time by scan_input
-_MAYBE_BLANK = re.compile(r"(?m)^\s*$")  # a whitespace-only line (or a block ending mid-line in spaces)
 
 
 def _scan_lines(path: Path) -> InputInfo:

@@ -381,3 +381,19 @@ def test_an_unwritable_cache_only_warns(tmp_path, caplog):
         assert engine.translate(["one", "two"]) == ["one", "two"]
     assert "could not write the Apertium translation cache" in caplog.text
     assert blocker.read_text() == "a file where the cache folder should be"
+
+
+def test_a_pair_translating_the_wrong_way_is_refused_where_it_is_named(tmp_path):
+    """spa-eng for English-Spanish data built and ran, giving pseudo-references in English (TER ~100)."""
+    from qe.resources.bundle import read_bundle_config
+    from qe.resources.mt2 import check_direction, pair_languages
+
+    assert pair_languages("eng-spa") == ("en", "es") and pair_languages("spa-eng_US") == ("es", "en")
+    assert pair_languages("eo-es") == ("eo", "es")
+    check_direction("eng-spa", {"src": "en", "tgt": "es"})
+    check_direction("spa-eng", None)  # nothing declared: nothing to check
+    config = tmp_path / "b.toml"
+    config.write_text('[languages]\nsrc = "en"\ntgt = "es"\n[mt2]\nengine = "apertium"\npair = "spa-eng"\n')
+    with pytest.raises(QEInputError, match="translates es into en, but the data is en -> es") as info:
+        read_bundle_config(config)
+    assert info.value.path == str(config)

@@ -378,3 +378,19 @@ def test_a_decoder_log_with_a_byte_order_mark_reads_as_without(tmp_path, reader)
     marked.write_bytes(b"\xef\xbb\xbf" + plain)
     expected = [(r.sent_id, r.line, r.tokens, r.logprobs.tolist()) for r in reader(FIX / name)]
     assert [(r.sent_id, r.line, r.tokens, r.logprobs.tolist()) for r in reader(marked)] == expected
+
+
+def test_an_input_the_settings_do_not_read_is_refused_not_ignored(tmp_path, capsys):
+    """--nmt-score with nmt.model_score = false was read, checked, then silently ignored."""
+    src = write_lines(tmp_path / "src", ["a", "b"])
+    mt = write_lines(tmp_path / "mt", ["x y", "x"])
+    logprobs = write_lines(tmp_path / "lp", ["-1 -2 -3", "-1 -2"])
+    score = write_lines(tmp_path / "score", ["-0.5", "-0.7"])
+    base = ["features", "--src", str(src), "--mt", str(mt), "--families", "nmt", "--quiet"]
+    base += ["--nmt-logprobs", str(logprobs), "--out", str(tmp_path / "f.tsv")]
+    capsys.readouterr()
+    assert main([*base, "--set", "nmt.model_score=false", "--nmt-score", str(score)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "input 'nmt_score' is given but nmt does not read it with these settings" in err
+    assert not (tmp_path / "f.tsv").exists()
+    assert main([*base, "--nmt-score", str(score)]) == 0  # read when model_score is on (the default)

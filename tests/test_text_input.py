@@ -170,3 +170,17 @@ def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, s
     assert capsys.readouterr().err.strip() == (
         f"qe: warning: {mixed}:300: 1 line(s) of the MT file hold no letter, only emoji or other symbols"
     )
+
+
+@pytest.mark.parametrize("line", ["\x00", "\u200b\u200b", "\x01\x02\x7f", "\ufeff\u200d", "\u2028"])
+def test_a_line_with_nothing_visible_is_blank(tmp_path, line):
+    """NUL, zero-width spaces or control characters alone were scored as a sentence."""
+    from qe.io import read_lines
+    from qe.streaming import scan_input
+
+    path = tmp_path / "mt.txt"
+    path.write_text(f"una casa\n{line}\nel gato\n", encoding="utf-8")
+    for read in (read_lines, scan_input):
+        with pytest.raises(QEInputError, match="blank line") as info:
+            read(path)
+        assert info.value.line == 2

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError("--out must end in .tsv or .parquet", args.out)
     if args.batch_size < 1:
         raise QEInputError(f"--batch-size must be at least 1, got {args.batch_size}")
-    from qe.features.registry import check_line_inputs, make_families, route_inputs
+    from qe.features.registry import check_line_inputs, check_unread_inputs, make_families, route_inputs
 
     given = given_inputs(args)
     check_output_file(args.out, [args.src, args.mt, args.resources, *given.values()])
@@ -164,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
     families = [family.bind(resources) for family in make_families(names, settings)]
     check_line_inputs(families, lines, resources)
+    check_unread_inputs(families, lines)
     check_ids_of_input(families, args.src)
     columns = [column for family in families for column in family.column_names()]
     output = "parquet" if args.out.suffix == ".parquet" else "tsv"

@@ -165,7 +165,7 @@ class RankedScoresSink(AppendSink):
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.features.registry import check_line_inputs, route_inputs
+    from qe.features.registry import check_line_inputs, check_unread_inputs, route_inputs
     from qe.model import QEModel
 
     if args.out is not None:
@@ -181,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.out, [resources.path])  # never write into the bundle being read
     bound = [f.bind(resources) for f in families]
     check_line_inputs(bound, lines, resources)
+    check_unread_inputs(bound, lines)
     check_ids_of_input(families, args.src)
     langs = model.manifest.get("languages") or {}
 

@@ -266,6 +266,10 @@ class FeatureFamily(ABC):
         """The declared inputs these settings use (all of them unless a family says otherwise)."""
         return self.inputs
 
+    def read_inputs(self) -> tuple[PairInput, ...]:
+        """The inputs these settings read when given: the needed ones and any optional ones."""
+        return self.needed_inputs()
+
     def needed_annotations(self) -> tuple[str, ...]:
         """The declared annotations these settings read (all of them unless a family says otherwise)."""
         return self.annotations

@@ -189,6 +189,10 @@ class NMTFamily(FeatureFamily):
             () if self.log_path else (LOGPROBS, SCORE) if self.settings["model_score"] else (LOGPROBS,)
         )
 
+    def read_inputs(self) -> tuple[PairInput, ...]:
+        """The line inputs read when given: the needed ones and, without a decoder log, the tokens."""
+        return self.inputs if self.log_path else (*self.inputs, TOKENS)
+
     def fresh_state(self) -> dict[str, Any]:
         """The decoder log's per-sentence values and its content hash (read again in each worker)."""
         return {"_log": None, "_log_hash": None}

@@ -132,6 +132,20 @@ def route_inputs(
     return lines, routed
 
 
+def check_unread_inputs(families: list[FeatureFamily], lines: Iterable[str]) -> None:
+    """Refuse a line input given on the command line that no family reads with its settings
+    (``--back-translation`` without ``pseudoref.backtranslation = true``): it would be ignored."""
+    for name in lines:
+        if not any(item.name == name for family in families for item in family.read_inputs()):
+            users = [family.name for family in families if any(i.name == name for i in type(family).inputs)]
+            readers = ", ".join(users) or "none of these families"
+            raise QEInputError(
+                f"input {name!r} is given but {readers} does not read it with "
+                "these settings (e.g. pseudoref.backtranslation, nmt.model_score); leave it out or "
+                "change the setting"
+            )
+
+
 def check_line_inputs(families: list[FeatureFamily], lines: Iterable[str], resources: Any) -> None:
     """Refuse, before any work, a family whose line input is neither given nor provided by the bundle."""
     given = set(lines)

@@ -388,6 +388,10 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
     if "languages" not in config:
         raise QEInputError('[languages] needs src = LANG and tgt = LANG (e.g. "en")', config_path)
     check(BUNDLE, config, config_path)
+    if "mt2" in config:
+        from qe.resources.mt2 import check_direction
+
+        check_direction(config["mt2"]["pair"], config["languages"], config_path)
     corpora = config.setdefault("corpora", {})
     readers = [section for section in ("lm", "poslm", "ngrams", "ibm1") if config.get(section)]
     if not corpora and (readers or not (config.get("unigrams") or "edits" in config or "mt2" in config)):

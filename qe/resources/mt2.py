@@ -58,6 +58,14 @@ DEBIAN_PAIRS = (
 """The language pairs with a Debian 12 package ``apertium-<pair>`` (``apt-cache search apertium``).
 A package installs the modes of both directions (``apertium-eng-spa``: ``eng-spa``, ``spa-eng``, ...)."""
 
+APERTIUM_CODES = {
+    "afr": "af", "arg": "an", "bel": "be", "bul": "bg", "cat": "ca", "dan": "da", "deu": "de", "eng": "en",
+    "epo": "eo", "eus": "eu", "fra": "fr", "glg": "gl", "hin": "hi", "ind": "id", "isl": "is", "ita": "it",
+    "mkd": "mk", "nld": "nl", "nno": "nn", "nob": "nb", "nor": "no", "oci": "oc", "pol": "pl", "por": "pt",
+    "ron": "ro", "rus": "ru", "slv": "sl", "spa": "es", "srd": "sc", "swe": "sv", "ukr": "uk", "urd": "ur",
+}  # fmt: skip
+"""Apertium's three-letter codes (ISO 639-3) of the Debian pairs' languages with a two-letter one."""
+
 SENTINEL = "Qesentinelzx"
 """Closes every batch; an unknown word that Apertium passes through unchanged."""
 
@@ -113,6 +121,30 @@ def reverse_pair(pair: str, datadir: str | Path | None = None) -> str | None:
         return back
     variants = [name for name in installed if name.startswith(back + "_")]
     return variants[0] if variants else None
+
+
+def pair_languages(pair: str) -> tuple[str, str]:
+    """The source and target languages of an Apertium pair as two-letter codes where they have one
+    (``eng-spa`` -> ``("en", "es")``, ``spa-eng_US`` -> ``("es", "en")``)."""
+    src, _, tgt = pair.partition("_")[0].partition("-")
+    return APERTIUM_CODES.get(src, src), APERTIUM_CODES.get(tgt, tgt)
+
+
+def check_direction(
+    pair: str, languages: dict[str, str | None] | None, where: str | Path | None = None
+) -> None:
+    """Refuse a pair that does not translate the data's source language into its MT's language
+    (``spa-eng`` for English-Spanish data gave pseudo-references of the wrong language, silently)."""
+    if not languages:
+        return
+    src, tgt = pair_languages(pair)
+    declared = (languages.get("src"), languages.get("tgt"))
+    if all(declared) and (src, tgt) != declared:
+        raise QEInputError(
+            f"the Apertium pair '{pair}' translates {src} into {tgt}, but the data is {declared[0]} -> "
+            f"{declared[1]}: a pseudo-reference must translate the source into the MT's language",
+            where,
+        )
 
 
 def debian_package(pair: str) -> str | None:

@@ -60,16 +60,31 @@ def dictionary_dirs() -> list[Path]:
 
 def find_dictionary(lang: str, dirs: Iterable[str | Path] | None = None) -> tuple[Path, Path]:
     """The ``.aff`` and ``.dic`` files for a language code (``es``) or a dictionary name (``es_MX``)."""
-    if not isinstance(lang, str) or not lang or not lang.replace("_", "").replace("-", "").isalnum():
+    if not isinstance(lang, str) or not re.fullmatch(r"[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})?", lang):
         raise QEInputError(f"not a language code: {lang!r} (expected e.g. 'es' or 'es_MX')")
-    name, package = DICTIONARIES.get(lang, (lang.replace("-", "_"), ""))
+    language, _, region = lang.replace("-", "_").partition("_")
+    language = language.lower()
+    name, package = DICTIONARIES.get(language, (language, ""))
+    if region:  # a dictionary name: es_MX (es-mx, ES_mx ...)
+        name, package = f"{language}_{region.upper() if len(region) == 2 else region}", ""
     searched = [Path(d) for d in (dirs if dirs is not None else dictionary_dirs())]
-    for folder in searched:
-        aff, dic = folder / f"{name}.aff", folder / f"{name}.dic"
-        if aff.is_file() and dic.is_file():
-            return aff, dic
+    candidates = [name]
+    if not region:  # a bare code without a known name: any dictionary of the language (ro -> ro_RO)
+        candidates += sorted(
+            {p.stem for folder in searched if folder.is_dir() for p in folder.glob(f"{language}_*.aff")},
+            key=lambda stem: (stem != f"{language}_{language.upper()}", stem),
+        )
+    for candidate in candidates:
+        for folder in searched:
+            aff, dic = folder / f"{candidate}.aff", folder / f"{candidate}.dic"
+            if aff.is_file() and dic.is_file():
+                return aff, dic
     where = ", ".join(str(d) for d in searched)
-    hint = f"install the Debian package {package}" if package else "install its hunspell-* Debian package"
+    hint = (
+        f"install the Debian package {package}"
+        if package
+        else f"install a Debian package with its dictionary (apt-cache search hunspell-{language})"
+    )
     raise QEInputError(f"no Hunspell dictionary {name} for language '{lang}' in {where}: {hint}")
 
 
