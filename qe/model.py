@@ -115,8 +115,10 @@ def save_model(path: str | Path, estimator: Any, feature_names: list[str], manif
 def _read_checked(path: Path) -> tuple[bytes, list[str]]:
     """The model file's bytes and the types it names, refusing a file holding any type outside
     ``MODEL_TYPES`` or any callable; nothing in the file is imported or built."""
-    if not path.is_file():
+    if not path.exists():
         raise QEInputError("model file not found", path)
+    if not path.is_file():
+        raise QEInputError("is not a regular file; give a model file written by qe run", path)
     try:
         data = path.read_bytes()  # read once: the bytes checked are the bytes loaded
         refused, present = refused_entries(data)
@@ -300,9 +302,13 @@ class QEModel:
                 "train it on feature families instead"
             )
         from qe.config import split_settings
-        from qe.features.registry import make_families, route_inputs, with_languages
+        from qe.features.registry import family_class, make_families, route_inputs, with_languages
 
         settings = split_settings(self.manifest.get("family_settings", {}), "predict")
+        for name in self.manifest["families"]:  # a log of the training data says nothing of new text,
+            for item in family_class(name).inputs:  # and the model must never choose files to read
+                if item.kind == "file":
+                    settings.get(name, {}).pop(item.setting_name, None)
         if not self.manifest.get("resources"):  # as at training: the pair from the model
             settings = with_languages(self.manifest["families"], settings, self.manifest.get("languages"))
         _, settings = route_inputs(self.manifest["families"], inputs or {}, settings)

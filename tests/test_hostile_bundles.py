@@ -193,3 +193,30 @@ def test_a_manifest_without_a_member_sha256_is_refused(bundle_dir):
     (bundle_dir / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(QEInputError, match=r"'ibm1\.s2t'.*sha256"):
         ResourceBundle(bundle_dir).get("ibm1.s2t")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("members", ["ibm1.s2t"], "members is not a table"),
+        ("members", {"ibm1.s2t": "ibm1.s2t.npz"}, "members is not a table"),
+        ("text", 7, "text is not a table"),
+        ("languages", "en-es", "languages is not a table"),
+    ],
+)
+def test_a_manifest_of_the_wrong_shape_is_one_line(tmp_path, bundle_dir, capsys, field, value, problem):
+    """These ended in an AttributeError / TypeError traceback."""
+    manifest_path = bundle_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest[field] = value
+    manifest_path.write_text(json.dumps(manifest))
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "corrupt bundle manifest" in err and problem in err and "manifest.json" in err
+
+
+def test_a_member_that_is_not_a_regular_file_says_so(tmp_path, bundle_dir, capsys):
+    (bundle_dir / "ibm1.s2t.npz").unlink()
+    (bundle_dir / "ibm1.s2t.npz").mkdir()
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2 and "is not a regular file" in err

@@ -359,3 +359,23 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path, capsys):
     assert bomb.stat().st_size < 2 << 20
     err = _predict_error(capsys, bomb, tmp_path)
     assert "bomb.skops" in err and "not a readable qe model file" in err
+
+
+def test_a_model_cannot_choose_a_log_file_for_predict_to_read(tmp_path, capsys):
+    """family_settings naming a decoder log (e.g. /etc/shadow) made qe predict open and parse it."""
+    secret = write_lines(tmp_path / "secret.txt", ["0 ||| not yours ||| d: -1 ||| -1"])
+    base = tmp_path / "base.skops"
+    _dump(base, _dummy())
+    crafted = _with_manifest(
+        base,
+        tmp_path / "crafted.skops",
+        families=["decoder"],
+        family_settings={"decoder": {"nbest": str(secret)}},
+    )
+    err = _predict_error(capsys, crafted, tmp_path)
+    assert "--decoder-nbest" in err and str(secret) not in err
+
+
+def test_a_model_path_that_is_not_a_file_says_so(tmp_path, capsys):
+    err = _predict_error(capsys, tmp_path, tmp_path)
+    assert "is not a regular file" in err

@@ -108,6 +108,36 @@ def clear_verified_members() -> None:
     _VERIFIED.clear()
 
 
+def _manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a bundle manifest's fields (None when nothing is), so a
+    damaged or crafted manifest is one line instead of a failure half-way through a run."""
+    members, text, languages = (
+        manifest.get("members", {}),
+        manifest.get("text", {}),
+        manifest.get("languages"),
+    )
+    checks = {
+        "members is not a table of member tables": isinstance(members, dict)
+        and all(
+            isinstance(key, str) and isinstance(entry, dict) and isinstance(entry.get("kind"), str)
+            for key, entry in members.items()
+        ),
+        "a member's folds is not a list of member tables": isinstance(members, dict)
+        and all(
+            not isinstance(entry, dict)
+            or entry.get("folds") is None
+            or (isinstance(entry["folds"], list) and all(isinstance(fold, dict) for fold in entry["folds"]))
+            for entry in members.values()
+        ),
+        "text is not a table of text settings per side": isinstance(text, dict)
+        and all(isinstance(side, str) and isinstance(cfg, dict) for side, cfg in text.items()),
+        "languages is not a table of language codes": languages is None
+        or (isinstance(languages, dict) and all(isinstance(v, str) for v in languages.values())),
+        "name is not a string": isinstance(manifest.get("name", ""), str),
+    }
+    return next((problem for problem, fine in checks.items() if not fine), None)
+
+
 class ResourceBundle:
     """A built bundle directory: its manifest and lazily loaded members.
 
@@ -128,6 +158,9 @@ class ResourceBundle:
             raise QEInputError(f"corrupt bundle manifest ({exc.__class__.__name__})", manifest_path) from None
         if not isinstance(self.manifest, dict) or self.manifest.get("format") != FORMAT:
             raise QEInputError(f"unknown bundle manifest format (expected {FORMAT})", manifest_path)
+        problem = _manifest_problem(self.manifest)
+        if problem:
+            raise QEInputError(f"corrupt bundle manifest: {problem}", manifest_path)
         self._objects: dict[tuple, Any] = {}
         self._injected: dict[str, Any] = {}
         self._processors: dict[str, TextProcessor] = {}
@@ -290,10 +323,12 @@ class ResourceBundle:
                 f"bundle member {name!r} must name a plain file inside the bundle", self.path / MANIFEST
             )
         path = self.path / file
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise QEInputError(f"resource file of {name!r} is missing", path)
         if not path.resolve().is_relative_to(self.path.resolve()):
             raise QEInputError(f"bundle member {name!r} is a link to a file not inside the bundle", path)
+        if not path.is_file():
+            raise QEInputError(f"resource file of {name!r} is not a regular file", path)
         return path
 
     def _verify(self, name: str, path: Path, stat: os.stat_result, fold: int | None = None) -> None:
