@@ -354,6 +354,12 @@ def staged_dir(
         yield staging
         check_output_dir(path, kind, overwrite=overwrite, inputs=inputs)  # it may have changed meanwhile
         _swap_in(staging, path)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if exc.filename:
+            raise
+        # e.g. a full disk: the system names no file, so name the output
+        raise QEInputError(f"cannot write the {KIND_NAMES[kind]}: {exc.strerror or exc}", path) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

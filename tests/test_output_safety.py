@@ -662,3 +662,15 @@ def test_init_never_writes_its_config_over_an_input(tmp_path, capsys):
     argv += ["--src-lang", "en", "--tgt-lang", "es", "--out", str(labels), "--force"]
     _one_line_error(capsys, argv, "is an input")
     assert _tree(tmp_path) == before
+
+
+def test_outputs_get_the_usual_permissions(tmp_path):
+    """Files written atomically were private (0600, from mkstemp) while streamed TSVs were 0644."""
+    from qe.io import write_text_atomic
+
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(tmp_path / "a.txt", "x\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o640
