@@ -72,6 +72,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise QEInputError(
             "[data] names a dev split twice: give dev_split or [data.dev] files, not both", path
         )
+    if data.get("fit_on") == "train+dev" and "dev" not in data and "dev_split" not in data:
+        raise QEInputError('data.fit_on = "train+dev" needs a dev split (dev_split or [data.dev])', path)
     if "dev_split" in data and "dataset" not in data:
         raise QEInputError("data.dev_split names a split of a registered dataset: set data.dataset", path)
     if "data_dir" in data:

@@ -230,6 +230,8 @@ def signature(
         families, _ = bound_families(config, "train", bundle, train)
         parts += [f"family:{family.signature()}" for family in families]
     tuned_on = "dev" if dev is not None else f"cv{config['cv']['folds']}"
+    if dev is not None and config["data"].get("fit_on") == "train+dev":
+        parts.append("fit:train+dev")
     parts += [
         f"learner:{estimator_description}",
         f"learner-params:{compact(config['learner'].get('params') or {})}",
@@ -316,6 +318,22 @@ class FittedSystem:
     dev: SplitData | None = None  # the split hyperparameters were chosen on, if not CV
 
 
+def _refit_with_dev(
+    learner: dict[str, Any], chosen: Any, estimator: Any, train: SplitData, dev: SplitData, y_fit: np.ndarray
+) -> tuple[Any, dict[str, Any]]:
+    """The chosen configuration fitted again on train and dev (``[data] fit_on = "train+dev"``),
+    once the dev split has done its job (choosing, scoring); dev pairs that repeat a training pair
+    are left out. Returns the model and what it was fitted on."""
+    seen = set(zip(train.dataset.src, train.dataset.mt, strict=True))
+    keep = [k for k, pair in enumerate(zip(dev.dataset.src, dev.dataset.mt, strict=True)) if pair not in seen]
+    y_dev = _fit_target(learner, dev.dataset.subset(keep), estimator)
+    x_all = np.vstack([train.features.to_numpy(), dev.features.to_numpy()[keep]])
+    refitted = clone(chosen).fit(x_all, np.concatenate([y_fit, y_dev], axis=0))
+    say(f"refitted on train and dev: {len(x_all)} rows")
+    info = {"splits": "train+dev", "rows": len(x_all), "dev_rows_left_out": len(dev.dataset) - len(keep)}
+    return refitted, info
+
+
 def _fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np.ndarray:
     """The labels, or with ``aux_targets`` the labels plus the aux targets as extra columns."""
     names = learner.get("aux_targets")
@@ -341,8 +359,9 @@ def fit_and_evaluate(
 ) -> FittedSystem:
     """Fit the configured learner, CV-predict train, predict test. Hyperparameters (a grid) are
     chosen by CV on train, or with a ``dev`` split by fitting on train and scoring on dev; the
-    chosen configuration is then fitted on train only. ``progress``: lines on stderr during the
-    grid search and the CV predictions (:mod:`qe.learners.progress`)."""
+    chosen configuration is then fitted on train (and dev, with ``[data] fit_on = "train+dev"``,
+    after dev has been scored). ``progress``: lines on stderr during the grid search and the CV
+    predictions (:mod:`qe.learners.progress`)."""
     with reporting(progress):
         return _fit_and_evaluate(config, train, test, dev)
 
@@ -418,6 +437,8 @@ def _fit_and_evaluate(
     if dev is not None:
         dev_pred = clip(chosen.predict(dev.features.to_numpy()))
         metrics["dev"] = evaluate(dev.dataset.labels, dev_pred)
+    if dev is not None and config["data"].get("fit_on") == "train+dev":
+        chosen, metrics["fit_on"] = _refit_with_dev(learner, chosen, estimator, train, dev, y_fit)
     test_pred = clip(chosen.predict(test.features.to_numpy()))
     if test.dataset.labels is not None:
         metrics["test"] = evaluate(test.dataset.labels, test_pred)
@@ -581,6 +602,7 @@ def model_manifest(
         else None,
         "mt2": config.get("mt2"),
         "training_data": train.dataset.fingerprint(),
+        "fit_on": config["data"].get("fit_on", "train"),
         "label_range": list(bounds) if bounds else None,
         "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},
     }

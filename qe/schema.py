@@ -391,6 +391,7 @@ EXPERIMENT = Table(
                 "test_split": Str(),
                 "label_range": LabelRange(),
                 "allow_overlap": Bool(),
+                "fit_on": Str(["train", "train+dev"]),
                 "languages": Table({"src": Text(), "tgt": Text()}),
                 **{split: SplitFiles() for split in SPLITS},
             }

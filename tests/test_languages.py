@@ -149,9 +149,9 @@ def test_resources_check_lists_every_missing_piece(tmp_path, capsys):
         "missing: linguistic: the spaCy pipeline de_core_news_sm for the target language 'de' "
         f"(installed for: {installed}): python -m spacy download de_core_news_sm",
         "missing: spelling: no Hunspell dictionary et for language 'et' in /usr/share/hunspell: "
-        "install its hunspell-* Debian package",
+        "install a Debian package with its dictionary (apt-cache search hunspell-et)",
         "missing: spelling: no Hunspell dictionary xx for language 'xx' in /usr/share/hunspell: "
-        "install its hunspell-* Debian package",
+        "install a Debian package with its dictionary (apt-cache search hunspell-xx)",
         "missing: embeddings: the sentence encoder does not cover language 'et' "
         "(it covers ar, de, en, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh, zh-TW)",
     ]

@@ -493,3 +493,61 @@ def test_a_family_listed_twice_names_the_config(tmp_path):
     with pytest.raises(QEInputError, match=r"features\.families lists 'surface' twice") as info:
         load_config(config)
     assert info.value.path == str(config)
+
+
+def test_fit_on_train_and_dev_refits_the_choice_on_both_without_repeated_pairs(tmp_path):
+    write_text_split(tmp_path, "train", range(0, 12))
+    write_text_split(tmp_path, "dev", [*range(12, 16), 0])  # the last dev pair repeats a training pair
+    write_text_split(tmp_path, "test", range(16, 20))
+    files = "".join(
+        f'[data.{split}]\nsrc = "{split}.src"\nmt = "{split}.mt"\nlabels = "{split}.labels"\n'
+        for split in ("train", "dev", "test")
+    )
+    learner = (
+        '[features]\nfamilies = ["surface"]\n[learner]\nname = "svr"\n[learner.grid]\nC = [0.01, 100.0]\n'
+    )
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[data]\nlabel_range = [0, 1]\nallow_overlap = true\nfit_on = "train+dev"\n'
+        + files
+        + learner
+        + "[cv]\nfolds = 3\n"
+    )
+    out = tmp_path / "run"
+    assert run(config, out) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["fit_on"] == {"splits": "train+dev", "rows": 16, "dev_rows_left_out": 1}
+    assert "|fit:train+dev|" in (out / "signature.txt").read_text()
+    # by hand: C chosen on dev by a model fitted on train, then an SVR with it fitted on train + 4 dev pairs
+    loaded = load_config(config)
+    train, dev, test = (build_split(loaded, split, False) for split in ("train", "dev", "test"))
+    chosen = metrics["cv"]["grid_best_params"]["C"]
+    x = np.vstack([train.features.to_numpy(), dev.features.to_numpy()[:4]])
+    y = np.r_[train.dataset.labels, dev.dataset.labels[:4]]
+    expected = np.clip(
+        make_pipeline(StandardScaler(), SVR(C=chosen)).fit(x, y).predict(test.features.to_numpy()), 0, 1
+    )
+    got = [float(line.split("\t")[1]) for line in (out / "predictions.tsv").read_text().splitlines()[1:]]
+    assert got == pytest.approx(expected, abs=1e-6)
+    # dev is scored by the model fitted on train alone (never by one that saw it)
+    alone = make_pipeline(StandardScaler(), SVR(C=chosen)).fit(
+        train.features.to_numpy(), train.dataset.labels
+    )
+    dev_mae = mean_absolute_error(dev.dataset.labels, np.clip(alone.predict(dev.features.to_numpy()), 0, 1))
+    assert metrics["dev"]["MAE_exact"] == pytest.approx(dev_mae)
+
+
+def test_fit_on_train_and_dev_needs_a_dev_split(tmp_path):
+    write_text_split(tmp_path, "train", range(0, 16))
+    write_text_split(tmp_path, "test", range(16, 20))
+    data = "".join(
+        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
+    )
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[data]\nfit_on = "train+dev"\n'
+        + data
+        + '[features]\nfamilies = ["surface"]\n[learner]\nname = "svr"\n'
+    )
+    with pytest.raises(QEInputError, match="needs a dev split"):
+        load_config(config)
