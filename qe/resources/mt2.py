@@ -63,8 +63,10 @@ APERTIUM_CODES = {
     "epo": "eo", "eus": "eu", "fra": "fr", "glg": "gl", "hin": "hi", "ind": "id", "isl": "is", "ita": "it",
     "mkd": "mk", "nld": "nl", "nno": "nn", "nob": "nb", "nor": "no", "oci": "oc", "pol": "pl", "por": "pt",
     "ron": "ro", "rus": "ru", "slv": "sl", "spa": "es", "srd": "sc", "swe": "sv", "ukr": "uk", "urd": "ur",
+    "ces": "cs", "est": "et", "jpn": "ja", "nep": "ne", "sin": "si", "zho": "zh",
 }  # fmt: skip
-"""Apertium's three-letter codes (ISO 639-3) of the Debian pairs' languages with a two-letter one."""
+"""Apertium's three-letter codes (ISO 639-3) with a two-letter one: the Debian pairs' languages and
+MLQE-PE's; a code not listed here is not checked against the declared languages."""
 
 SENTINEL = "Qesentinelzx"
 """Closes every batch; an unknown word that Apertium passes through unchanged."""
@@ -139,7 +141,8 @@ def check_direction(
         return
     src, tgt = pair_languages(pair)
     declared = (languages.get("src"), languages.get("tgt"))
-    if all(declared) and (src, tgt) != declared:
+    known = all(len(code) == 2 for code in (src, tgt))  # else a code we cannot compare
+    if known and all(declared) and (src, tgt) != declared:
         raise QEInputError(
             f"the Apertium pair '{pair}' translates {src} into {tgt}, but the data is {declared[0]} -> "
             f"{declared[1]}: a pseudo-reference must translate the source into the MT's language",
