@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 
 from qe.config import load_config  # noqa: E402
 from qe.data import MLQE_PAIRS  # noqa: E402
-from qe.experiment import build_split, open_bundle_of  # noqa: E402
+from qe.experiment import build_split, open_bundle_of, refit_with_dev  # noqa: E402
 from qe.learners.factory import make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402
 from qe.splits import label_range  # noqa: E402
@@ -86,6 +86,8 @@ def run_system(config: dict) -> tuple[dict[str, float], float, dict[str, float]]
     bundle = open_bundle_of(config)
     train = build_split(config, "train", progress=False, resources=bundle)
     test = build_split(config, "test", progress=False, resources=bundle)
+    both = config["data"].get("fit_on") == "train+dev"
+    dev = build_split(config, "dev", progress=False, resources=bundle) if both else None
     extracted = time.perf_counter()
     learner = config["learner"]
     if learner.get("grid"):
@@ -93,7 +95,10 @@ def run_system(config: dict) -> tuple[dict[str, float], float, dict[str, float]]
     model = make_learner(
         learner["name"], learner.get("params"), scale=learner.get("scale"), seed=config["seed"], n_jobs=1
     )
-    model.fit(train.features.to_numpy(), train.dataset.labels)
+    if dev is not None:  # as `qe run` does with fit_on = "train+dev" (dev repeats of train left out)
+        model, _ = refit_with_dev(learner, model, model, train, dev, train.dataset.labels)
+    else:
+        model.fit(train.features.to_numpy(), train.dataset.labels)
     pred = model.predict(test.features.to_numpy())
     bounds = label_range(config)
     if bounds and learner["clip"]:

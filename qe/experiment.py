@@ -318,7 +318,7 @@ class FittedSystem:
     dev: SplitData | None = None  # the split hyperparameters were chosen on, if not CV
 
 
-def _refit_with_dev(
+def refit_with_dev(
     learner: dict[str, Any], chosen: Any, estimator: Any, train: SplitData, dev: SplitData, y_fit: np.ndarray
 ) -> tuple[Any, dict[str, Any]]:
     """The chosen configuration fitted again on train and dev (``[data] fit_on = "train+dev"``),
@@ -438,7 +438,7 @@ def _fit_and_evaluate(
         dev_pred = clip(chosen.predict(dev.features.to_numpy()))
         metrics["dev"] = evaluate(dev.dataset.labels, dev_pred)
     if dev is not None and config["data"].get("fit_on") == "train+dev":
-        chosen, metrics["fit_on"] = _refit_with_dev(learner, chosen, estimator, train, dev, y_fit)
+        chosen, metrics["fit_on"] = refit_with_dev(learner, chosen, estimator, train, dev, y_fit)
     test_pred = clip(chosen.predict(test.features.to_numpy()))
     if test.dataset.labels is not None:
         metrics["test"] = evaluate(test.dataset.labels, test_pred)

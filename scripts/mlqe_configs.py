@@ -178,7 +178,8 @@ def best_families(label: str, pair: str) -> tuple[list[str], dict]:
 def experiment_config(label: str, pair: str, system: str) -> dict:
     """One system's experiment config (learner parameters frozen from the dev-split choices)."""
     choice = CHOICES[label, pair]
-    data: dict = {"dataset": f"{LABELS[label]}/{pair}", "dev_split": "dev"}
+    # fit_on: every system is fitted on train + dev once dev has chosen (docs/mlqe-log.md, session 6)
+    data: dict = {"dataset": f"{LABELS[label]}/{pair}", "dev_split": "dev", "fit_on": "train+dev"}
     if pair in OVERLAPPING_DEV:
         data["allow_overlap"] = True
     features: dict = {}
@@ -233,7 +234,8 @@ def render_experiment(label: str, pair: str, system: str) -> str:
     config = experiment_config(label, pair, system)
     lines = [
         f"MLQE-PE {pair}, {TARGETS[label]}: {DESCRIPTIONS[system]}.",
-        f"Parameters chosen on {DEV_ROWS[pair in OVERLAPPING_DEV]} (docs/mlqe-log.md); test20 only reports.",
+        f"Parameters chosen on {DEV_ROWS[pair in OVERLAPPING_DEV]}, then fitted on train + dev "
+        "(docs/mlqe-log.md); test20 only reports.",
         "Written by scripts/mlqe_configs.py (edit that, not this file).",
     ]
     if "resources" in config["features"]:
