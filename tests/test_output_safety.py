@@ -544,38 +544,47 @@ def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):  # n
 # ---------------------------------------------------------------------- hidden files beside --out
 
 
+def _pair(folder: Path) -> tuple[Path, Path]:
+    """One sentence pair to score, as source and MT files in ``folder``."""
+    return (
+        write_lines(folder / "new.en", ["The house is small ."]),
+        write_lines(folder / "new.es", ["La casa es pequeña ."]),
+    )
+
+
 def _predict_argv(model: Path, src: Path, mt: Path, out: Path) -> list[str]:
     argv = ["predict", "--model", str(model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
     return [*argv, "--quiet", "--no-language-check"]
 
 
-@pytest.mark.parametrize("suffix", ["partial", "lock", "state.json"])
-def test_an_input_named_like_a_hidden_file_of_the_output_is_refused(tmp_path, surface_model, capsys, suffix):  # noqa: F811
-    """qe keeps .NAME.partial / .lock / .state.json beside --out: an input there was truncated and deleted."""
-    src = write_lines(tmp_path / f".scores.tsv.{suffix}", ["The house is small ."])
-    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+@pytest.mark.parametrize(
+    ("hidden", "as_input", "needle"),
+    [
+        (".scores.tsv.partial", True, "choose another output name"),  # truncated, then deleted
+        (".scores.tsv.lock", True, "choose another output name"),  # deleted at the end
+        (".scores.tsv.state.json", True, "choose another output name"),
+        (".scores.tsv.lock", False, "qe did not write"),  # a user's notes where qe keeps its lock
+    ],
+)
+def test_a_file_where_qe_keeps_its_hidden_files_is_never_touched(
+    tmp_path,
+    surface_model,  # noqa: F811 - a fixture
+    capsys,
+    hidden,
+    as_input,
+    needle,
+):
+    src, mt = _pair(tmp_path)
+    mine = write_lines(tmp_path / hidden, ["The house is small ."])
     before = _tree(tmp_path)
-    _one_line_error(
-        capsys, _predict_argv(surface_model, src, mt, tmp_path / "scores.tsv"), "choose another output name"
-    )
-    assert _tree(tmp_path) == before
-
-
-def test_a_lock_file_with_content_is_not_qes_and_is_kept(tmp_path, surface_model, capsys):  # noqa: F811
-    src = write_lines(tmp_path / "new.en", ["The house is small ."])
-    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
-    write_lines(tmp_path / ".scores.tsv.lock", ["my notes"])
-    before = _tree(tmp_path)
-    _one_line_error(
-        capsys, _predict_argv(surface_model, src, mt, tmp_path / "scores.tsv"), "qe did not write"
-    )
+    argv = _predict_argv(surface_model, mine if as_input else src, mt, tmp_path / "scores.tsv")
+    _one_line_error(capsys, argv, needle)
     assert _tree(tmp_path) == before
 
 
 def test_a_link_in_place_of_the_partial_output_is_never_written_through(tmp_path, surface_model, capsys):  # noqa: F811
     """A symlink .scores.tsv.partial -> victim: the victim used to receive the predictions."""
-    src = write_lines(tmp_path / "new.en", ["The house is small ."])
-    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    src, mt = _pair(tmp_path)
     victim = write_lines(tmp_path / "victim.txt", ["precious"])
     (tmp_path / ".scores.tsv.partial").symlink_to(victim)
     _one_line_error(
@@ -586,30 +595,18 @@ def test_a_link_in_place_of_the_partial_output_is_never_written_through(tmp_path
 
 def test_a_parts_folder_holding_a_users_file_is_kept(tmp_path, capsys):
     pytest.importorskip("pyarrow")
-    src = write_lines(tmp_path / "s.txt", ["The house is small ."])
-    mt = write_lines(tmp_path / "m.txt", ["La casa es pequeña ."])
+    src, mt = _pair(tmp_path)
     parts = tmp_path / ".f.parquet.parts"
     parts.mkdir()
     write_lines(parts / "mine.txt", ["keep me"])
     before = _tree(tmp_path)
-    argv = [
-        "features",
-        "--src",
-        str(src),
-        "--mt",
-        str(mt),
-        "--families",
-        "surface",
-        "--out",
-        str(tmp_path / "f.parquet"),
-    ]
-    _one_line_error(capsys, [*argv, "--quiet"], "mine.txt", "qe did not write")
+    argv = ["features", "--src", str(src), "--mt", str(mt), "--families", "surface", "--quiet"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "f.parquet")], "mine.txt", "qe did not write")
     assert _tree(tmp_path) == before
 
 
 def test_only_temporaries_named_as_qe_names_them_are_cleaned_up(tmp_path, surface_model, capsys):  # noqa: F811
-    src = write_lines(tmp_path / "new.en", ["The house is small ."])
-    mt = write_lines(tmp_path / "new.es", ["La casa es pequeña ."])
+    src, mt = _pair(tmp_path)
     mine = write_lines(tmp_path / ".scores.tsv.my-backup.tmp", ["keep me"])
     stale = write_lines(tmp_path / ".scores.tsv.ab12cd_9.tmp", ["left by an interrupted write"])
     assert main(_predict_argv(surface_model, src, mt, tmp_path / "scores.tsv")) == 0
@@ -621,19 +618,9 @@ def test_features_never_writes_into_the_bundle_it_reads(tmp_path, capsys):
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     member = write_lines(bundle / "ngrams.src.tsv", ["model bytes"])
-    src = write_lines(tmp_path / "s.txt", ["The house is small ."])
-    mt = write_lines(tmp_path / "m.txt", ["La casa es pequeña ."])
-    argv = [
-        "features",
-        "--src",
-        str(src),
-        "--mt",
-        str(mt),
-        "--families",
-        "surface",
-        "--resources",
-        str(bundle),
-    ]
+    src, mt = _pair(tmp_path)
+    argv = ["features", "--src", str(src), "--mt", str(mt), "--families", "surface"]
+    argv += ["--resources", str(bundle)]
     _one_line_error(capsys, [*argv, "--out", str(member), "--quiet"], "inside the input folder")
     assert member.read_text() == "model bytes\n"
 

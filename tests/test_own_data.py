@@ -35,6 +35,15 @@ def write_text_split(folder: Path, name: str, rows: range) -> dict[str, Path]:
     return paths
 
 
+def train_and_test_files(folder: Path) -> str:
+    """Training (16) and test (4) text files in ``folder``, and the config lines naming them."""
+    write_text_split(folder, "train", range(0, 16))
+    write_text_split(folder, "test", range(16, 20))
+    return "".join(
+        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
+    )
+
+
 def run(config: Path, out: Path) -> int:
     return main(["run", str(config), "--output-dir", str(out), "--quiet"])
 
@@ -438,11 +447,7 @@ def test_a_named_id_column_must_exist(tmp_path):
 
 def test_fixed_learner_parameters_are_in_the_signature_and_not_overridden_silently(tmp_path):
     """C = 1 and C = 3 gave different predictions under one signature; a grid silently beat params."""
-    write_text_split(tmp_path, "train", range(0, 16))
-    write_text_split(tmp_path, "test", range(16, 20))
-    data = "".join(
-        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
-    )
+    data = train_and_test_files(tmp_path)
     signatures = []
     for c in (1.0, 3.0):
         config = tmp_path / f"c{c:g}.toml"
@@ -483,11 +488,7 @@ def test_a_malformed_csv_names_its_line(tmp_path):
 
 
 def test_a_family_listed_twice_names_the_config(tmp_path):
-    write_text_split(tmp_path, "train", range(0, 16))
-    write_text_split(tmp_path, "test", range(16, 20))
-    data = "".join(
-        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
-    )
+    data = train_and_test_files(tmp_path)
     config = tmp_path / "twice.toml"
     config.write_text(data + '[features]\nfamilies = ["surface", "surface"]\n[learner]\nname = "svr"\n')
     with pytest.raises(QEInputError, match=r"features\.families lists 'surface' twice") as info:
@@ -538,11 +539,7 @@ def test_fit_on_train_and_dev_refits_the_choice_on_both_without_repeated_pairs(t
 
 
 def test_fit_on_train_and_dev_needs_a_dev_split(tmp_path):
-    write_text_split(tmp_path, "train", range(0, 16))
-    write_text_split(tmp_path, "test", range(16, 20))
-    data = "".join(
-        f'[data.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\nlabels = "{s}.labels"\n' for s in ("train", "test")
-    )
+    data = train_and_test_files(tmp_path)
     config = tmp_path / "c.toml"
     config.write_text(
         '[data]\nfit_on = "train+dev"\n'
