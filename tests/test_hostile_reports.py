@@ -27,6 +27,7 @@ def _run_dir(folder: Path, config: str) -> Path:
     (folder / "config.toml").write_text(config)
     (folder / "predictions.tsv").write_text("id\tscore\n0\t3.000000\n")
     (folder / "metrics.json").write_text(json.dumps(METRICS))
+    (folder / "signature.txt").write_text("a run of qe's\n")
     return folder
 
 
@@ -162,6 +163,67 @@ def test_report_out_into_a_new_folder_can_be_written_again(tmp_path, data_root, 
     assert json.loads((out / ".qe-output").read_text())["kind"] == "report"
     assert main(["report", str(run), "--out", str(out)]) == 0  # its own report: replaced
     other = _run_dir(tmp_path / "other", 'name = "y"\n')
-    (other / "signature.txt").write_text("a run of qe's\n")
     assert main(["report", str(run), "--out", str(other)]) == 0  # a run's report files are qe's too
     assert (other / "report.md").is_file() and (other / "config.toml").read_text() == 'name = "y"\n'
+
+
+def test_report_never_writes_into_a_folder_qe_did_not_write(tmp_path, data_root, capsys):
+    """A folder holding a metrics.json and the user's report.md: report.md was replaced, a figure deleted."""
+    folder = tmp_path / "mine"
+    (folder / "report_files").mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(METRICS))
+    write_lines(folder / "report.md", ["my notes"])
+    write_lines(folder / "report_files" / "scatter.png", ["my figure"])
+    assert main(["report", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pass --out DIR" in err
+    assert (folder / "report.md").read_text() == "my notes\n"
+    assert (folder / "report_files" / "scatter.png").read_text() == "my figure\n"
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        '{"test": ' + "[" * 100000 + "]" * 100000 + "}",  # RecursionError before
+        '{"test": {"MAE": ' + "9" * 5000 + "}}",  # ValueError (integer string conversion limit)
+    ],
+)
+def test_a_metrics_file_json_cannot_read_is_one_line(tmp_path, data_root, capsys, metrics):
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    (run / "metrics.json").write_text(metrics)
+    for argv in (["report", str(run)], ["compare", str(run), str(run)]):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "corrupt metrics.json" in err
+
+
+def test_a_metrics_file_with_a_byte_order_mark_is_read(tmp_path, data_root):
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    (run / "metrics.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(METRICS).encode())
+    assert main(["report", str(run)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("metrics.json", json.dumps({**METRICS, "seconds": "slow"})),
+        ("metrics.json", json.dumps({**METRICS, "cv": {**METRICS["test"], "grid_best_params": "C"}})),
+        ("config.toml", "[data]\ndataset = 7\n"),
+        ("config.toml", 'data = "x"\n'),
+    ],
+)
+def test_edited_run_files_of_the_wrong_type_are_one_line(tmp_path, data_root, capsys, name, text):
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    (run / name).write_text(text)
+    code = main(["report", str(run)])  # an AttributeError / ValueError traceback before
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("qe: error: ")]
+    assert (code, len(errors)) in ((0, 0), (2, 1))
+
+
+def test_a_bad_prediction_is_named_by_line_never_quoted(tmp_path, data_root, capsys):
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    (run / "predictions.tsv").write_text(f"id\tscore\n0\t{SECRET}\n")
+    assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "predictions.tsv:2" in err and SECRET not in err

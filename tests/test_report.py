@@ -316,6 +316,7 @@ def test_registered_dataset_gold_from_the_data_dir(data_dir, tmp_path):
     )
     fake = {"MAE": 0.9, "RMSE": 1.0, "DeltaAvg": 0.0, "Spearman": 0.0}
     (run / "metrics.json").write_text(json.dumps({"test": fake}))
+    (run / "signature.txt").write_text("a run of qe's\n")
     assert main(["report", str(run), "--data-dir", str(data_dir)]) == 0
     rows = _md_table((run / "report.md").read_text(), "band")
     bands = [(1, 2), (2, 3), (3, 4), (4, 5)]

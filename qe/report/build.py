@@ -340,6 +340,19 @@ def build_report(
 ) -> Report:
     """Read a run directory and build the report's blocks and figures (nothing is written)."""
     run = load_run(run_dir, ablation_dir)
+    try:
+        return _build(run, data_dir)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # A run directory qe wrote never gets here; an edited or damaged one does: one line, no text
+        # of its files (they may hold anything)
+        files = "metrics.json, config.toml, predictions.tsv" + (" or ablation.json" if run.ablation else "")
+        raise QEInputError(
+            f"cannot build the report: {files} holds a value of the wrong type ({type(exc).__name__})",
+            run.path,
+        ) from None
+
+
+def _build(run: RunDir, data_dir: str | Path | None) -> Report:
     figures: dict[str, bytes] = {}
     notes: list[str] = []
     title = f"Quality estimation run: {_name(run)}"

@@ -24,9 +24,15 @@ def _md_inline(parts: list[Inline]) -> str:
 MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\|<>*`"})
 
 
+def _escape(text: object) -> str:
+    """Text for HTML (a value read from an edited run file may be a number: shown as text)."""
+    return html.escape(str(text))
+
+
 def _md_text(text: str) -> str:
-    """Plain text for Markdown: characters that would start markup or HTML are backslash-escaped."""
-    return text.translate(MD_SPECIAL)
+    """Plain text for Markdown: characters that would start markup or HTML are backslash-escaped
+    (a value read from an edited run file may be a number: it is shown as text)."""
+    return str(text).translate(MD_SPECIAL)
 
 
 def _md_cell(text: str) -> str:
@@ -73,9 +79,7 @@ img { max-width: 100%; }
 
 
 def _html_inline(parts: list[Inline]) -> str:
-    return "".join(
-        f"<code>{html.escape(p.text)}</code>" if isinstance(p, Code) else html.escape(p) for p in parts
-    )
+    return "".join(f"<code>{_escape(p.text)}</code>" if isinstance(p, Code) else _escape(p) for p in parts)
 
 
 def render_html(blocks: list[Block], title: str) -> str:
@@ -83,27 +87,27 @@ def render_html(blocks: list[Block], title: str) -> str:
     body = []
     for block in blocks:
         if isinstance(block, Heading):
-            body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+            body.append(f"<h{block.level}>{_escape(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
             body.append(f"<p>{_html_inline(block.parts)}</p>")
         elif isinstance(block, Table):
-            lines = ["<table>", "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in block.header)]
+            lines = ["<table>", "<thead><tr>" + "".join(f"<th>{_escape(h)}</th>" for h in block.header)]
             lines.append("</tr></thead>")
             lines.append("<tbody>")
             for index, row in enumerate(block.rows):
                 attribute = ' class="ours"' if index in block.bold_rows else ""
-                cells = "".join(f"<td>{html.escape(c)}</td>" for c in row)
+                cells = "".join(f"<td>{_escape(c)}</td>" for c in row)
                 lines.append(f"<tr{attribute}>{cells}</tr>")
             lines.append("</tbody></table>")
             body.append("\n".join(lines))
         elif isinstance(block, Image):
-            src, alt = html.escape(block.file), html.escape(block.alt)
+            src, alt = _escape(block.file), _escape(block.alt)
             body.append(f'<figure><img src="{src}" alt="{alt}" /></figure>')
         elif isinstance(block, Pre):
-            body.append(f"<pre>{html.escape(block.text)}</pre>")
+            body.append(f"<pre>{_escape(block.text)}</pre>")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8" />\n'
-        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"<title>{_escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )

@@ -29,11 +29,16 @@ class RunDir:
     ablation: dict[str, Any] | None
 
 
+MAX_SCORE = 1e100  # beyond this a "prediction" is a damaged file (its square would overflow)
+
+
 def _read_json(path: Path, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: drops a BOM
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise QEInputError(f"corrupt {what}: {exc}", path) from None
+    except (RecursionError, ValueError):  # nested too deeply, an integer of thousands of digits
+        raise QEInputError(f"corrupt {what}: not a file qe writes", path) from None
     if not isinstance(value, dict):
         raise QEInputError(f"corrupt {what}: expected a JSON object", path)
     return value
@@ -52,7 +57,12 @@ def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
         if len(fields) != 2:
             raise QEInputError(f"expected 2 tab-separated fields, found {len(fields)}", path, number)
         ids.append(fields[0])
-        scores.append(parse_label(fields[1], path, number, None, what="score"))
+        try:
+            scores.append(parse_label(fields[1], path, number, None, what="score"))
+        except QEInputError:  # its message quotes the field: the report never shows a file's text
+            raise QEInputError("the score is not a finite number", path, number) from None
+        if abs(scores[-1]) > MAX_SCORE:
+            raise QEInputError(f"the score is beyond {MAX_SCORE:g}: not a prediction qe wrote", path, number)
     return ids, np.array(scores)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, write_text_atomic
-from qe.outputs import prepare_report_dir
+from qe.outputs import prepare_report_dir, recognise
 from qe.report.build import FIGURE_NAMES, FIGURES_DIR, Report, build_report
 from qe.report.render import render_html, render_markdown
 
@@ -27,6 +27,12 @@ def write_report(
     """
     run_dir = Path(run_dir)
     report = build_report(run_dir, data_dir=data_dir, ablation_dir=ablation_dir)
+    if out_dir is None and recognise(run_dir, "run")[0] not in ("run", "ablation"):
+        raise QEInputError(
+            "is not a run or an ablation qe wrote, so the report is not written into it "
+            "(its report.md could be yours); pass --out DIR",
+            run_dir,
+        )
     target = run_dir if out_dir is None else Path(out_dir)
     try:
         if out_dir is not None:
