@@ -16,11 +16,13 @@ from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
 from qe.outputs import staged_dir
 from qe.published import summary_columns
+from qe.splits import has_dev
 from qe.workers import exit_with_parent_everywhere
 
 BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
 # p-values come in steps of 1 / samples: with fewer than 20 none could fall below 0.05.
 MIN_BOOTSTRAP_SAMPLES = 20
+MAX_BOOTSTRAP_SAMPLES = 1_000_000  # beyond this the test runs for hours to move the fourth decimal
 
 
 def family_groups(columns: list[str]) -> dict[str, list[str]]:
@@ -62,11 +64,23 @@ def run_ablation(
     if (
         isinstance(bootstrap_samples, bool)
         or not isinstance(bootstrap_samples, int)
-        or (bootstrap_samples < MIN_BOOTSTRAP_SAMPLES)
+        or not MIN_BOOTSTRAP_SAMPLES <= bootstrap_samples <= MAX_BOOTSTRAP_SAMPLES
     ):
         raise QEInputError(
-            f"--bootstrap-samples must be an integer >= {MIN_BOOTSTRAP_SAMPLES} (p-values come in steps "
-            f"of 1/samples; 1000 is usual), got {bootstrap_samples!r}"
+            f"--bootstrap-samples must be an integer from {MIN_BOOTSTRAP_SAMPLES} to "
+            f"{MAX_BOOTSTRAP_SAMPLES:,} (p-values come in steps of 1/samples; 1000 is usual), "
+            f"got {bootstrap_samples!r}"
+        )
+    unsupported = [
+        what
+        for what, given in (("[selection]", config.get("selection")), ("a dev split", has_dev(config)))
+        if given
+    ]
+    if unsupported:
+        raise QEInputError(
+            f"qe ablate fits every variant by CV on train with all its features: it does not apply "
+            f"{' or '.join(unsupported)}; remove it from the config (qe run applies it)",
+            config.get("config_file"),
         )
     exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]

@@ -60,6 +60,10 @@ class Bool(Rule):
         return value
 
 
+MAX_JOBS = 256
+"""More parallel jobs than this is a typo, not a machine: each is a process (100,000 exhausted memory)."""
+
+
 class Int(Rule):
     """An integer (not a boolean) in ``[low, high]``, or one of ``also``."""
 
@@ -413,7 +417,7 @@ EXPERIMENT = Table(
         "selection": Table(
             {"name": Str(_selectors, noun="selector"), "params": TablesOf(Anything())}, ("name",)
         ),
-        "cv": Table({"folds": Int(2), "n_jobs": Int(1, also=(-1,))}),
+        "cv": Table({"folds": Int(2), "n_jobs": Int(1, MAX_JOBS, also=(-1,))}),
         "report": Table({"published": Bool(), "against": List(Anything())}),
         "mt2": MT2,
     }

@@ -53,13 +53,33 @@ def test_unknown_selector_in_config_is_one_line(tmp_path, capsys, bad):
     assert "unknown selector 'nope'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("samples", ["-5", "0", "19"])
-def test_too_few_bootstrap_samples_are_refused_before_any_work(tmp_path, capsys, samples):
+@pytest.mark.parametrize("samples", ["-5", "0", "19", "1000001", "99999999999999999999999"])
+def test_too_few_or_too_many_bootstrap_samples_are_refused_before_any_work(tmp_path, capsys, samples):
     config = _toy_config(tmp_path)
     out = tmp_path / "ablation"
     argv = ["ablate", str(config), "--output-dir", str(out), "--quiet", "--bootstrap-samples", samples]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    expected = "--bootstrap-samples must be an integer >= 20 (p-values come in steps of 1/samples; "
-    assert err == f"qe: error: {expected}1000 is usual), got {samples}"
+    expected = "--bootstrap-samples must be an integer from 20 to 1,000,000 (p-values come in steps of "
+    assert err == f"qe: error: {expected}1/samples; 1000 is usual), got {samples}"
     assert not out.exists() and not list(tmp_path.glob(".ablation*"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "what"),
+    [('[selection]\nname = "correlation"\nparams = { k = 2 }\n', "[selection]"), (None, "a dev split")],
+)
+def test_what_ablate_does_not_apply_is_refused_not_ignored(tmp_path, capsys, extra, what):
+    """[selection] and a dev split were silently ignored: the ablation's 'full' system was another one."""
+    config = _toy_config(tmp_path)
+    text = config.read_text()
+    if extra is None:  # the training files serve as a dev split
+        train = text[text.index("[data.train]") : text.index("[data.test]")]
+        text = text.replace("[data.test]", train.replace("[data.train]", "[data.dev]") + "[data.test]")
+        text = text.replace("[data]\n", "[data]\nallow_overlap = true\n", 1)
+    else:
+        text += extra
+    config.write_text(text)
+    assert main(["ablate", str(config), "--output-dir", str(tmp_path / "a"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"it does not apply {what}" in err and str(config) in err

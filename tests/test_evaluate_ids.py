@@ -130,3 +130,24 @@ def test_reversed_wmt12_predictions_score_as_in_order(tmp_path, capsys, data_dir
     assert first == second and first["n"] == 422
     exact = sum(abs(round(s, 6) - g) for s, g in zip(scores, labels, strict=True)) / len(labels)
     assert first["MAE_exact"] == pytest.approx(exact)
+
+
+def test_a_ranking_only_submission_gets_ranking_metrics_only(tmp_path, capsys):
+    """Every score 0 and ranks given: MAE was computed on minus the ranks (19.09 for the WMT12 test)."""
+    gold = write_lines(tmp_path / "gold", GOLD)
+    ranking = sorted(range(5), key=lambda i: -PREDICTED[i])  # rank 1 = best, ties in id order
+    rows = [f"T_A\t{i + 1}\t0\t{ranking.index(i) + 1}" for i in range(5)]
+    code = main(
+        ["evaluate", "--gold", str(gold), "--pred", str(write_lines(tmp_path / "ranks", rows)), "--json"]
+    )
+    captured = capsys.readouterr()
+    metrics = json.loads(captured.out)
+    assert code == 0 and "MAE" not in metrics and "RMSE" not in metrics
+    assert metrics["DeltaAvg"] == pytest.approx(DELTA_AVG) and "ranking-only" in captured.err
+
+
+def test_a_score_too_large_to_square_is_refused_naming_its_line(tmp_path, capsys):
+    """1e308 gave RMSE inf, numpy warnings and 'Infinity' in --json output."""
+    gold = write_lines(tmp_path / "gold", GOLD)
+    code, err = _evaluate(capsys, gold, write_lines(tmp_path / "plain", ["1", "2", "1e308", "4", "5"]))
+    assert code == 2 and err.startswith(f"qe: error: {tmp_path / 'plain'}:3: score 1e+308 is beyond 1e+100")

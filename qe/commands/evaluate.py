@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from qe.data import parse_label, read_labels
+from qe.data import parse_label
 from qe.errors import QEInputError
 from qe.io import read_lines
 
 MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles
+RANKING_METRICS = ("DeltaAvg", "Spearman", "Spearman_scipy", "n")
 
 
 @dataclass
@@ -40,6 +42,24 @@ class Scored:
     values: np.ndarray
     lines: list[int]
     style: str
+    ranking_only: bool = False  # a WMT12 submission with ranks and no scores: no MAE / RMSE
+
+
+MAX_SCORE = 1e100
+"""A larger score is a broken file, not a prediction: its square (RMSE) would overflow."""
+
+
+def _score(text: str, path: Path, line: int) -> float:
+    value = parse_label(text, path, line, None, what="score")
+    if abs(value) > MAX_SCORE:
+        raise QEInputError(f"score {value:g} is beyond {MAX_SCORE:g}: not a prediction", path, line)
+    return value
+
+
+def _plain(path: Path, lines: list[str]) -> Scored:
+    """One score per line."""
+    values = [_score(text, path, number) for number, text in enumerate(lines, 1)]
+    return Scored(None, np.array(values), list(range(1, len(lines) + 1)), "plain")
 
 
 def _header_columns(line: str) -> dict[str, int] | None:
@@ -58,7 +78,7 @@ def _read_tsv(path: Path, lines: list[str], columns: dict[str, int]) -> Scored:
         if len(fields) != width:
             raise QEInputError(f"expected {width} tab-separated fields, found {len(fields)}", path, number)
         ids.append(fields[columns["id"]].strip())
-        values.append(parse_label(fields[columns["score"]], path, number, None))
+        values.append(_score(fields[columns["score"]], path, number))
         numbers.append(number)
     if not ids:
         raise QEInputError("has a header but no rows", path)
@@ -76,12 +96,13 @@ def _read_wmt12(path: Path, lines: list[str]) -> Scored:
         except ValueError:
             raise QEInputError(f"SEGID {fields[1]!r} is not a line number", path, number) from None
         ids.append(str(segment))
-        scores.append(parse_label(fields[2], path, number, None))
-        ranks.append(parse_label(fields[3], path, number, None))
+        scores.append(_score(fields[2], path, number))
+        ranks.append(_score(fields[3], path, number))
     values = np.array(scores)
-    if np.all(values == 0):  # a ranking-only submission: rank 1 = best
+    ranking_only = bool(np.all(values == 0))
+    if ranking_only:  # rank 1 = best
         values = -np.array(ranks)
-    return Scored(ids, values, list(range(1, len(lines) + 1)), "wmt12")
+    return Scored(ids, values, list(range(1, len(lines) + 1)), "wmt12", ranking_only)
 
 
 def read_predictions(path: Path) -> Scored:
@@ -92,7 +113,7 @@ def read_predictions(path: Path) -> Scored:
         return _read_tsv(path, lines, columns)
     if len(lines[0].split("\t")) == 4:
         return _read_wmt12(path, lines)
-    return Scored(None, read_labels(path), list(range(1, len(lines) + 1)), "plain")
+    return _plain(path, lines)
 
 
 def read_gold(path: Path) -> Scored:
@@ -102,7 +123,7 @@ def read_gold(path: Path) -> Scored:
     columns = _header_columns(lines[0])
     if columns is not None:
         return _read_tsv(path, lines, columns)
-    return Scored(None, read_labels(path), list(range(1, len(lines) + 1)), "plain")
+    return _plain(path, lines)
 
 
 def align(gold: Scored, pred: Scored, gold_path: Path, pred_path: Path) -> np.ndarray:
@@ -172,12 +193,16 @@ def run(args: argparse.Namespace) -> int:
     from qe.metrics import evaluate
 
     gold = read_gold(args.gold)
-    pred = align(gold, read_predictions(args.pred), args.gold, args.pred)
+    scored = read_predictions(args.pred)
+    pred = align(gold, scored, args.gold, args.pred)
     if len(gold.values) < MIN_SENTENCES:
         raise QEInputError(
             f"has {len(gold.values)} sentence(s): DeltaAvg needs at least {MIN_SENTENCES}", args.gold
         )
     metrics = evaluate(gold.values, pred)
+    if scored.ranking_only:  # the values are minus the ranks: only ranking metrics mean something
+        metrics = {k: v for k, v in metrics.items() if k in RANKING_METRICS}
+        print("qe: note: a ranking-only submission (every score 0): ranking metrics only", file=sys.stderr)
     if args.json:
         print(json.dumps(metrics, indent=2))
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from qe.commands.options import job_count
 from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
 
 
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="leave out the corpus lines shared with eval data (default: [leakage] drop_overlap)",
     )
     build.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
-    build.add_argument("--n-jobs", type=int, default=2, metavar="N", help="parallel jobs (default 2)")
+    build.add_argument("--n-jobs", type=job_count, default=2, metavar="N", help="parallel jobs (default 2)")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.set_defaults(func=_build)
 
