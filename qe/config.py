@@ -12,7 +12,7 @@ import tomli_w
 
 from qe.errors import QEInputError
 from qe.io import require_file
-from qe.schema import EXPERIMENT, FEATURES, SPLIT_COLUMNS, SPLIT_FILES, SPLITS, check
+from qe.schema import EXPERIMENT, FEATURES, SPLIT_COLUMNS, SPLIT_FILES, SPLITS, check, check_jobs
 
 DEFAULTS: dict[str, Any] = {
     "seed": 42,
@@ -223,9 +223,7 @@ def apply_overrides(
     if data_dir:
         config["data"]["data_dir"] = str(data_dir)
     if jobs is not None:
-        if jobs < 1 and jobs != -1:
-            raise QEInputError(f"--jobs must be a number of processes >= 1, or -1 for all cores (got {jobs})")
-        config["cv"]["n_jobs"] = jobs
+        config["cv"]["n_jobs"] = check_jobs(jobs)
 
 
 def dump_config(config: dict[str, Any]) -> str:

@@ -64,6 +64,16 @@ MAX_JOBS = 256
 """More parallel jobs than this is a typo, not a machine: each is a process (100,000 exhausted memory)."""
 
 
+def check_jobs(jobs: int, option: str = "--jobs") -> int:
+    """A number of parallel jobs from the command line: 1 to ``MAX_JOBS`` processes, or -1 for one
+    per core; anything else is refused in one line."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs != -1 and not 1 <= jobs <= MAX_JOBS):
+        raise QEInputError(
+            f"{option} must be a number of processes from 1 to {MAX_JOBS}, or -1 for all cores (got {jobs})"
+        )
+    return jobs
+
+
 class Int(Rule):
     """An integer (not a boolean) in ``[low, high]``, or one of ``also``."""
 

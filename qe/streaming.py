@@ -53,6 +53,7 @@ from qe.io import (
     write_text_atomic,
 )
 from qe.outputs import sidecar_path
+from qe.schema import check_jobs
 
 STATE_FORMAT = "qe-stream-state/1"
 DEFAULT_CHUNK_SIZE = 10_000
@@ -779,8 +780,7 @@ def run_stream(
     started = time.perf_counter()
     if chunk_size is not None and chunk_size < 1:
         raise QEInputError(f"--chunk-size must be at least 1, got {chunk_size}")
-    if n_jobs == 0:
-        raise QEInputError("--jobs must not be 0")
+    check_jobs(n_jobs)
     paths = {role: Path(path) for role, path in inputs.items()}
     target = sink.target
     if resume and target is None:

@@ -51,7 +51,7 @@ SVR = 'name = "svr"\ngrid = { C = [1.0, 10.0] }'
         ("folds = 3", "folds = 0", "cv.folds = 0: expected an integer >= 2"),
         ("folds = 3", "folds = 1", "cv.folds = 1: expected an integer >= 2"),
         ("folds = 3", "folds = 2.5", "cv.folds = 2.5: expected an integer >= 2"),
-        ("folds = 3", "folds = 3\nn_jobs = 0", "cv.n_jobs = 0: expected an integer >= 1 or -1"),
+        ("folds = 3", "folds = 3\nn_jobs = 0", "cv.n_jobs = 0: expected an integer from 1 to 256 or -1"),
         ('name = "toy"', 'name = "toy"\nseed = -1', "seed = -1: expected an integer from 0 to 4294967295"),
         ('name = "toy"', 'name = "toy"\nseed = true', "seed = true: expected an integer from 0"),
         ("sets = []", "sets = ['a', 3]", "features.sets[1] = 3: expected a string"),
@@ -87,7 +87,7 @@ def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, cap
 
     config = _toy_config(tmp_path)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet", "--jobs", "0"]) == 2
-    assert "--jobs must be a number of processes >= 1, or -1" in capsys.readouterr().err
+    assert "--jobs must be a number of processes from 1 to 256, or -1" in capsys.readouterr().err
     # the edges of the allowed ranges; [features.settings] checked by each family, naming the file
     text = config.read_text().replace("folds = 3", "folds = 2\nn_jobs = -1")
     good = text.replace("families = []", 'families = []\nsettings = { surface = { style = "wmt12" } }')

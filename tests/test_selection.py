@@ -354,3 +354,21 @@ def test_dask_backend_gives_the_same_selection_as_loky() -> None:
     assert on_cluster.path_ == local.path_
     assert on_dask.get_support().tolist() == on_cluster.get_support().tolist() == local.get_support().tolist()
     assert {local.path_[1]["feature"], local.path_[2]["feature"]} == {0, 3}
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("correlation", {"threshold": "x"}, "threshold must be a finite number"),  # a numpy error before
+        ("correlation", {"k": True}, "k must be a non-negative integer"),  # ran as k = 1
+        ("correlation", {"allow_empty": "yes"}, "allow_empty must be true or false"),
+        ("forward", {"tol": "x"}, "tol must be a finite number"),  # TypeError before
+        ("forward", {"n_jobs": 0}, "n_jobs must be a positive integer or -1"),  # joblib's ValueError
+        ("forward", {"estimator": "bogus"}, "estimator: unknown learner 'bogus'"),
+        ("cfs", {"max_stale": 2.5}, "max_stale must be a positive integer"),
+    ],
+)
+def test_selector_parameters_are_checked_when_the_selector_is_made(name, params, message):
+    """Checked by make_selector (so by config loading, naming the file), not after extraction."""
+    with pytest.raises(QEInputError, match=message):
+        make_selector(name, **params)

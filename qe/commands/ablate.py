@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qe.commands.options import job_count
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -18,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output-dir", type=Path, required=True, help="directory to create")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing directory")
     parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
-    parser.add_argument("--jobs", type=job_count, help="parallel jobs (default from config)")
+    parser.add_argument("--jobs", type=int, help="parallel jobs (default from config)")
     parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.set_defaults(func=run)

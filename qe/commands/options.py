@@ -6,19 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from qe.schema import MAX_JOBS
 from qe.streaming import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK
-
-
-def job_count(text: str) -> int:
-    """``--jobs`` / ``--n-jobs``: 1 to MAX_JOBS worker processes, or -1 for one per core."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value != -1 and not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"{value} jobs: give 1 to {MAX_JOBS}, or -1 for one per core")
-    return value
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +59,7 @@ def add_streaming_options(parser: argparse.ArgumentParser) -> None:
         help=f"pairs read and processed at a time (default {DEFAULT_CHUNK_SIZE:,} with one job; with more, "
         f"about {CHUNKS_PER_WORKER} chunks per worker, {MIN_AUTO_CHUNK} to {DEFAULT_CHUNK_SIZE:,} pairs)",
     )
-    parser.add_argument("--jobs", type=job_count, default=1, help="parallel worker processes (default 1)")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
     parser.add_argument(
         "--backend",
         choices=["loky", "dask"],

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from qe.commands.options import job_count
 from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
+from qe.schema import check_jobs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="leave out the corpus lines shared with eval data (default: [leakage] drop_overlap)",
     )
     build.add_argument("--overwrite", action="store_true", help="replace an existing bundle directory")
-    build.add_argument("--n-jobs", type=job_count, default=2, metavar="N", help="parallel jobs (default 2)")
+    build.add_argument("--n-jobs", type=int, default=2, metavar="N", help="parallel jobs (default 2)")
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     build.set_defaults(func=_build)
 
@@ -76,7 +76,7 @@ def _build(args: argparse.Namespace) -> int:
         allow_overlap=args.allow_overlap,
         drop_overlap=args.drop_overlap,
         overwrite=args.overwrite,
-        n_jobs=args.n_jobs,
+        n_jobs=check_jobs(args.n_jobs, "--n-jobs"),
         progress=not args.quiet,
     )
     manifest = bundle.manifest

@@ -6,8 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from qe.commands.options import job_count
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -20,9 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output-dir", type=Path, required=True, help="run directory to create")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
     parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
-    parser.add_argument(
-        "--jobs", type=job_count, help="parallel jobs for CV and extraction (default from config)"
-    )
+    parser.add_argument("--jobs", type=int, help="parallel jobs for CV and extraction (default from config)")
     parser.add_argument("--json", action="store_true", help="print metrics.json instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)

@@ -86,7 +86,9 @@ def make_selector(name: str, **params: Any) -> PathSelector:
             f"unknown parameter(s) for selector {name!r}: {', '.join(unknown)} "
             f"(known: {', '.join(sorted(known - set(fixed)))})"
         )
-    return cls(**fixed, **params)
+    selector = cls(**fixed, **params)
+    selector.check_params()
+    return selector
 
 
 def selection_report(selector: PathSelector) -> dict[str, Any]:

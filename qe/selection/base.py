@@ -13,6 +13,20 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from qe.errors import QEInputError
 
 
+def is_count(value: Any, low: int = 0) -> bool:
+    """An integer (not a boolean) of at least ``low``."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
+
+
+def is_number(value: Any) -> bool:
+    """A finite number (not a boolean)."""
+    return (
+        isinstance(value, int | float | np.number)
+        and not isinstance(value, bool)
+        and bool(np.isfinite(value))
+    )
+
+
 class PathSelector(SelectorMixin, BaseEstimator):
     """Base of the qe selectors: a boolean ``support_`` mask plus the selection ``path_``.
 
@@ -21,6 +35,12 @@ class PathSelector(SelectorMixin, BaseEstimator):
     """
 
     allow_empty: bool
+
+    def check_params(self) -> None:
+        """Refuse parameters of the wrong type or range (``QEInputError`` naming the parameter);
+        called when the selector is made from a config, before any work, and again at ``fit``."""
+        if not isinstance(self.allow_empty, bool):
+            raise QEInputError(f"allow_empty must be true or false (got {self.allow_empty!r})")
 
     def _check_input(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         try:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.selection.base import PathSelector
+from qe.selection.base import PathSelector, is_count
 
 SEARCHES = ("best_first", "greedy")
 # Weka's BestFirst counts an expansion as improving only if the merit rises by more than this.
@@ -98,12 +98,18 @@ class CFSSelector(PathSelector):
         self.locally_predictive = locally_predictive
         self.allow_empty = allow_empty
 
-    def fit(self, X: Any, y: Any) -> CFSSelector:
-        """Search the feature subsets of ``X`` for the one with the highest merit for ``y``."""
+    def check_params(self) -> None:
+        super().check_params()
         if self.search not in SEARCHES:
             raise QEInputError(f"unknown CFS search {self.search!r} (known: {', '.join(SEARCHES)})")
-        if not isinstance(self.max_stale, int | np.integer) or self.max_stale < 1:
+        if not is_count(self.max_stale, 1):
             raise QEInputError(f"max_stale must be a positive integer (got {self.max_stale!r})")
+        if not isinstance(self.locally_predictive, bool):
+            raise QEInputError(f"locally_predictive must be true or false (got {self.locally_predictive!r})")
+
+    def fit(self, X: Any, y: Any) -> CFSSelector:
+        """Search the feature subsets of ``X`` for the one with the highest merit for ``y``."""
+        self.check_params()
         X, y = self._check_input(X, y)
         r_cf, r_ff = cfs_correlations(X, y)
         self.scores_ = r_cf

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import stats
 
 from qe.errors import QEInputError
-from qe.selection.base import PathSelector
+from qe.selection.base import PathSelector, is_count, is_number
 
 METHODS = ("pearson", "spearman")
 
@@ -60,10 +60,18 @@ class CorrelationSelector(PathSelector):
         self.threshold = threshold
         self.allow_empty = allow_empty
 
+    def check_params(self) -> None:
+        super().check_params()
+        if self.method not in METHODS:
+            raise QEInputError(f"unknown correlation method {self.method!r} (known: {', '.join(METHODS)})")
+        if self.k is not None and not is_count(self.k):
+            raise QEInputError(f"k must be a non-negative integer or unset (got {self.k!r})")
+        if not is_number(self.threshold):
+            raise QEInputError(f"threshold must be a finite number (got {self.threshold!r})")
+
     def fit(self, X: Any, y: Any) -> CorrelationSelector:
         """Rank the columns of ``X`` by their absolute correlation with ``y``."""
-        if self.k is not None and (not isinstance(self.k, int | np.integer) or self.k < 0):
-            raise QEInputError(f"k must be a non-negative integer or None (got {self.k!r})")
+        self.check_params()
         X, y = self._check_input(X, y)
         self.correlations_ = correlations(X, y, self.method)
         self.scores_ = np.abs(self.correlations_)

@@ -19,7 +19,7 @@ from sklearn.model_selection import KFold
 from qe.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
 from qe.metrics import HIGHER_IS_BETTER
-from qe.selection.base import PathSelector
+from qe.selection.base import PathSelector, is_count, is_number
 
 DIRECTIONS = ("forward", "backward")
 
@@ -93,19 +93,29 @@ class SequentialSelector(PathSelector):
 
     # ------------------------------------------------------------------ set-up
 
-    def _check_params(self) -> None:
+    def check_params(self) -> None:
+        super().check_params()
         if self.direction not in DIRECTIONS:
             raise QEInputError(f"unknown direction {self.direction!r} (known: {', '.join(DIRECTIONS)})")
         if self.scoring not in SCORINGS:
             raise QEInputError(f"unknown scoring {self.scoring!r} (known: {', '.join(SCORINGS)})")
-        if not isinstance(self.cv, int | np.integer) or self.cv < 2:
+        if not is_count(self.cv, 2):
             raise QEInputError(f"cv must be an integer >= 2 (got {self.cv!r})")
-        if self.max_features is not None and (
-            not isinstance(self.max_features, int | np.integer) or self.max_features < 1
-        ):
-            raise QEInputError(f"max_features must be a positive integer or None (got {self.max_features!r})")
-        if not np.isfinite(self.tol):
+        if self.max_features is not None and not is_count(self.max_features, 1):
+            raise QEInputError(
+                f"max_features must be a positive integer or unset (got {self.max_features!r})"
+            )
+        if not is_number(self.tol):
             raise QEInputError(f"tol must be a finite number (got {self.tol!r})")
+        if self.n_jobs is not None and not (self.n_jobs == -1 or is_count(self.n_jobs, 1)):
+            raise QEInputError(f"n_jobs must be a positive integer or -1 (got {self.n_jobs!r})")
+        if not is_count(self.random_state):
+            raise QEInputError(f"random_state must be a non-negative integer (got {self.random_state!r})")
+        if isinstance(self.estimator, str) or self.estimator is None:
+            try:
+                make_learner(self.estimator or "svr", self.estimator_params)
+            except QEInputError as exc:
+                raise QEInputError(f"estimator: {exc.message.removeprefix('learner.name: ')}") from None
 
     def _make_estimator(self) -> BaseEstimator:
         if self.estimator is None or isinstance(self.estimator, str):
@@ -122,7 +132,7 @@ class SequentialSelector(PathSelector):
 
     def fit(self, X: Any, y: Any) -> SequentialSelector:
         """Run the greedy search over the columns of ``X`` for label ``y``."""
-        self._check_params()
+        self.check_params()
         X, y = self._check_input(X, y)
         if X.shape[0] < 2 * self.cv:
             raise QEInputError(f"{X.shape[0]} rows are too few for {self.cv}-fold cross-validation")
