@@ -15,7 +15,9 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
@@ -337,6 +339,37 @@ def _swap_in(staging: Path, path: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _remove_abandoned_staging(path: Path) -> None:
+    """Remove the staging folders of earlier runs writing ``path`` that were killed outright
+    (SIGKILL, a power cut): hidden ``.NAME.xxxxxxxx`` folders whose marker names a process of this
+    host that no longer exists. A folder without such a marker, or of a live process, is kept."""
+    for folder in path.parent.glob(f".{path.name}.*"):
+        if not re.fullmatch(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}", folder.name):
+            continue
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+            owner = marker["staging_of"]
+            pid, host = int(owner["pid"]), str(owner["host"])
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            continue
+        if marker.get("format") != MARKER_FORMAT or host != socket.gethostname() or _alive(pid):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def staged_dir(
     path: str | Path, kind: str, *, overwrite: bool = False, inputs: Iterable[str | Path | None] = ()
@@ -347,9 +380,15 @@ def staged_dir(
     path, inputs = Path(path), list(inputs)
     check_output_dir(path, kind, overwrite=overwrite, inputs=inputs)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_staging(path)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        marker = {"format": MARKER_FORMAT, "kind": kind, "qe_version": __version__}
+        marker = {
+            "format": MARKER_FORMAT,
+            "kind": kind,
+            "qe_version": __version__,
+            "staging_of": {"pid": os.getpid(), "host": socket.gethostname()},
+        }
         write_text_atomic(staging / MARKER, json.dumps(marker) + "\n")
         yield staging
         check_output_dir(path, kind, overwrite=overwrite, inputs=inputs)  # it may have changed meanwhile

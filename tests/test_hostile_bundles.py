@@ -220,3 +220,65 @@ def test_a_member_that_is_not_a_regular_file_says_so(tmp_path, bundle_dir, capsy
     (bundle_dir / "ibm1.s2t.npz").mkdir()
     code, err = _features(tmp_path, bundle_dir, capsys)
     assert code == 2 and "is not a regular file" in err
+
+
+def test_cross_fitting_folds_without_their_map_or_sharing_a_file_are_refused(tmp_path, bundle_dir, capsys):
+    """Deleting the cross_fit map scored training pairs in-sample; a fold pointing at another fold's
+    file scored them with tables that saw them. Both ran with exit 0."""
+    manifest_path = bundle_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    entry = manifest["members"]["ibm1.s2t"]
+    entry["folds"] = [{"file": entry["file"], "sha256": entry["sha256"]}] * 2
+    manifest_path.write_text(json.dumps(manifest))
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2 and "members have cross-fitting folds but no cross_fit map" in err
+    manifest["members"]["cross_fit"] = {"kind": "cross_fit", "file": "cross_fit.json.gz"}
+    manifest_path.write_text(json.dumps(manifest))
+    code, err = _features(tmp_path, bundle_dir, capsys)
+    assert code == 2 and "a member's folds share a file" in err
+
+
+def test_a_bundle_config_naming_a_dataset_of_another_pair_is_refused(tmp_path):
+    """An 'es' LM trained on the English post-edits of mlqe-pe/et-en built with exit 0."""
+    from qe.resources.bundle import read_bundle_config
+
+    config = tmp_path / "b.toml"
+    config.write_text(
+        '[languages]\nsrc = "en"\ntgt = "es"\n[corpora.qe]\ndataset = "mlqe-pe/et-en"\n'
+        '[lm.tgt]\nside = "tgt"\norder = 3\n'
+    )
+    with pytest.raises(QEInputError, match="dataset mlqe-pe/et-en is et-en, but the bundle's") as info:
+        read_bundle_config(config)
+    assert info.value.path == str(config)
+
+
+def test_a_bundle_name_never_leads_out_of_the_bundle_folder(tmp_path, capsys):
+    config = tmp_path / "b.toml"
+    config.write_text(
+        'name = "../../escaped"\n[languages]\nsrc = "en"\ntgt = "es"\n[mt2]\npair = "eng-spa"\n'
+    )
+    assert main(["resources", "build", str(config), "--quiet"]) == 2
+    assert "cannot name a folder under models/resources" in capsys.readouterr().err
+    assert not (tmp_path.parent.parent / "escaped").exists()
+
+
+def test_edit_statistics_learned_from_the_evaluation_data_are_refused(tmp_path, capsys):
+    """[edits] files equal to the test set built with exit 0: the statistics saw the test labels."""
+    data = tmp_path / "data"
+    data.mkdir()
+    src = ["The house is small .", "The cat is big .", "A small dog .", "The dog is old ."] * 3
+    write_lines(data / "t.en", src)
+    write_lines(data / "t.es", [f"traducción {i} ." for i in range(12)])
+    write_lines(data / "t.pe", [f"traducción {i} buena ." for i in range(12)])
+    write_lines(data / "t.lab", [str(i % 5 / 4) for i in range(12)])
+    config = tmp_path / "b.toml"
+    config.write_text(
+        '[languages]\nsrc = "en"\ntgt = "es"\n[leakage]\neval_files = ["t.en"]\n'
+        '[edits]\nsrc = "t.en"\nmt = "t.es"\npost_edits = "t.pe"\nlabels = "t.lab"\nfolds = 2\n'
+    )
+    argv = ["resources", "build", str(config), "--output", str(tmp_path / "b"), "--data-dir", str(data)]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        "[edits] src: corpus shares" in err and f"{data / 't.en'}:1" in err and not (tmp_path / "b").exists()
+    )

@@ -113,3 +113,10 @@ def test_wmt12_truecase_model_totals(data_dir):
     counts = load_truecase_counts(data_dir / "wmt12-qe" / "lang_resources" / "truecase-model.en")
     assert counts.tokens == 44_145_814
     assert counts.count("richer") == 323
+
+
+def test_a_missing_order_is_a_clear_error_not_a_key_error():
+    """A bundle built with max_order = 2 crashed baseline17 with a KeyError traceback."""
+    counts = NgramCounts.from_sentences([["a", "b", "c"]], max_order=2)
+    with pytest.raises(QEInputError, match=r"no 3-gram counts .*orders \[1, 2\].*max_order = 3"):
+        counts.table(3)

@@ -661,3 +661,30 @@ def test_outputs_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o640
+
+
+def test_staging_left_by_a_killed_run_is_removed_by_the_next_one(tmp_path, inputs):
+    """SIGKILL leaves the hidden staging folder (tens of MB for a bundle); a later run cleans it up,
+    but never the staging folder of a run still alive, nor a folder that is not a staging of qe's."""
+    import socket
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    out = tmp_path / "run"
+
+    def staging(name: str, pid: int | None) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        marker = {"format": "qe-output/1", "kind": "run", "qe_version": "0"}
+        if pid is not None:
+            marker["staging_of"] = {"pid": pid, "host": socket.gethostname()}
+        (folder / MARKER).write_text(json.dumps(marker))
+        (folder / "model.skops").write_bytes(b"x" * 1000)
+        return folder
+
+    abandoned = staging(".run.abcd1234", int(dead.stdout))
+    alive = staging(".run.efgh5678", os.getpid())
+    unmarked = staging(".run.ijkl9012", None)
+    assert main(_argv("run", inputs, out)) == 0
+    assert not abandoned.exists() and alive.exists() and unmarked.exists()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
+from qe.errors import QEInputError
 from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
 from qe.schema import check_jobs
 
@@ -68,6 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     config = read_bundle_config(args.config)
+    if args.output is None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(config.get("name", ""))):
+        raise QEInputError(
+            f"name {config.get('name')!r} cannot name a folder under {DEFAULT_BUNDLE_DIR} (letters, digits, "
+            "'.', '_' and '-' only): rename it or pass --output DIR",
+            args.config,
+        )
     output = args.output or DEFAULT_BUNDLE_DIR / config["name"]
     bundle = build_bundle(
         args.config,

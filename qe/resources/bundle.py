@@ -73,7 +73,7 @@ import numpy as np
 
 from qe import __version__
 from qe.errors import QEInputError
-from qe.io import atomic_write, read_text_lines, require_file, sha256_file
+from qe.io import atomic_write, read_lines, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.schema import BUNDLE, check
@@ -128,6 +128,17 @@ def _manifest_problem(manifest: dict[str, Any]) -> str | None:
             or entry.get("folds") is None
             or (isinstance(entry["folds"], list) and all(isinstance(fold, dict) for fold in entry["folds"]))
             for entry in members.values()
+        ),
+        "members have cross-fitting folds but no cross_fit map": not isinstance(members, dict)
+        or "cross_fit" in members
+        or not any(isinstance(entry, dict) and entry.get("folds") for entry in members.values()),
+        "a member's folds share a file": not isinstance(members, dict)
+        or all(
+            len({str(fold.get("file")) for fold in entry["folds"]}) == len(entry["folds"])
+            for entry in members.values()
+            if isinstance(entry, dict)
+            and isinstance(entry.get("folds"), list)
+            and all(isinstance(fold, dict) for fold in entry["folds"])
         ),
         "text is not a table of text settings per side": isinstance(text, dict)
         and all(isinstance(side, str) and isinstance(cfg, dict) for side, cfg in text.items()),
@@ -410,6 +421,23 @@ class _Corpus:
     masks: np.ndarray | None = None  # cross-fitting: bit k set = the line repeats a fold-k sentence
 
 
+def _check_dataset_languages(config: dict[str, Any], config_path: Path) -> None:
+    """Refuse a registered dataset (a QE corpus, [edits]) of another language pair than the bundle's
+    (an "es" LM trained on English post-edits gave features without a word of warning)."""
+    from qe.data import DATASETS
+
+    pair = (config["languages"]["src"], config["languages"]["tgt"])
+    named = [(f"corpora.{name}", table.get("dataset")) for name, table in config.get("corpora", {}).items()]
+    named.append(("edits", (config.get("edits") or {}).get("dataset")))
+    for where, name in named:
+        if name in DATASETS and tuple(DATASETS[name].languages) != pair:
+            theirs = "-".join(DATASETS[name].languages)
+            raise QEInputError(
+                f"[{where}] dataset {name} is {theirs}, but the bundle's [languages] are {pair[0]}-{pair[1]}",
+                config_path,
+            )
+
+
 def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
     """Read and check a bundle TOML config against ``qe.schema.BUNDLE`` (unknown keys and sections,
     wrong types and ranges refused), then the cross-references (sides, corpus names)."""
@@ -434,6 +462,7 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         raise QEInputError(f"[corpora] lists no corpus{needed}", config_path)
     for name, table in corpora.items():
         _check_corpus(name, table, config_path)
+    _check_dataset_languages(config, config_path)
     fitted = [n for n, t in corpora.items() if is_qe_corpus(t) and t["cross_fit"]]
     if len(fitted) > 1:
         raise QEInputError(
@@ -574,6 +603,37 @@ def build_bundle(
     progress: bool = True,
     token_cache_dir: str | Path | None = None,
 ) -> ResourceBundle:
+    """:func:`_build_bundle`, with errors that name no file naming the bundle config."""
+    try:
+        return _build_bundle(
+            config_path,
+            output,
+            data_dir=data_dir,
+            allow_overlap=allow_overlap,
+            drop_overlap=drop_overlap,
+            overwrite=overwrite,
+            n_jobs=n_jobs,
+            progress=progress,
+            token_cache_dir=token_cache_dir,
+        )
+    except QEInputError as exc:
+        if exc.path is not None:
+            raise
+        raise QEInputError(exc.message, config_path) from None
+
+
+def _build_bundle(
+    config_path: str | Path,
+    output: str | Path | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    allow_overlap: bool = False,
+    drop_overlap: bool | None = None,
+    overwrite: bool = False,
+    n_jobs: int = 2,
+    progress: bool = True,
+    token_cache_dir: str | Path | None = None,
+) -> ResourceBundle:
     """Build every member of a bundle config into ``output`` (default ``models/resources/<name>``).
 
     Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
@@ -638,6 +698,7 @@ def build_bundle(
             first.corpus,
             first.lines[0],
         )
+    _check_edits_leakage(config.get("edits"), root, eval_sentences, near_chrf, allow_overlap)
     fold_map = _plan_cross_fitting(config, corpora)
 
     exit_with_parent_everywhere()
@@ -1053,6 +1114,26 @@ def _build_members(
         else:
             members.update(_build_ibm1(table, corpora, tokens, work, n_jobs, progress, t0))
     return members
+
+
+def _check_edits_leakage(
+    table: dict[str, Any] | None, root: Path, evaluation: Any, near_chrf: float, allow_overlap: bool
+) -> None:
+    """Refuse ``[edits]`` files that share sentences with the evaluation files (the edit statistics
+    see labels and post-edits: learning them from the test set leaks it), unless ``allow_overlap``.
+    Lines cannot be dropped from them (labels and post-edits are aligned): the user removes them."""
+    if not table or "dataset" in table or allow_overlap:
+        return
+    from qe.resources.leakage import find_overlaps
+
+    for key in ("src", "mt", "post_edits"):
+        path = _resolve(root, table[key])
+        overlap = find_overlaps(path, read_lines(path), evaluation, near_chrf)
+        if overlap is not None:
+            reason = overlap.reason().replace(
+                "pass --allow-overlap", "remove those pairs or pass --allow-overlap"
+            )
+            raise QEInputError(f"[edits] {key}: {reason}", path, overlap.lines[0])
 
 
 def _build_edits(

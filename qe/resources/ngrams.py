@@ -100,7 +100,10 @@ class NgramCounts:
     def table(self, order: int) -> dict[str, int]:
         """The ``ngram -> count`` dict of one order (for fast lookups in loops)."""
         if order not in self.tables:
-            raise KeyError(f"no {order}-gram counts in this table (orders: {sorted(self.tables)})")
+            raise QEInputError(
+                f"no {order}-gram counts in this n-gram table (it has orders {sorted(self.tables)}): "
+                f"build the bundle's [ngrams] with max_order = {order} or more"
+            )
         return self.tables[order]
 
     def count(self, ngram: str | Sequence[str], order: int | None = None) -> int:
