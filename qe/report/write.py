@@ -19,8 +19,9 @@ def write_report(
     ablation_dir: str | Path | None = None,
     out_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Write ``report.md``, ``report.html`` and ``report_files/*.png`` into the run directory (or
-    ``out_dir``).
+    """Write ``report.md``, ``report.html`` and ``report_files/*.png`` into the run directory, when
+    qe wrote it (a folder of the user's that merely holds a ``metrics.json`` is refused), or into
+    ``out_dir`` (new, empty, or written by qe).
 
     Returns ``{"markdown": path, "html": path, "figures": [paths], "notes": [...]}``; each file is
     written atomically, figures first so the pages never link a missing image.
