@@ -1,12 +1,13 @@
 """Where qe may write: output paths are checked before any work, and a directory is replaced only if qe
 wrote it, atomically (built beside it, then swapped in), so no command ever deletes a user's files.
 
-A directory qe writes (a run, an ablation, a resource bundle, a report written with ``--out``)
-holds a marker file, ``.qe-output``, naming its kind. Directories written before the marker existed are recognised by their files
-(a run: ``config.toml``, ``metrics.json`` and ``signature.txt``; an ablation: ``config.toml`` and
-``ablation.json``; a bundle: a ``manifest.json`` of the bundle format). Whatever its marker, a
-directory holding a file qe does not write there is never replaced; nor is the working directory
-or one of its parents, or a directory holding one of the command's inputs.
+A directory qe writes (a run, an ablation, a resource bundle, a report written with ``--out``) holds
+a marker file, ``.qe-output``, naming its kind. Directories written before the marker existed are
+recognised by their files (a run: ``config.toml``, ``metrics.json`` and ``signature.txt``; an
+ablation: ``config.toml`` and ``ablation.json``; a bundle: a ``manifest.json`` of the bundle
+format). Whatever its marker, a directory holding a file qe does not write there is never replaced;
+nor is the working directory or one of its parents, or a directory holding one of the command's
+inputs.
 """
 
 from __future__ import annotations
