@@ -86,7 +86,14 @@ def run_ablation(
     protected = [*inputs, *config_inputs(config)]
     with staged_dir(output_dir, "ablation", overwrite=overwrite, inputs=protected) as staging:
         train, test = build_split(config, "train", progress), build_split(config, "test", progress)
-        variants = ablation_variants(family_groups(list(train.features.columns)))
+        groups = family_groups(list(train.features.columns))
+        if len(groups) < 2:
+            raise QEInputError(
+                f"nothing to ablate: every feature belongs to one family ({next(iter(groups))}); "
+                "an ablation leaves out and keeps one family at a time, so it needs two or more",
+                config.get("config_file"),
+            )
+        variants = ablation_variants(groups)
         systems: dict[str, Any] = {}
         predictions: dict[str, np.ndarray] = {}
         fitted_by_columns: dict[tuple[str, ...], Any] = {}

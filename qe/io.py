@@ -77,7 +77,8 @@ def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str
 
 
 def read_text_lines(path: str | Path, what: str = "corpus") -> list[str]:
-    """All lines of a UTF-8 text file, blank ones kept as '' (corpora, evaluation files).
+    """All lines of a UTF-8 text file, blank ones (also those of only control or zero-width
+    characters) kept as '' (corpora, evaluation files).
 
     Refuses a missing, empty or non-UTF-8 file naming it as ``what``; drops a leading BOM.
     """
@@ -94,7 +95,10 @@ def read_text_lines(path: str | Path, what: str = "corpus") -> list[str]:
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if HIDDEN_CHAR.search(text):  # rare: only then look for lines with nothing visible
+        lines = ["" if is_blank(line) else line for line in lines]
+    return lines
 
 
 _PLAIN_NUMBER = re.compile(

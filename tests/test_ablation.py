@@ -83,3 +83,19 @@ def test_what_ablate_does_not_apply_is_refused_not_ignored(tmp_path, capsys, ext
     assert main(["ablate", str(config), "--output-dir", str(tmp_path / "a"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert f"it does not apply {what}" in err and str(config) in err
+
+
+def test_a_single_family_is_refused_with_nothing_written(tmp_path, capsys):
+    """One family gave an ablation of 'full' alone, silently."""
+    config = _toy_config(tmp_path)
+    text = config.read_text()
+    start = text.index('features = "')  # the toy's feature tables (two headerless columns) go
+    text = text.replace(text[start : text.index("\n", start) + 1], "")
+    text = text.replace(
+        text[text.index('features = "') : text.index("\n", text.index('features = "')) + 1], ""
+    )
+    config.write_text(text.replace("families = []", 'families = ["surface"]'))
+    out = tmp_path / "a"
+    assert main(["ablate", str(config), "--output-dir", str(out), "--quiet"]) == 2
+    assert "nothing to ablate: every feature belongs to one family (surface)" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".a.*"))

@@ -282,3 +282,23 @@ def test_edit_statistics_learned_from_the_evaluation_data_are_refused(tmp_path, 
     assert (
         "[edits] src: corpus shares" in err and f"{data / 't.en'}:1" in err and not (tmp_path / "b").exists()
     )
+
+
+def test_a_corpus_with_the_same_file_on_both_sides_is_refused(tmp_path):
+    """It built an en -> en IBM1 with exit 0."""
+    from qe.resources.bundle import read_bundle_config
+
+    config = tmp_path / "b.toml"
+    config.write_text(
+        '[languages]\nsrc = "en"\ntgt = "es"\n[corpora.c]\nsrc = "c.txt"\ntgt = "c.txt"\n[ibm1]\n'
+    )
+    with pytest.raises(QEInputError, match=r"\[corpora.c\]: src and tgt are the same file"):
+        read_bundle_config(config)
+
+
+def test_corpus_lines_with_nothing_visible_are_blank(tmp_path):
+    from qe.io import read_text_lines
+
+    path = tmp_path / "c.txt"
+    path.write_text("una casa\n\u200b\u200b\n\x00\nel gato\n", encoding="utf-8")
+    assert read_text_lines(path) == ["una casa", "", "", "el gato"]

@@ -227,3 +227,12 @@ def test_a_bad_prediction_is_named_by_line_never_quoted(tmp_path, data_root, cap
     assert main(["report", str(run)]) == 2
     err = capsys.readouterr().err.strip()
     assert "predictions.tsv:2" in err and SECRET not in err
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "true"])
+def test_metrics_that_are_not_finite_numbers_are_refused(tmp_path, data_root, capsys, value):
+    """qe compare printed inf for them."""
+    run = _run_dir(tmp_path / "run", 'name = "x"\n')
+    (run / "metrics.json").write_text(json.dumps(METRICS).replace("0.9", value, 1))
+    assert main(["compare", str(run), str(run)]) == 2
+    assert "lacks finite numbers for MAE" in capsys.readouterr().err

@@ -4,6 +4,7 @@ and only from the run's own files and the data directory."""
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,10 +73,13 @@ def _check_metrics(metrics: dict[str, Any], path: Path) -> None:
         if values is None:
             continue
         if not isinstance(values, dict) or not all(
-            isinstance(values.get(m), int | float) for m in METRICS_SHOWN
+            isinstance(values.get(m), int | float)
+            and not isinstance(values.get(m), bool)
+            and math.isfinite(values[m])
+            for m in METRICS_SHOWN
         ):
             raise QEInputError(
-                f"corrupt metrics.json: {split!r} lacks numeric {', '.join(METRICS_SHOWN)}", path
+                f"corrupt metrics.json: {split!r} lacks finite numbers for {', '.join(METRICS_SHOWN)}", path
             )
     if "cv" not in metrics and "test" not in metrics:
         raise QEInputError("corrupt metrics.json: neither 'test' nor 'cv' metrics", path)

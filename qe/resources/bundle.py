@@ -521,6 +521,12 @@ def _check_corpus(name: str, table: dict[str, Any], config_path: Path) -> None:
                 "(the folds come from the QE training corpus)",
                 config_path,
             )
+        if "src" in table and table.get("src") == table.get("tgt"):
+            raise QEInputError(
+                f"{where}: src and tgt are the same file ({table['src']}): "
+                "a parallel corpus pairs two languages",
+                config_path,
+            )
         return
     if "tgt" in table:
         raise QEInputError(
