@@ -58,12 +58,14 @@ cross-fitted so that training pairs never see their own post-edit (see ``qe.reso
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -597,38 +599,23 @@ def _resolve(data_dir: Path, value: str) -> Path:
     return path if path.is_absolute() else data_dir / path
 
 
+def _errors_name_the_config(build: Callable[..., ResourceBundle]) -> Callable[..., ResourceBundle]:
+    """Errors of ``build(config_path, ...)`` that name no file name the bundle config."""
+
+    @functools.wraps(build)
+    def wrapper(config_path: str | Path, *args: Any, **kwargs: Any) -> ResourceBundle:
+        try:
+            return build(config_path, *args, **kwargs)
+        except QEInputError as exc:
+            if exc.path is not None:
+                raise
+            raise QEInputError(exc.message, config_path) from None
+
+    return wrapper
+
+
+@_errors_name_the_config
 def build_bundle(
-    config_path: str | Path,
-    output: str | Path | None = None,
-    *,
-    data_dir: str | Path | None = None,
-    allow_overlap: bool = False,
-    drop_overlap: bool | None = None,
-    overwrite: bool = False,
-    n_jobs: int = 2,
-    progress: bool = True,
-    token_cache_dir: str | Path | None = None,
-) -> ResourceBundle:
-    """:func:`_build_bundle`, with errors that name no file naming the bundle config."""
-    try:
-        return _build_bundle(
-            config_path,
-            output,
-            data_dir=data_dir,
-            allow_overlap=allow_overlap,
-            drop_overlap=drop_overlap,
-            overwrite=overwrite,
-            n_jobs=n_jobs,
-            progress=progress,
-            token_cache_dir=token_cache_dir,
-        )
-    except QEInputError as exc:
-        if exc.path is not None:
-            raise
-        raise QEInputError(exc.message, config_path) from None
-
-
-def _build_bundle(
     config_path: str | Path,
     output: str | Path | None = None,
     *,
