@@ -221,3 +221,33 @@ def test_compare_names_a_malformed_metrics_file(tmp_path, capsys, content):
     assert len(err.splitlines()) == 1 and err.startswith(
         f"qe: error: {run / 'metrics.json'}: corrupt metrics.json"
     )
+
+
+@pytest.mark.parametrize(
+    ("families", "message"),
+    [
+        ("", "--families names no family"),
+        (",,", "--families names no family"),
+        ("surface,surface", "--families lists 'surface' twice"),
+    ],
+)
+def test_features_families_that_name_nothing_or_one_twice_are_one_line(tmp_path, capsys, families, message):
+    """An empty list ended in numpy's 'need at least one array' traceback; a family listed twice wrote
+    every column name twice."""
+    src = write_lines(tmp_path / "s.txt", ["The house is small ."])
+    mt = write_lines(tmp_path / "m.txt", ["La casa es pequeña ."])
+    argv = [
+        "features",
+        "--src",
+        str(src),
+        "--mt",
+        str(mt),
+        "--families",
+        families,
+        "--out",
+        str(tmp_path / "f.tsv"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"qe: error: {message}" or err.startswith(f"qe: error: {message}")
+    assert not (tmp_path / "f.tsv").exists()

@@ -8,6 +8,7 @@ feature values themselves.
 
 from __future__ import annotations
 
+import copy
 import pickle
 import re
 from pathlib import Path
@@ -214,3 +215,31 @@ def test_inputs_are_routed_to_the_families_that_declare_them() -> None:
     with pytest.raises(QEInputError, match=r"none of the families surface uses it.*pseudoref"):
         route_inputs(["surface"], {"pseudo_ref": "p.txt"}, {})
     assert route_inputs(["surface"], {"pseudo_ref": "p.txt"}, {}, strict=False) == ({}, {})
+
+
+@pytest.mark.parametrize(
+    ("name", "setting", "member", "kind"),
+    [
+        ("baseline17", "tgt_lm", "ibm1.s2t", "ibm1"),  # an AttributeError traceback before
+        ("lm", "src_lm", "ngrams.src", "ngrams"),
+        ("ibm1", "s2t", "lm.src", "kenlm"),
+    ],
+)
+def test_a_setting_naming_a_member_of_the_wrong_kind_is_refused_at_bind(
+    bundle: ResourceBundle, name: str, setting: str, member: str, kind: str
+) -> None:
+    kinds = {
+        "lm.src": "kenlm",
+        "lm.tgt": "kenlm",
+        "ngrams.src": "ngrams",
+        "ibm1.s2t": "ibm1",
+        "ibm1.t2s": "ibm1",
+    }
+    built = copy.copy(bundle)  # as a bundle on disk says: each member with its kind
+    built.manifest = copy.deepcopy(bundle.manifest)
+    for key, value in kinds.items():
+        built.manifest["members"][key]["kind"] = value
+    settings = {**EXAMPLES[name][0], setting: member}
+    with pytest.raises(QEInputError, match=rf"{name}\.{setting} = '{member}' names a {kind} member"):
+        make_families([name], {name: settings})[0].bind(built)
+    make_families([name], {name: EXAMPLES[name][0]})[0].bind(built)  # the right kinds bind

@@ -397,3 +397,10 @@ def test_a_pair_translating_the_wrong_way_is_refused_where_it_is_named(tmp_path)
     with pytest.raises(QEInputError, match="translates es into en, but the data is en -> es") as info:
         read_bundle_config(config)
     assert info.value.path == str(config)
+
+
+def test_noncharacters_are_sent_to_apertium_as_spaces():
+    """U+FFFF made Apertium lose its place: three stderr lines and a sentence number that meant nothing."""
+    assert deformat("hello \uffff world") == deformat("hello   world")
+    assert deformat("a\ufdd0b\U0010ffffc") == deformat("a b c")
+    assert deformat("\ufffd kept") != deformat("  kept")  # the replacement character is text

@@ -402,3 +402,15 @@ def test_resume_refuses_a_damaged_state_file_in_one_line(tmp_path, surface_model
     err = resumed.stderr.decode().strip().splitlines()
     assert resumed.returncode == 2 and len(err) == 1, err
     assert "state file's counts are damaged" in err[0] and str(state_path(target)) in err[0]
+
+
+def test_strict_checks_every_chunk_not_only_the_first(tmp_path, surface_model, capsys):
+    """--strict let an emoji-only MT line through when it was not in the first chunk."""
+    src = write_lines(tmp_path / "s.txt", ["The cat sat .", "The dog ran .", "A bird sang ."])
+    mt = write_lines(tmp_path / "m.txt", ["El gato .", "El perro .", "\U0001f44d\U0001f3fd\U0001f44d"])
+    argv = ["predict", "--model", str(surface_model), "--src", str(src), "--mt", str(mt), "--quiet"]
+    for chunk in ("10", "2"):
+        capsys.readouterr()
+        assert main([*argv, "--strict", "--chunk-size", chunk, "--out", str(tmp_path / "o.tsv")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert f"{mt}:3" in err and "emoji" in err

@@ -156,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.out, [args.src, args.mt, args.resources, *given.values()])
 
     names = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    if not names:
+        raise QEInputError("--families names no family (e.g. --families baseline17,lm; --list shows them)")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise QEInputError(f"--families lists {twice[0]!r} twice")
     lines, settings = route_inputs(list(names), given, parse_settings(args.set))
     resources = None
     if args.resources is not None:

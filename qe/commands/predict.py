@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--strict",
         action="store_true",
         help="refuse (exit 2) instead of warning when lines are in another script than the model's "
-        "languages or hold only emoji / symbols",
+        "languages or hold only emoji / symbols (warnings look at the first chunk; --strict at every one)",
     )
     add_input_options(parser)
     add_streaming_options(parser)
@@ -93,6 +93,7 @@ class PredictTask(ChunkTask):
     resources: str | None = None
     file_inputs_json: str = "{}"
     input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
+    strict_json: str = ""  # with --strict: {"src"/"mt": [language, what, file]}, checked on every chunk
 
     def setup(self) -> Any:
         from qe.model import QEModel
@@ -104,6 +105,12 @@ class PredictTask(ChunkTask):
 
     def process(self, state: Any, chunk: Chunk) -> np.ndarray:
         model, resources, families = state
+        for role, (language, what, path) in (
+            json.loads(self.strict_json) if self.strict_json else {}
+        ).items():
+            findings = script_findings(chunk.lines[role], language, what, path, chunk.start + 1)
+            if findings:  # --strict: every chunk, not only the first (a bad line 50,000 is refused too)
+                raise findings[0]
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
         paths = json.loads(self.input_paths_json)
         table = model.features(
@@ -208,11 +215,16 @@ def run(args: argparse.Namespace) -> int:
         sink: Sink = RankedScoresSink(args.out, args.method)
     else:
         sink = TextSink(args.out, lambda chunk, scores: format_tsv_rows(chunk.start, scores), TSV_HEADER)
+    strict = {
+        "src": [langs.get("src", ""), "the source file", str(args.src)],
+        "mt": [langs.get("tgt", ""), "the MT file", str(args.mt)],
+    }
     task = PredictTask(
         str(args.model.resolve()),
         None if args.resources is None else str(args.resources.resolve()),
         json.dumps(file_inputs, sort_keys=True),
         json.dumps({name: str(path) for name, path in lines.items()}),
+        json.dumps(strict) if args.strict and not args.no_language_check else "",
     )
     preload_state(task, (model, resources, bound))  # what task.setup() would load again
     job = {

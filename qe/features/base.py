@@ -206,6 +206,8 @@ class FeatureFamily(ABC):
     inputs: ClassVar[tuple[PairInput, ...]] = ()
     annotations: ClassVar[tuple[str, ...]] = ()
     member_settings: ClassVar[tuple[str, ...]] = ()
+    member_kinds: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Setting -> the bundle member kinds it may name (``{"src_lm": ("kenlm",)}``), checked by ``bind``."""
     needs_bundle: ClassVar[bool] = False
 
     def __init__(self, **settings: Any) -> None:
@@ -260,6 +262,15 @@ class FeatureFamily(ABC):
                     f"(has: {known})",
                     getattr(resources, "path", None),
                 )
+            for setting, kinds in self.member_kinds.items():
+                member = self.settings.get(setting)
+                if member and member in resources:
+                    kind = resources.info(member).get("kind")
+                    if kind not in kinds and kind != "object":  # "object": built in memory (tests)
+                        raise QEInputError(
+                            f"{self.name}.{setting} = {member!r} names a {kind} member; "
+                            f"it needs a {' or '.join(kinds)} one"
+                        )
         return self
 
     def needed_inputs(self) -> tuple[PairInput, ...]:

@@ -108,6 +108,14 @@ SETTINGS = {
     "src_text": toml_table(None, "a TextConfig table overriding the bundle's source text settings"),
     "tgt_text": toml_table(None, "the same for the target side"),
 }
+MEMBER_KINDS = {
+    "src_lm": ("kenlm",),
+    "tgt_lm": ("kenlm",),
+    "ngrams": ("ngrams", "unigrams"),
+    "unigrams": ("ngrams", "unigrams"),
+    "ibm1_s2t": ("ibm1",),
+    "ibm1_t2s": ("ibm1",),
+}
 TRUECASE_MIN_COUNT = 2
 _CACHED_BUNDLES = 12  # a bundle, its fold views (5 by default) and a few more
 
@@ -143,6 +151,7 @@ class Baseline17(FeatureFamily):
     name = "baseline17"
 
     setting_specs = SETTINGS
+    member_kinds = MEMBER_KINDS
     needs_bundle = True
     annotations = ("tokens",)
 

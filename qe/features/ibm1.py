@@ -34,7 +34,7 @@ bound has no POS features.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -54,6 +54,10 @@ SETTINGS = {
     "s2t": string("ibm1.s2t", "bundle member: IBM1 t(target | source)"),
     "t2s": string("ibm1.t2s", "bundle member: IBM1 t(source | target)"),
 }
+
+MAX_ALIGNMENT_CELLS = 4_000_000
+"""Source x MT tokens of one pair at most (2,000 x 2,000): the two alignment matrices grow with
+the product (20,000 tokens a side took 9 GB and 142 s); longer text is not a sentence."""
 
 BASE_SPECS = [
     FeatureSpec(
@@ -163,6 +167,7 @@ class IBM1Features(FeatureFamily):
 
     setting_specs = SETTINGS
     member_settings = ("s2t", "t2s")
+    member_kinds: ClassVar[dict[str, tuple[str, ...]]] = {"s2t": ("ibm1",), "t2s": ("ibm1",)}
     needs_bundle = True
     annotations = ("tokens", "upos")
 
@@ -239,6 +244,12 @@ class IBM1Features(FeatureFamily):
         out = np.zeros((len(batch), len(self.specs())), dtype=np.float64)
         for k, (src, mt) in enumerate(zip(src_tok, mt_tok, strict=True)):
             n_src, n_mt = len(src), len(mt)
+            if n_src * n_mt > MAX_ALIGNMENT_CELLS:
+                raise QEInputError(
+                    f"ibm1: pair {batch.ids[k]} has {n_src:,} source and {n_mt:,} MT tokens; its alignment "
+                    f"matrices would hold {n_src * n_mt:,} cells (at most {MAX_ALIGNMENT_CELLS:,}): "
+                    "split such text into sentences"
+                )
             row = out[k]
             forward_block = self._block(s2t, "s2t", src, mt)  # (n_mt, [NULL] + n_src)
             backward_block = self._block(t2s, "t2s", mt, src)  # (n_src, [NULL] + n_mt)

@@ -30,7 +30,7 @@ vocabulary) score the spaCy UPOS sequence of each side with the bundle's POS LMs
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -112,6 +112,7 @@ class LMFeatures(FeatureFamily):
 
     setting_specs = SETTINGS
     member_settings = ("src_lm", "tgt_lm")
+    member_kinds: ClassVar[dict[str, tuple[str, ...]]] = {"src_lm": ("kenlm",), "tgt_lm": ("kenlm",)}
     needs_bundle = True
     annotations = ("tokens", "upos")
 

@@ -74,13 +74,19 @@ SENTINEL = "Qesentinelzx"
 _ESCAPED = re.compile(r"([\[\]\\/@<>^${}])")  # apertium-destxt's escape characters
 _BLANK_RUN = re.compile(r"[ \t~]+")  # its space characters, less the line breaks we remove first
 _LINE_BREAKS = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines splits on
+_NONCHARACTERS = re.compile(
+    "[\ufdd0-\ufdef"
+    + "".join(chr(plane << 16 | low) for plane in range(17) for low in (0xFFFE, 0xFFFF))
+    + "]"
+)
+"""Unicode noncharacters: U+FFFF makes Apertium's pipeline lose its place (a space is sent instead)."""
 _FORMAT = re.compile(r"\.\[\]|\[\\@|\\([\[\]\\/@<>^${}])|[\[\]]")  # apertium-retxt's rules
 _MODE_PATH = re.compile(r"'(/[^']+)'|(/\S+)")
 
 
 def deformat(text: str) -> str:
     """``text`` (one line) as ``apertium-destxt`` writes it: escapes, superblanks, end-of-text ``.[]``."""
-    text = _LINE_BREAKS.sub(" ", text).replace("\x00", "")
+    text = _NONCHARACTERS.sub(" ", _LINE_BREAKS.sub(" ", text)).replace("\x00", "")
     out: list[str] = []
     pos = 0
     for match in _BLANK_RUN.finditer(text):
