@@ -48,6 +48,20 @@ def ablation_variants(groups: dict[str, list[str]]) -> dict[str, list[str]]:
     return variants
 
 
+def check_bootstrap_samples(bootstrap_samples: int) -> None:
+    """Refuse a number of bootstrap resamples outside 20 to 1,000,000 (one line naming the option)."""
+    if (
+        isinstance(bootstrap_samples, bool)
+        or not isinstance(bootstrap_samples, int)
+        or not MIN_BOOTSTRAP_SAMPLES <= bootstrap_samples <= MAX_BOOTSTRAP_SAMPLES
+    ):
+        raise QEInputError(
+            f"--bootstrap-samples must be an integer from {MIN_BOOTSTRAP_SAMPLES} to "
+            f"{MAX_BOOTSTRAP_SAMPLES:,} (p-values come in steps of 1/samples; 1000 is usual), "
+            f"got {bootstrap_samples!r}"
+        )
+
+
 def run_ablation(
     config: dict[str, Any],
     output_dir: str | Path,
@@ -61,16 +75,7 @@ def run_ablation(
 
     ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
     """
-    if (
-        isinstance(bootstrap_samples, bool)
-        or not isinstance(bootstrap_samples, int)
-        or not MIN_BOOTSTRAP_SAMPLES <= bootstrap_samples <= MAX_BOOTSTRAP_SAMPLES
-    ):
-        raise QEInputError(
-            f"--bootstrap-samples must be an integer from {MIN_BOOTSTRAP_SAMPLES} to "
-            f"{MAX_BOOTSTRAP_SAMPLES:,} (p-values come in steps of 1/samples; 1000 is usual), "
-            f"got {bootstrap_samples!r}"
-        )
+    check_bootstrap_samples(bootstrap_samples)
     unsupported = [
         what
         for what, given in (("[selection]", config.get("selection")), ("a dev split", has_dev(config)))

@@ -79,6 +79,21 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if "data_dir" in data:
         data["data_dir"] = str(_beside(path, data["data_dir"]))
     config["report"]["against"] = [_against_entry(item, path) for item in config["report"].get("against", [])]
+    tables = all("features" in config["data"].get(split, {}) for split in ("train", "test"))
+    for entry in config["report"]["against"]:
+        features = entry.get("features")
+        if features is not None and not features.get("sets") and not features.get("families") and not tables:
+            raise QEInputError(
+                f"[[report.against]] {entry['name']!r}: features names no sets or families "
+                "(and the data has no feature tables)",
+                path,
+            )
+    names = [entry["name"] for entry in config["report"]["against"]]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise QEInputError(
+            f"[[report.against]] names {twice[0]!r} twice (the second would hide the first)", path
+        )
     resources = config["features"].get("resources")
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).

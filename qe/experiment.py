@@ -169,12 +169,23 @@ def bound_families(
     return families, lines
 
 
+RANK_SCORINGS = ("DeltaAvg", "Spearman", "Spearman_scipy", "Pearson")
+"""Scorings that rank a fold's predictions: a fold of fewer than MIN_SCORED rows scores NaN."""
+
+
 def check_folds(config: dict[str, Any], n_rows: int) -> None:
     """Refuse more cross-validation folds than training rows (a config error, named with its file)."""
     folds = config["cv"]["folds"]
     if folds > n_rows:
         raise QEInputError(
             f"cv.folds = {folds}: expected an integer from 2 to {n_rows} (the number of training rows)",
+            config.get("config_file"),
+        )
+    scoring = config["learner"].get("scoring")
+    if config["learner"].get("grid") and scoring in RANK_SCORINGS and n_rows // folds < MIN_SCORED:
+        raise QEInputError(
+            f"cv.folds = {folds}: folds of {n_rows // folds} rows cannot be scored by {scoring} (it needs "
+            f"{MIN_SCORED}); use at most {n_rows // MIN_SCORED} folds or another scoring",
             config.get("config_file"),
         )
 
@@ -232,9 +243,19 @@ def signature(
     tuned_on = "dev" if dev is not None else f"cv{config['cv']['folds']}"
     if dev is not None and config["data"].get("fit_on") == "train+dev":
         parts.append("fit:train+dev")
+    learner = config["learner"]
+    options = {
+        k: learner[k] for k in ("scale", "clip", "aux_targets", "fast_above") if learner.get(k) is not None
+    }
+    bounds = label_range(config)
+    if learner.get("aux_targets"):  # the aux targets are computed from the post-edits / references
+        texts = "\n".join([*(train.post_edits or []), "\f", *(train.references or [])])
+        parts.append(f"aux-data:{hashlib.sha256(texts.encode()).hexdigest()[:16]}")
     parts += [
         f"learner:{estimator_description}",
-        f"learner-params:{compact(config['learner'].get('params') or {})}",
+        f"learner-params:{compact(learner.get('params') or {})}",
+        f"learner-options:{compact(options)}",
+        f"label-range:{compact(list(bounds) if bounds else None)}",
         f"select:{tuned_on}-{config['learner']['scoring']}",
         f"seed:{config['seed']}",
         f"qe:{__version__}",
@@ -363,7 +384,24 @@ def fit_and_evaluate(
     after dev has been scored). ``progress``: lines on stderr during the grid search and the CV
     predictions (:mod:`qe.learners.progress`)."""
     with reporting(progress):
-        return _fit_and_evaluate(config, train, test, dev)
+        try:
+            fitted = _fit_and_evaluate(config, train, test, dev)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            # parameters the config check cannot judge alone (scikit-learn checks them against the
+            # data: cv larger than a fold, kernel = "precomputed", weights of the wrong length ...)
+            reason = " ".join(str(exc).split())[:300]
+            raise QEInputError(
+                f"[learner] cannot be fitted with these parameters: {type(exc).__name__}: {reason}",
+                config.get("config_file"),
+            ) from None
+    for what, values in (("CV", fitted.cv_pred), ("test", fitted.test_pred)):
+        if not np.isfinite(values).all():
+            raise QEInputError(
+                f"[learner] predicted NaN or infinite {what} scores with these parameters "
+                "(e.g. an empty alphas list)",
+                config.get("config_file"),
+            )
+    return fitted
 
 
 def _fit_and_evaluate(

@@ -548,3 +548,55 @@ def test_fit_on_train_and_dev_needs_a_dev_split(tmp_path):
     )
     with pytest.raises(QEInputError, match="needs a dev split"):
         load_config(config)
+
+
+@pytest.mark.parametrize(
+    ("learner", "message"),
+    [
+        ('name = "svr"\nparams = { kernel = "precomputed" }', "cannot be fitted with these parameters"),
+        (
+            'name = "ridge"\nparams = { alphas = [] }',
+            "[learner]",
+        ),  # NaN predictions and a NaN in metrics.json
+        (
+            'name = "average"\nparams = { weights = [1, 2, 3], members = [{ name = "ridge" }] }',
+            "cannot be fitted",
+        ),
+        ('name = "svr"\nscoring = "DeltaAvg"\ngrid = { C = [1.0, 3.0] }', "cannot be scored by DeltaAvg"),
+    ],
+)
+def test_learner_choices_that_fail_on_the_data_are_one_line_naming_the_config(
+    tmp_path, capsys, learner, message
+):
+    """Each ended in a traceback (or exited 0 with NaN scores, or chose by NaN fold scores)."""
+    data = train_and_test_files(tmp_path)
+    folds = "[cv]\nfolds = 5\n" if "DeltaAvg" in learner else ""
+    config = tmp_path / "c.toml"
+    config.write_text(data + f'[features]\nfamilies = ["surface"]\n[learner]\n{learner}\n' + folds)
+    capsys.readouterr()
+    assert run(config, tmp_path / "run") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"qe: error: {config}: ") and message in err[0], err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_grid_of_words_is_signed_and_clipping_and_the_range_are_in_the_signature(tmp_path):
+    data = train_and_test_files(tmp_path)
+    signatures = {}
+    for name, extra in (("words", 'grid = { kernel = ["rbf", "linear"] }\n'), ("noclip", "clip = false\n")):
+        config = tmp_path / f"{name}.toml"
+        config.write_text(data + f'[features]\nfamilies = ["surface"]\n[learner]\nname = "svr"\n{extra}')
+        assert run(config, tmp_path / name) == 0  # a grid of words crashed the signature (:g) before
+        signatures[name] = (tmp_path / name / "signature.txt").read_text()
+    assert "kernel=" in signatures["words"]
+    assert '|learner-options:{"clip":false' in signatures["noclip"]
+    assert '|learner-options:{"clip":true' in signatures["words"]
+
+
+def test_two_comparisons_with_one_name_are_refused(tmp_path):
+    data = train_and_test_files(tmp_path)
+    config = tmp_path / "c.toml"
+    against = '[[report.against]]\nname = "x"\nfeatures = { families = ["surface"] }\n'
+    config.write_text(data + '[features]\nfamilies = ["surface"]\n[learner]\nname = "svr"\n' + against * 2)
+    with pytest.raises(QEInputError, match="names 'x' twice"):
+        load_config(config)

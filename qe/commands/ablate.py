@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from qe.errors import QEInputError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,18 +25,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.ablation import ablation_table, run_ablation
+    from qe.ablation import ablation_table, check_bootstrap_samples, run_ablation
     from qe.config import apply_overrides, load_config
 
+    check_bootstrap_samples(args.bootstrap_samples)
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
-    result = run_ablation(
-        config,
-        args.output_dir,
-        overwrite=args.overwrite,
-        progress=not args.quiet,
-        bootstrap_samples=args.bootstrap_samples,
-        inputs=[args.config],
-    )
+    try:
+        result = run_ablation(
+            config,
+            args.output_dir,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+            bootstrap_samples=args.bootstrap_samples,
+            inputs=[args.config],
+        )
+    except QEInputError as exc:  # an error that names no file comes from the config's choices
+        if exc.path is not None:
+            raise
+        raise QEInputError(exc.message, args.config) from None
     print(ablation_table(result))
     return 0

@@ -224,7 +224,7 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
         counter = progress.Progress("aux_stack", self.cv * self.n_repeats, "folds")
         for repeat in range(self.n_repeats):
             oof = np.zeros_like(aux)
-            folds = KFold(self.cv, shuffle=True, random_state=base_seed + repeat)
+            folds = KFold(self.cv, shuffle=True, random_state=(base_seed + repeat) % 2**32)
             for done, (train_idx, held_idx) in enumerate(folds.split(X), start=repeat * self.cv + 1):
                 for j in range(self.n_aux_):
                     model = clone(template).fit(X[train_idx], scaled[train_idx, j])

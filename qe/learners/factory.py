@@ -384,12 +384,18 @@ def make_learner(
     )
 
 
+def _short(value: Any) -> str:
+    """A grid value as the signature shows it: numbers with ``:g``, anything else as text."""
+    numeric = isinstance(value, Real) and not isinstance(value, bool)
+    return f"{value:g}" if numeric else str(value)
+
+
 def describe(estimator: BaseEstimator) -> str:
     """A compact description of a fitted estimator for signatures: learner name and chosen parameters."""
     chosen = ""
     if isinstance(estimator, GridSearchCV):
         chosen = ",".join(
-            f"{k.removeprefix('model__')}={v:g}" for k, v in sorted(estimator.best_params_.items())
+            f"{k.removeprefix('model__')}={_short(v)}" for k, v in sorted(estimator.best_params_.items())
         )
         estimator = estimator.best_estimator_
     model = estimator.steps[-1][1] if isinstance(estimator, Pipeline) else estimator
