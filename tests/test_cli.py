@@ -236,18 +236,8 @@ def test_features_families_that_name_nothing_or_one_twice_are_one_line(tmp_path,
     every column name twice."""
     src = write_lines(tmp_path / "s.txt", ["The house is small ."])
     mt = write_lines(tmp_path / "m.txt", ["La casa es pequeña ."])
-    argv = [
-        "features",
-        "--src",
-        str(src),
-        "--mt",
-        str(mt),
-        "--families",
-        families,
-        "--out",
-        str(tmp_path / "f.tsv"),
-    ]
-    assert main(argv) == 2
+    argv = ["features", "--src", str(src), "--mt", str(mt), "--families", families]
+    assert main([*argv, "--out", str(tmp_path / "f.tsv")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"qe: error: {message}" or err.startswith(f"qe: error: {message}")
     assert not (tmp_path / "f.tsv").exists()
