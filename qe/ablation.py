@@ -16,6 +16,7 @@ from qe.io import atomic_write, write_text_atomic
 from qe.metrics import paired_bootstrap
 from qe.outputs import staged_dir
 from qe.published import summary_columns
+from qe.schema import is_count
 from qe.splits import has_dev
 from qe.workers import exit_with_parent_everywhere
 
@@ -50,10 +51,8 @@ def ablation_variants(groups: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def check_bootstrap_samples(bootstrap_samples: int) -> None:
     """Refuse a number of bootstrap resamples outside 20 to 1,000,000 (one line naming the option)."""
-    if (
-        isinstance(bootstrap_samples, bool)
-        or not isinstance(bootstrap_samples, int)
-        or not MIN_BOOTSTRAP_SAMPLES <= bootstrap_samples <= MAX_BOOTSTRAP_SAMPLES
+    if not (
+        is_count(bootstrap_samples, MIN_BOOTSTRAP_SAMPLES) and bootstrap_samples <= MAX_BOOTSTRAP_SAMPLES
     ):
         raise QEInputError(
             f"--bootstrap-samples must be an integer from {MIN_BOOTSTRAP_SAMPLES} to "

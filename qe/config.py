@@ -12,7 +12,16 @@ import tomli_w
 
 from qe.errors import QEInputError
 from qe.io import require_file
-from qe.schema import EXPERIMENT, FEATURES, SPLIT_COLUMNS, SPLIT_FILES, SPLITS, check, check_jobs
+from qe.schema import (
+    EXPERIMENT,
+    FEATURES,
+    SPLIT_COLUMNS,
+    SPLIT_FILES,
+    SPLITS,
+    check,
+    check_jobs,
+    first_repeated,
+)
 
 DEFAULTS: dict[str, Any] = {
     "seed": 42,
@@ -88,11 +97,10 @@ def load_config(path: str | Path) -> dict[str, Any]:
                 "(and the data has no feature tables)",
                 path,
             )
-    names = [entry["name"] for entry in config["report"]["against"]]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
+    twice = first_repeated([entry["name"] for entry in config["report"]["against"]])
+    if twice is not None:
         raise QEInputError(
-            f"[[report.against]] names {twice[0]!r} twice (the second would hide the first)", path
+            f"[[report.against]] names {twice!r} twice (the second would hide the first)", path
         )
     resources = config["features"].get("resources")
     if resources and not Path(resources).is_absolute():
@@ -116,9 +124,9 @@ def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
 
     for name in features["families"]:
         known(name, "features.families")
-    twice = sorted({name for name in features["families"] if features["families"].count(name) > 1})
-    if twice:
-        raise QEInputError(f"features.families lists {twice[0]!r} twice", path)
+    twice = first_repeated(features["families"])
+    if twice is not None:
+        raise QEInputError(f"features.families lists {twice!r} twice", path)
     for split in SPLITS:
         for family, values in split_settings(features["settings"], split).items():
             where = f"features.settings.{family}"

@@ -23,6 +23,7 @@ import numpy as np
 from qe.errors import QEInputError
 from qe.io import cache_root, is_blank, plain_float, read_lines, sha256_file
 from qe.mlqe_checksums import MLQE_SHA256
+from qe.schema import first_repeated
 
 if TYPE_CHECKING:  # tables are read by qe.tables (pandas), imported when one is loaded
     import pandas as pd
@@ -220,6 +221,7 @@ def load_table(
         raise QEInputError(f"no id column {id_column!r} (found: {', '.join(sorted(columns))})", path, 1)
     has_labels = label_column is not None and label_column in columns
     src, mt, ids, labels, post_edits = [], [], [], [], []
+    first_line: dict[str, int] = {}  # id -> the line it first came on
     text_columns = (src_column, mt_column) + ((post_edit_column,) if post_edit_column else ())
     for index, (line, row) in enumerate(records):
         for column in text_columns:
@@ -229,17 +231,15 @@ def load_table(
         src.append(row[src_column])
         mt.append(row[mt_column])
         ids.append(_row_id(row.get(id_column) if id_column else None, index, path, line))
+        if ids[-1] in first_line:
+            raise QEInputError(
+                f"id {ids[-1]!r} appears twice (first on line {first_line[ids[-1]]})", path, line
+            )
+        first_line[ids[-1]] = line
         if has_labels:
             labels.append(parse_label(str(row.get(label_column, "")), path, line, label_range))
         if post_edit_column:
             post_edits.append(row[post_edit_column])
-    seen: dict[str, int] = {}
-    for (line, _), sentence_id in zip(records, ids, strict=True):
-        if sentence_id in seen:
-            raise QEInputError(
-                f"id {sentence_id!r} appears twice (first on line {seen[sentence_id]})", path, line
-            )
-        seen[sentence_id] = line
     return QEDataset(
         ids=ids,
         src=src,
@@ -311,9 +311,9 @@ def _read_records(path: Path) -> list[tuple[int, dict]]:
             records.append((number, row))
         return records
     header = lines[0].split("\t")
-    twice = sorted({name for name in header if header.count(name) > 1})
-    if twice:
-        raise QEInputError(f"the header names column {twice[0]!r} twice", path, 1)
+    twice = first_repeated(header)
+    if twice is not None:
+        raise QEInputError(f"the header names column {twice!r} twice", path, 1)
     records = []
     for number, text in enumerate(lines[1:], start=2):
         fields = text.split("\t")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -20,6 +22,17 @@ class QEInputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
         return f"{where}{self.message}"
+
+
+@contextlib.contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """Inside the block, an error that names no file names ``path`` (the config it came from)."""
+    try:
+        yield
+    except QEInputError as exc:
+        if exc.path is not None:
+            raise
+        raise QEInputError(exc.message, path) from None
 
 
 class Terminated(KeyboardInterrupt):

@@ -37,6 +37,7 @@ from qe.splits import (
     label_range,
     load_split,
     registered_dataset,
+    repeated_pairs,
 )
 from qe.workers import exit_with_parent_everywhere
 
@@ -345,8 +346,8 @@ def refit_with_dev(
     """The chosen configuration fitted again on train and dev (``[data] fit_on = "train+dev"``),
     once the dev split has done its job (choosing, scoring); dev pairs that repeat a training pair
     are left out. Returns the model and what it was fitted on."""
-    seen = set(zip(train.dataset.src, train.dataset.mt, strict=True))
-    keep = [k for k, pair in enumerate(zip(dev.dataset.src, dev.dataset.mt, strict=True)) if pair not in seen]
+    repeats = set(repeated_pairs(train.dataset, dev.dataset))
+    keep = [k for k in range(len(dev.dataset)) if k not in repeats]
     y_dev = _fit_target(learner, dev.dataset.subset(keep), estimator)
     x_all = np.vstack([train.features.to_numpy(), dev.features.to_numpy()[keep]])
     refitted = clone(chosen).fit(x_all, np.concatenate([y_fit, y_dev], axis=0))
@@ -507,8 +508,9 @@ def fit_config(
         raise QEInputError(f"the training split has no labels{hint}", where)
     dev = build_split(config, "dev", progress, resources) if has_dev(config) else None
     test = build_split(config, "test", progress, resources)
+    ours = list(train.features.columns)
     for name, other in (("dev", dev), ("test", test)):
-        ours, theirs = list(train.features.columns), list(other.features.columns) if other is not None else []
+        theirs = [] if other is None else list(other.features.columns)
         if other is not None and theirs != ours:
             at = next(
                 (i for i, pair in enumerate(zip(theirs, ours, strict=False)) if pair[0] != pair[1]), None

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -115,6 +116,15 @@ def plain_float(text: str | bytes) -> float:
     if not _PLAIN_NUMBER.fullmatch(text):
         raise ValueError(f"not a plain number: {text!r}")
     return float(text)
+
+
+MAX_SCORE = 1e100
+"""A score (a prediction, a decoder score) beyond this is a damaged file: its square would overflow."""
+
+
+def is_score(value: float) -> bool:
+    """A finite number of at most ``MAX_SCORE`` in size."""
+    return math.isfinite(value) and abs(value) <= MAX_SCORE
 
 
 def atomic_temporary_of(name: str) -> str | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from qe import __version__
 from qe.errors import QEInputError
 from qe.io import atomic_write
 from qe.model_types import MODEL_TYPES, refused_entries
+from qe.schema import is_number
 
 if TYPE_CHECKING:
     from qe.plainmodel import PlainModel
@@ -188,9 +188,7 @@ def manifest_problem(manifest: dict[str, Any]) -> str | None:
         or (
             isinstance(bounds, list)
             and len(bounds) == 2
-            and all(
-                isinstance(b, int | float) and not isinstance(b, bool) and math.isfinite(b) for b in bounds
-            )
+            and all(map(is_number, bounds))
             and bounds[0] < bounds[1]
         ),
     }

@@ -15,8 +15,9 @@ need the data (``cv.folds`` at most the number of training rows).
 from __future__ import annotations
 
 import math
+import numbers
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,22 @@ class Bool(Rule):
         return value
 
 
+def is_count(value: Any, low: int = 0) -> bool:
+    """An integer (not a boolean) of at least ``low``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+
+
+def is_number(value: Any) -> bool:
+    """A finite number (not a boolean)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def first_repeated(values: Sequence[Any]) -> Any | None:
+    """The first value (in sorted order) that ``values`` holds more than once, else None."""
+    repeated = sorted({value for value in values if values.count(value) > 1})
+    return repeated[0] if repeated else None
+
+
 MAX_JOBS = 256
 """More parallel jobs than this is a typo, not a machine: each is a process (100,000 exhausted memory)."""
 
@@ -67,7 +84,7 @@ MAX_JOBS = 256
 def check_jobs(jobs: int, option: str = "--jobs") -> int:
     """A number of parallel jobs from the command line: 1 to ``MAX_JOBS`` processes, or -1 for one
     per core; anything else is refused in one line."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs != -1 and not 1 <= jobs <= MAX_JOBS):
+    if not (is_count(jobs, -1) and jobs != 0 and jobs <= MAX_JOBS):
         raise QEInputError(
             f"{option} must be a number of processes from 1 to {MAX_JOBS}, or -1 for all cores (got {jobs})"
         )

@@ -134,12 +134,17 @@ def has_text(dataset: QEDataset) -> bool:
     return any(dataset.src) or any(dataset.mt)
 
 
+def repeated_pairs(train: QEDataset, dev: QEDataset) -> list[int]:
+    """The positions of the dev pairs (source and MT, exact strings) that are also training pairs."""
+    seen = set(zip(train.src, train.mt, strict=True))
+    return [k for k, pair in enumerate(zip(dev.src, dev.mt, strict=True)) if pair in seen]
+
+
 def check_overlap(train: QEDataset, dev: QEDataset, allow: bool) -> int:
     """The number of dev pairs (source and MT) that are also training pairs; refused unless ``allow``."""
     if not has_text(dev):
         return 0
-    seen = set(zip(train.src, train.mt, strict=True))
-    hits = [k for k, pair in enumerate(zip(dev.src, dev.mt, strict=True)) if pair in seen]
+    hits = repeated_pairs(train, dev)
     if hits and not allow:
         first = hits[0]
         path = next((dev.files[k] for k in ("src", "table", "da_table") if k in dev.files), None)

@@ -53,7 +53,7 @@ from qe.io import (
     write_text_atomic,
 )
 from qe.outputs import sidecar_path
-from qe.schema import check_jobs
+from qe.schema import check_jobs, is_count
 
 STATE_FORMAT = "qe-stream-state/1"
 DEFAULT_CHUNK_SIZE = 10_000
@@ -679,17 +679,13 @@ def _read_state(target: Path) -> dict[str, Any] | None:
     return state
 
 
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def _check_state_values(state: dict[str, Any], target: Path) -> None:
     """Refuse a state file whose counts and offsets are not what qe writes (a damaged or edited file)."""
     offsets = state.get("offsets")
     fine = (
-        all(_count(state.get(key)) for key in ("pairs_done", "chunks_done", "position"))
+        all(is_count(state.get(key)) for key in ("pairs_done", "chunks_done", "position"))
         and isinstance(offsets, dict)
-        and all(isinstance(role, str) and _count(offset) for role, offset in offsets.items())
+        and all(isinstance(role, str) and is_count(offset) for role, offset in offsets.items())
     )
     if not fine:
         raise QEInputError(

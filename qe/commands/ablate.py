@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qe.errors import QEInputError
+from qe.errors import naming
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     check_bootstrap_samples(args.bootstrap_samples)
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
-    try:
+    with naming(args.config):  # an error that names no file comes from the config's choices
         result = run_ablation(
             config,
             args.output_dir,
@@ -40,9 +40,5 @@ def run(args: argparse.Namespace) -> int:
             bootstrap_samples=args.bootstrap_samples,
             inputs=[args.config],
         )
-    except QEInputError as exc:  # an error that names no file comes from the config's choices
-        if exc.path is not None:
-            raise
-        raise QEInputError(exc.message, args.config) from None
     print(ablation_table(result))
     return 0

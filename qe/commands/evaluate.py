@@ -27,7 +27,7 @@ import numpy as np
 
 from qe.data import parse_label
 from qe.errors import QEInputError
-from qe.io import read_lines
+from qe.io import MAX_SCORE, is_score, read_lines
 
 MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles
 RANKING_METRICS = ("DeltaAvg", "Spearman", "Spearman_scipy", "n")
@@ -45,13 +45,9 @@ class Scored:
     ranking_only: bool = False  # a WMT12 submission with ranks and no scores: no MAE / RMSE
 
 
-MAX_SCORE = 1e100
-"""A larger score is a broken file, not a prediction: its square (RMSE) would overflow."""
-
-
 def _score(text: str, path: Path, line: int) -> float:
     value = parse_label(text, path, line, None, what="score")
-    if abs(value) > MAX_SCORE:
+    if not is_score(value):
         raise QEInputError(f"score {value:g} is beyond {MAX_SCORE:g}: not a prediction", path, line)
     return value
 

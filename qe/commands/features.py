@@ -23,6 +23,7 @@ from qe.commands.options import (
 )
 from qe.errors import QEInputError
 from qe.outputs import check_output_file
+from qe.schema import first_repeated
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
@@ -158,9 +159,9 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(f.strip() for f in args.families.split(",") if f.strip())
     if not names:
         raise QEInputError("--families names no family (e.g. --families baseline17,lm; --list shows them)")
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise QEInputError(f"--families lists {twice[0]!r} twice")
+    twice = first_repeated(names)
+    if twice is not None:
+        raise QEInputError(f"--families lists {twice!r} twice")
     lines, settings = route_inputs(list(names), given, parse_settings(args.set))
     resources = None
     if args.resources is not None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from qe.errors import QEInputError
+from qe.errors import naming
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,14 +32,10 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
-    try:
+    with naming(args.config):  # an error that names no file comes from the config's choices
         metrics = run_experiment(
             config, args.output_dir, overwrite=args.overwrite, progress=not args.quiet, inputs=[args.config]
         )
-    except QEInputError as exc:  # an error that names no file comes from the config's choices
-        if exc.path is not None:
-            raise
-        raise QEInputError(exc.message, args.config) from None
     if args.json:
         print(json.dumps(metrics, indent=2))
         return 0

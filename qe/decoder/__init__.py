@@ -71,10 +71,6 @@ class Truncated(Exception):
         self.line = line
 
 
-MAX_SCORE = 1e100
-"""Decoder scores beyond this size are refused (their squares, in the moments, would overflow)."""
-
-
 def check_truncated_policy(policy: str) -> None:
     """Refuse an unknown truncation policy with a clear message."""
     if policy not in TRUNCATED_POLICIES:
@@ -116,7 +112,6 @@ def truncated_error(path: Path, line: int, kind: str) -> QEInputError:
 
 
 __all__ = [
-    "MAX_SCORE",
     "TRUNCATED_POLICIES",
     "LogIndex",
     "Status",

@@ -20,7 +20,6 @@ from operator import mul, sub
 from pathlib import Path
 
 from qe.decoder import (
-    MAX_SCORE,
     LogIndex,
     Truncated,
     TruncatedPolicy,
@@ -31,6 +30,7 @@ from qe.decoder import (
     truncated_error,
 )
 from qe.errors import QEInputError
+from qe.io import MAX_SCORE, is_score
 
 KIND = "n-best list"
 
@@ -90,7 +90,7 @@ def parse_scores(text: str) -> dict[str, list[float]]:
             values.append(float(token))
         except ValueError:
             raise ValueError(f"non-numeric score {token!r} for feature {name!r}") from None
-        if not math.isfinite(values[-1]) or abs(values[-1]) > MAX_SCORE:
+        if not is_score(values[-1]):
             raise ValueError(
                 f"score {token!r} for feature {name!r} is not a finite number of at most {MAX_SCORE:g}"
             )
@@ -301,7 +301,7 @@ def parse_nbest_line(text: str, line: int = 0) -> NBestEntry:
         total = float(fields[3])
     except ValueError:
         raise ValueError(f"non-numeric total score {fields[3].strip()!r}") from None
-    if not math.isfinite(total) or abs(total) > MAX_SCORE:
+    if not is_score(total):
         raise ValueError(f"total score {fields[3].strip()!r} is not a finite number of at most {MAX_SCORE:g}")
     segmentation = alignment = None
     extra = fields[4:]
@@ -429,7 +429,7 @@ class _Block:
             self.total = float(parts[3])
         except ValueError:
             raise QEInputError(f"non-numeric total score {parts[3].strip()!r}", path, line) from None
-        if not math.isfinite(self.total) or abs(self.total) > MAX_SCORE:
+        if not is_score(self.total):
             raise QEInputError(
                 f"total score {parts[3].strip().decode('ascii', 'replace')!r} is not a finite number "
                 f"of at most {MAX_SCORE:g}",
@@ -476,7 +476,7 @@ class _Block:
                         f"non-numeric total score {raw.strip()!r}", path, self.line + 1 + i
                     ) from None
         for i, total in enumerate(totals):
-            if not math.isfinite(total) or abs(total) > MAX_SCORE:
+            if not is_score(total):
                 raise QEInputError(
                     f"total score {self.raw_totals[i].strip().decode('ascii', 'replace')!r} is not a finite "
                     f"number of at most {MAX_SCORE:g}",

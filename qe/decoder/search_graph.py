@@ -19,7 +19,6 @@ from operator import methodcaller
 from pathlib import Path
 
 from qe.decoder import (
-    MAX_SCORE,
     LogIndex,
     Truncated,
     TruncatedPolicy,
@@ -30,6 +29,7 @@ from qe.decoder import (
     truncated_error,
 )
 from qe.errors import QEInputError
+from qe.io import MAX_SCORE, is_score
 
 SG_KIND = "search graph"
 WG_KIND = "word graph"
@@ -103,7 +103,7 @@ def parse_search_graph_line(text: str, line: int = 0) -> SearchGraphNode:
         for key in _FLOAT_KEYS:
             if key in items:
                 value = float(items[key])
-                if not math.isfinite(value) or abs(value) > MAX_SCORE:
+                if not is_score(value):
                     raise ValueError(f"{key}={items[key]} is not a finite number of at most {MAX_SCORE:g}")
                 setattr(node, key, value)
         if "covered" in items:
@@ -215,7 +215,7 @@ def summarize_search_graph(
                         back = items[b"back"]
                         int(back)
                         fscore = float(items[b"fscore"]) if b"fscore" in items else None
-                        if fscore is not None and not (math.isfinite(fscore) and abs(fscore) <= MAX_SCORE):
+                        if fscore is not None and not is_score(fscore):
                             raise ValueError("fscore")
                 except (ValueError, KeyError, IndexError):
                     raise QEInputError(

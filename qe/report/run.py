@@ -4,7 +4,6 @@ and only from the run's own files and the data directory."""
 from __future__ import annotations
 
 import json
-import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import read_lines
+from qe.io import MAX_SCORE, is_score, read_lines
 from qe.published import METRICS_SHOWN
+from qe.schema import is_number
 
 
 @dataclass
@@ -28,9 +28,6 @@ class RunDir:
     selection: dict[str, Any] | None
     model_text: str | None
     ablation: dict[str, Any] | None
-
-
-MAX_SCORE = 1e100  # beyond this a "prediction" is a damaged file (its square would overflow)
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
@@ -62,7 +59,7 @@ def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
             scores.append(parse_label(fields[1], path, number, None, what="score"))
         except QEInputError:  # its message quotes the field: the report never shows a file's text
             raise QEInputError("the score is not a finite number", path, number) from None
-        if abs(scores[-1]) > MAX_SCORE:
+        if not is_score(scores[-1]):
             raise QEInputError(f"the score is beyond {MAX_SCORE:g}: not a prediction qe wrote", path, number)
     return ids, np.array(scores)
 
@@ -72,12 +69,7 @@ def _check_metrics(metrics: dict[str, Any], path: Path) -> None:
         values = metrics.get(split)
         if values is None:
             continue
-        if not isinstance(values, dict) or not all(
-            isinstance(values.get(m), int | float)
-            and not isinstance(values.get(m), bool)
-            and math.isfinite(values[m])
-            for m in METRICS_SHOWN
-        ):
+        if not isinstance(values, dict) or not all(is_number(values.get(m)) for m in METRICS_SHOWN):
             raise QEInputError(
                 f"corrupt metrics.json: {split!r} lacks finite numbers for {', '.join(METRICS_SHOWN)}", path
             )

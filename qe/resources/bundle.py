@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from qe import __version__
-from qe.errors import QEInputError
+from qe.errors import QEInputError, naming
 from qe.io import atomic_write, read_lines, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
@@ -604,12 +604,8 @@ def _errors_name_the_config(build: Callable[..., ResourceBundle]) -> Callable[..
 
     @functools.wraps(build)
     def wrapper(config_path: str | Path, *args: Any, **kwargs: Any) -> ResourceBundle:
-        try:
+        with naming(config_path):
             return build(config_path, *args, **kwargs)
-        except QEInputError as exc:
-            if exc.path is not None:
-                raise
-            raise QEInputError(exc.message, config_path) from None
 
     return wrapper
 

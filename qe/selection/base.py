@@ -13,20 +13,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from qe.errors import QEInputError
 
 
-def is_count(value: Any, low: int = 0) -> bool:
-    """An integer (not a boolean) of at least ``low``."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
-
-
-def is_number(value: Any) -> bool:
-    """A finite number (not a boolean)."""
-    return (
-        isinstance(value, int | float | np.number)
-        and not isinstance(value, bool)
-        and bool(np.isfinite(value))
-    )
-
-
 class PathSelector(SelectorMixin, BaseEstimator):
     """Base of the qe selectors: a boolean ``support_`` mask plus the selection ``path_``.
 

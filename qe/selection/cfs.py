@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.selection.base import PathSelector, is_count
+from qe.schema import is_count
+from qe.selection.base import PathSelector
 
 SEARCHES = ("best_first", "greedy")
 # Weka's BestFirst counts an expansion as improving only if the merit rises by more than this.

@@ -8,7 +8,8 @@ import numpy as np
 from scipy import stats
 
 from qe.errors import QEInputError
-from qe.selection.base import PathSelector, is_count, is_number
+from qe.schema import is_count, is_number
+from qe.selection.base import PathSelector
 
 METHODS = ("pearson", "spearman")
 

@@ -19,7 +19,8 @@ from sklearn.model_selection import KFold
 from qe.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
 from qe.metrics import HIGHER_IS_BETTER
-from qe.selection.base import PathSelector, is_count, is_number
+from qe.schema import is_count, is_number
+from qe.selection.base import PathSelector
 
 DIRECTIONS = ("forward", "backward")
 
