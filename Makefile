@@ -11,7 +11,7 @@ APT_PACKAGES := cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-opt
   libboost-system-dev libboost-thread-dev libboost-test-dev default-jre-headless weka libsvm-tools \
   apertium apertium-eng-spa hunspell hunspell-en-us hunspell-es hunspell-de-de
 
-.PHONY: install system-deps demo test lint clean
+.PHONY: install system-deps demo test check fuzz lint clean
 
 install: system-deps $(VENV)/.installed .tools/kenlm/bin/lmplz $(VENV)/.spacy-installed
 
@@ -56,6 +56,10 @@ demo: install
 
 test: install
 	$(VENV)/bin/pytest -q
+
+# The property-based readers with many examples (QE_FUZZ_EXAMPLES per property, 10,000 by default).
+fuzz: install
+	QE_FUZZ=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz
 
 lint: install
 	$(VENV)/bin/ruff check qe tests benchmarks && $(VENV)/bin/ruff format --check qe tests benchmarks
