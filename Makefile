@@ -57,6 +57,11 @@ demo: install
 test: install
 	$(VENV)/bin/pytest -q
 
+# The fast tier for the development loop: everything but the `slow` marker, its time printed.
+check: install
+	@start=$$(date +%s); $(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider; rc=$$?; \
+	echo "fast tier (make check): $$(( $$(date +%s) - start )) s"; exit $$rc
+
 # The property-based readers with many examples (QE_FUZZ_EXAMPLES per property, 10,000 by default).
 fuzz: install
 	QE_FUZZ=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz
