@@ -8,6 +8,7 @@ import re
 
 from qe.errors import QEInputError
 from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
+from qe.resources.leakage import describe_repeats
 from qe.schema import check_jobs
 
 
@@ -23,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Build every resource of CONFIG (LMs, n-gram counts, IBM1 tables, ...) into a bundle "
             "directory with a manifest. Corpora sharing sentences with the evaluation files listed "
             "in the config's [leakage] section are refused unless --drop-overlap (leave those lines "
-            "out, listed in the manifest) or --allow-overlap (keep them) is given."
+            "out, listed in the manifest) or --allow-overlap (keep them) is given; the QE training "
+            "split's repeats of them are the data: reported and kept (--drop-overlap drops them too)."
         ),
     )
     build.add_argument(
@@ -98,6 +100,8 @@ def _build(args: argparse.Namespace) -> int:
         print(
             f"warning: built despite {shared} sentence(s) shared with the evaluation data (--allow-overlap)"
         )
+    for line in describe_repeats(manifest["leakage"]):
+        print(line)
     cross_fit = manifest.get("cross_fit") or {}
     if cross_fit.get("members"):
         members = ", ".join(cross_fit["members"])

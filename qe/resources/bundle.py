@@ -32,7 +32,9 @@ Members are loaded lazily, on first use, and kept; ``bundle.get(name, **options)
 object per name and options. Building refuses corpora that share a sentence (compared
 lower-cased, whitespace collapsed) or a near-duplicate (chrF >= ``near_duplicate_chrf`` after
 normalising digits and punctuation, see ``qe.resources.leakage``) with the evaluation files listed
-in ``[leakage]``.
+in ``[leakage]``, except the QE training split (the pairs of the QE corpus, or of ``[edits]``):
+its repeats of the evaluation data are the data, reported in the manifest's ``leakage.repeats``
+and kept (refused only past ``MAX_REPEAT_SHARE`` of an evaluation file: the evaluation data itself).
 
 Config layout (paths relative to the data directory)::
 
@@ -75,7 +77,7 @@ import numpy as np
 
 from qe import __version__
 from qe.errors import QEInputError, naming
-from qe.io import atomic_write, read_lines, read_text_lines, require_file, sha256_file
+from qe.io import atomic_write, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.schema import BUNDLE, check
@@ -628,14 +630,14 @@ def build_bundle(
     Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
     sides of a parallel corpus have the same number of lines, and no corpus line copies or nearly
     copies a line of the ``[leakage] eval_files`` (unless ``allow_overlap``; see
-    ``qe.resources.leakage``). With ``drop_overlap`` (default: ``[leakage] drop_overlap``) such
-    lines (both sides of a parallel line) are left out instead, and listed in the manifest's
-    ``leakage.dropped``. Members built from a QE training split are cross-fitted (see the module
-    docstring). The bundle is built in a temporary directory beside ``output`` and moved into place
-    at the end.
+    ``qe.resources.leakage``), except the training split's repeats (see :func:`_check_overlaps`).
+    With ``drop_overlap`` (default: ``[leakage] drop_overlap``) such lines (both sides of a parallel
+    line, the whole training pair) are left out of every member instead, ``[edits]`` included, and
+    listed in the manifest's ``leakage.dropped``. Members built from a QE training split are
+    cross-fitted (see the module docstring). The bundle is built in a temporary directory beside
+    ``output`` and moved into place at the end.
     """
     from qe.data import resolve_data_dir
-    from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
     from qe.workers import exit_with_parent_everywhere
 
     start = time.perf_counter()
@@ -668,32 +670,25 @@ def build_bundle(
         corpora[name] = _Corpus(name, files, lines)
 
     # ---- leakage
-    leakage = config.get("leakage", {})
-    eval_files = [_resolve(root, f) for f in leakage.get("eval_files", [])]
-    near_chrf = leakage.get("near_duplicate_chrf", DEFAULT_NEAR_CHRF)
-    eval_sentences, overlaps = check_leakage(
-        ((path, corpus.lines[side]) for corpus in corpora.values() for side, path in corpus.files.items()),
-        eval_files,
-        near_chrf,
-    )
+    edits = _edits_dataset(config.get("edits"), root)
     if drop_overlap is None:
-        drop_overlap = bool(leakage.get("drop_overlap", False))
-    dropped = _drop_overlapping_lines(corpora, overlaps, root) if drop_overlap else {}
-    if overlaps and not allow_overlap and not drop_overlap:
-        first = overlaps[0]
-        more = f" ({len(overlaps) - 1} more corpus file(s) overlap too)" if len(overlaps) > 1 else ""
-        raise QEInputError(
-            first.reason().replace("pass --allow-overlap", "pass --drop-overlap or --allow-overlap") + more,
-            first.corpus,
-            first.lines[0],
-        )
-    _check_edits_leakage(config.get("edits"), root, eval_sentences, near_chrf, allow_overlap)
+        drop_overlap = bool(config.get("leakage", {}).get("drop_overlap", False))
+    leakage, keep_edits = _check_overlaps(config, root, corpora, edits, allow_overlap, drop_overlap)
     fold_map = _plan_cross_fitting(config, corpora)
 
     exit_with_parent_everywhere()
     with staged_dir(output, "bundle", overwrite=overwrite, inputs=inputs) as work:
         members = _build_members(
-            config, config_path, root, corpora, text, work, n_jobs, progress, token_cache_dir
+            config,
+            config_path,
+            root,
+            corpora,
+            text,
+            work,
+            n_jobs,
+            progress,
+            token_cache_dir,
+            edits=None if edits is None else (edits, keep_edits),
         )
         cross_fit = _cross_fit_members(
             config,
@@ -733,14 +728,7 @@ def build_bundle(
                 }
                 for name, corpus in corpora.items()
             },
-            "leakage": {
-                "eval_files": leakage.get("eval_files", []),
-                "eval_sentences": len(eval_sentences),
-                "near_duplicate_chrf": near_chrf,
-                "overlaps": [o.manifest_entry() for o in overlaps],
-                "allowed": bool(overlaps) and allow_overlap and not drop_overlap,
-                "dropped": dropped,
-            },
+            "leakage": leakage,
             "cross_fit": cross_fit,
             "members": members,
             "build_seconds": round(time.perf_counter() - start, 3),
@@ -781,29 +769,187 @@ def _qe_corpus(name: str, table: dict[str, Any], root: Path) -> _Corpus:
     return _Corpus(name, files, {"src": list(dataset.src), "tgt": list(tgt)}, qe=dataset)
 
 
+_EDITS = "[edits]"
+"""How ``[edits]`` is named among the readers of a checked file (the others are corpus names)."""
+_PAIR_ROLES = ("src", "mt", "post_edits")
+
+
+def _section(reader: str) -> str:
+    """The config section of a reader of a checked file: ``[corpora.NAME]`` or ``[edits]``."""
+    return reader if reader == _EDITS else f"[corpora.{reader}]"
+
+
+@dataclass
+class _Split:
+    """The bundle's QE training split and the members' sources that are exactly its pairs."""
+
+    data: Any  # qe.data.QEDataset
+    readers: list[str]  # QE corpora, and _EDITS
+    registered: bool  # a registered dataset's training split (not the user's files)
+
+
+@dataclass
+class _Checked:
+    """A file members are built from, checked against the evaluation data."""
+
+    readers: list[str]  # the corpora reading it, or _EDITS
+    side: str  # src / tgt of a corpus, src / mt / post_edits of QE pairs
+    path: Path
+    lines: list[str]
+    training: bool  # a file of the training split: its repeats of the evaluation data are the data
+    overlap: Any = None  # qe.resources.leakage.Overlap
+    repeats: Any = None  # qe.resources.leakage.Repeats, of a training file's overlap
+
+    @property
+    def leaks(self) -> bool:
+        """A resource's overlap, or a training file repeating so much it holds the evaluation data."""
+        return self.overlap is not None and (self.repeats is None or self.repeats.holds_evaluation_data)
+
+    def refusal(self, others: int) -> QEInputError:
+        """The one line refusing the build for this file's overlap, naming its first line."""
+        more = f" ({others} more corpus file(s) overlap too)" if others else ""
+        if self.training or _EDITS in self.readers:
+            label = " / ".join(map(_section, self.readers))
+            advice = "remove those pairs, or pass --drop-overlap or --allow-overlap"
+            reason = self.repeats.reason(advice) if self.repeats else self.overlap.reason(advice)
+            message = f"{label} {self.side}: {reason}"
+        else:
+            message = self.overlap.reason("remove the corpus or pass --drop-overlap or --allow-overlap")
+        return QEInputError(message + more, self.path, self.overlap.lines[0])
+
+
+def _training_split(config: dict[str, Any], corpora: dict[str, _Corpus], edits: Any) -> _Split | None:
+    """The pairs of the cross-fitted QE corpus (else of the first QE corpus, else of ``[edits]``), read
+    by every QE corpus and ``[edits]`` holding exactly those pairs; None without QE pairs."""
+    tables = config["corpora"]
+    qe = sorted((n for n, c in corpora.items() if c.qe is not None), key=lambda n: not tables[n]["cross_fit"])
+    if qe:
+        data, registered = corpora[qe[0]].qe, "dataset" in tables[qe[0]]
+    elif edits is not None:
+        data, registered = edits, "dataset" in config["edits"]
+    else:
+        return None
+    readers = [n for n in qe if corpora[n].qe.src == data.src and corpora[n].qe.mt == data.mt]
+    if edits is not None and edits.src == data.src and edits.mt == data.mt:
+        readers.append(_EDITS)
+    return _Split(data, readers, registered)
+
+
+def _pair_files(data: Any, readers: list[str], training: bool) -> list[_Checked]:
+    """The source, MT and post-edit lines of QE pairs (those it has), as files to check."""
+    first = next(iter(data.files.values()))
+    return [
+        _Checked(readers, role, Path(data.files.get(role, first)), lines, training)
+        for role in _PAIR_ROLES
+        if (lines := getattr(data, role)) is not None
+    ]
+
+
+def _check_overlaps(
+    config: dict[str, Any],
+    root: Path,
+    corpora: dict[str, _Corpus],
+    edits: Any,
+    allow_overlap: bool,
+    drop_overlap: bool,
+) -> tuple[dict[str, Any], np.ndarray | None]:
+    """Check every file members are built from against the ``[leakage] eval_files``.
+
+    A resource (a plain corpus, another QE corpus, ``[edits]`` from other pairs) copying or nearly
+    copying evaluation sentences leaks them: refused unless ``allow_overlap``. The training split
+    (see :func:`_training_split`) repeating a few of them is the data: kept and reported (count,
+    share), refused only past ``MAX_REPEAT_SHARE`` of an evaluation file (then it holds the
+    evaluation data). ``drop_overlap`` leaves all of them out of every member reading them. Returns the
+    manifest's ``leakage`` section and the ``[edits]`` pairs to learn from (None: all).
+    """
+    from qe.resources.leakage import DEFAULT_NEAR_CHRF, Repeats, find_overlaps, load_eval_sentences
+
+    leakage = config.get("leakage", {})
+    eval_files = [_resolve(root, f) for f in leakage.get("eval_files", [])]
+    near_chrf = leakage.get("near_duplicate_chrf", DEFAULT_NEAR_CHRF)
+    evaluation = split_evaluation = load_eval_sentences(eval_files)
+    split = _training_split(config, corpora, edits)
+    if split is not None and split.registered:
+        # a registered training split's own files listed as evaluation files (WMT12's config lists them
+        # so that no external corpus holds a training sentence) are not its evaluation data
+        own = {Path(f).resolve() for f in split.data.files.values()}
+        if any(f.resolve() in own for f in eval_files):
+            split_evaluation = load_eval_sentences([f for f in eval_files if f.resolve() not in own])
+    readers = split.readers if split is not None else []
+    checked = [
+        _Checked([name], side, path, corpus.lines[side], False)
+        for name, corpus in corpora.items()
+        if name not in readers
+        for side, path in corpus.files.items()
+    ]
+    if edits is not None and _EDITS not in readers:
+        checked += _pair_files(edits, [_EDITS], False)
+    if split is not None:
+        checked += _pair_files(split.data, split.readers, True)
+    for item in checked:
+        against = split_evaluation if item.training else evaluation
+        item.overlap = find_overlaps(item.path, item.lines, against, near_chrf)
+        if item.training and item.overlap is not None:
+            item.repeats = Repeats.of(item.overlap, len(item.lines), against)
+    leaks = [item for item in checked if item.leaks]
+    if leaks and not allow_overlap and not drop_overlap:
+        raise leaks[0].refusal(len(leaks) - 1)
+    dropped, keep_edits = (
+        _drop_overlapping_lines(corpora, edits, checked, root) if drop_overlap else ({}, None)
+    )
+    repeats = [
+        {
+            **item.repeats.manifest_entry(),
+            "readers": [_section(r) for r in item.readers],
+            "side": item.side,
+            "corpus": _shown_path(root, item.path),
+            "eval_file": _shown_path(root, Path(item.repeats.eval_file)),
+            "dropped": drop_overlap,
+        }
+        for item in checked
+        if item.repeats is not None and not item.leaks
+    ]
+    section = {
+        "eval_files": leakage.get("eval_files", []),
+        "eval_sentences": len(evaluation),
+        "near_duplicate_chrf": near_chrf,
+        "overlaps": [item.overlap.manifest_entry() for item in leaks],
+        "repeats": repeats,
+        "allowed": bool(leaks) and allow_overlap and not drop_overlap,
+        "dropped": dropped,
+    }
+    return section, keep_edits
+
+
 def _drop_overlapping_lines(
-    corpora: dict[str, _Corpus], overlaps: list[Any], root: Path
-) -> dict[str, dict[str, Any]]:
-    """Remove the lines that copy or nearly copy evaluation sentences (both sides of a parallel line);
-    what the manifest records under ``leakage.dropped``, per corpus."""
-    files = [(name, side, str(path)) for name, c in corpora.items() for side, path in c.files.items()]
+    corpora: dict[str, _Corpus], edits: Any, checked: list[_Checked], root: Path
+) -> tuple[dict[str, dict[str, Any]], np.ndarray | None]:
+    """Leave the lines that copy or nearly copy evaluation sentences out of every member reading them
+    (both sides of a parallel line; the whole pair of QE pairs); what the manifest records under
+    ``leakage.dropped``, per reader, and the ``[edits]`` pairs kept (None: none left out)."""
     rows: dict[str, set[int]] = {}
     entries: dict[str, list[dict[str, Any]]] = {}
-    for overlap in overlaps:  # in the order of ``files`` (check_leakage keeps it)
-        while files[0][2] != overlap.corpus:
-            files.pop(0)
-        name, side, path = files.pop(0)
-        rows.setdefault(name, set()).update(line - 1 for line in overlap.lines)
-        entry = overlap.manifest_entry()
-        entry.update(side=side, corpus=_shown_path(root, Path(path)))
-        entries.setdefault(name, []).append(entry)
-    dropped = {}
-    for name, gone in rows.items():
-        corpus = corpora[name]
-        keep = [i for i in range(len(next(iter(corpus.lines.values())))) if i not in gone]
-        corpus.lines = {side: [lines[i] for i in keep] for side, lines in corpus.lines.items()}
-        dropped[name] = {"lines": len(gone), "kept": len(keep), "files": entries[name]}
-    return dropped
+    for item in checked:
+        if item.overlap is None:
+            continue
+        entry = {**item.overlap.manifest_entry(), "side": item.side, "corpus": _shown_path(root, item.path)}
+        for reader in item.readers:
+            rows.setdefault(reader, set()).update(line - 1 for line in item.overlap.lines)
+            entries.setdefault(reader, []).append(entry)
+    dropped, keep_edits = {}, None
+    for reader, gone in rows.items():
+        total = len(edits.src) if reader == _EDITS else len(next(iter(corpora[reader].lines.values())))
+        keep = np.ones(total, dtype=bool)
+        keep[sorted(gone)] = False
+        if reader == _EDITS:
+            keep_edits = keep
+        else:
+            corpus = corpora[reader]
+            corpus.lines = {
+                side: [lines[i] for i in np.flatnonzero(keep)] for side, lines in corpus.lines.items()
+            }
+        dropped[reader] = {"lines": len(gone), "kept": int(keep.sum()), "files": entries[reader]}
+    return dropped, keep_edits
 
 
 def _plan_cross_fitting(config: dict[str, Any], corpora: dict[str, _Corpus]) -> Any:
@@ -991,8 +1137,10 @@ def _build_members(
     n_jobs: int,
     progress: bool,
     token_cache_dir: str | Path | None,
+    edits: tuple[Any, np.ndarray | None] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Tokenize the corpora once per side and build each member; returns the manifest entries."""
+    """Tokenize the corpora once per side and build each member; returns the manifest entries.
+    ``edits``: the ``[edits]`` pairs and which of them to learn from (None: all)."""
     from tqdm.auto import tqdm
 
     processors = {side: TextProcessor(text[side]) for side in SIDES}
@@ -1093,7 +1241,7 @@ def _build_members(
             entry["summary"] = counts.info()
             members[f"unigrams.{key}"] = entry
         elif section == "edits":
-            members["edits"] = _build_edits(table, root, processors, work, t0)
+            members["edits"] = _build_edits(table, *edits, processors, work, t0)
         elif section == "mt2":
             from qe.resources.mt2 import SecondMT
 
@@ -1105,33 +1253,12 @@ def _build_members(
     return members
 
 
-def _check_edits_leakage(
-    table: dict[str, Any] | None, root: Path, evaluation: Any, near_chrf: float, allow_overlap: bool
-) -> None:
-    """Refuse ``[edits]`` files that share sentences with the evaluation files (the edit statistics
-    see labels and post-edits: learning them from the test set leaks it), unless ``allow_overlap``.
-    Lines cannot be dropped from them (labels and post-edits are aligned): the user removes them."""
-    if not table or "dataset" in table or allow_overlap:
-        return
-    from qe.resources.leakage import find_overlaps
-
-    for key in ("src", "mt", "post_edits"):
-        path = _resolve(root, table[key])
-        overlap = find_overlaps(path, read_lines(path), evaluation, near_chrf)
-        if overlap is not None:
-            reason = overlap.reason().replace(
-                "pass --allow-overlap", "remove those pairs or pass --allow-overlap"
-            )
-            raise QEInputError(f"[edits] {key}: {reason}", path, overlap.lines[0])
-
-
-def _build_edits(
-    table: dict[str, Any], root: Path, processors: dict[str, TextProcessor], work: Path, t0: float
-):
-    """The ``edits`` member: post-editing statistics of a registered dataset's training split or
-    of training files (relative to the data directory)."""
+def _edits_dataset(table: dict[str, Any] | None, root: Path) -> Any:
+    """The training pairs ``[edits]`` learns from (a registered dataset's split or the user's files,
+    relative to the data directory), None without ``[edits]``; they need post-edits and labels."""
+    if not table:
+        return None
     from qe.data import load_parallel, load_registered
-    from qe.resources.edits import EditModel, pair_key
 
     if "dataset" in table:
         dataset = load_registered(table["dataset"], table["split"], root)
@@ -1142,6 +1269,20 @@ def _build_edits(
         source = f"files {paths['src']} ..."
     if dataset.post_edits is None or dataset.labels is None:
         raise QEInputError(f"[edits]: {source} has no post-edits or labels for learning edits")
+    return dataset
+
+
+def _build_edits(
+    table: dict[str, Any],
+    dataset: Any,
+    keep: np.ndarray | None,
+    processors: dict[str, TextProcessor],
+    work: Path,
+    t0: float,
+):
+    """The ``edits`` member: post-editing statistics of the ``[edits]`` pairs (those in ``keep``)."""
+    from qe.resources.edits import EditModel, pair_key
+
     model = EditModel.build(
         processors["src"].tokenize_many(dataset.src),
         processors["tgt"].tokenize_many(dataset.mt),
@@ -1150,6 +1291,7 @@ def _build_edits(
         [pair_key(s, t) for s, t in zip(dataset.src, dataset.mt, strict=True)],
         folds=int(table["folds"]),
         seed=int(table["seed"]),
+        keep=keep,
     )
     out = work / "edits.json.gz"
     model.save(out)

@@ -162,13 +162,22 @@ class EditModel:
         keys: Sequence[str],
         folds: int = 5,
         seed: int = 0,
+        keep: np.ndarray | None = None,
     ) -> EditModel:
-        """Count the tables from tokenized training pairs; ``keys`` are their :func:`pair_key`."""
+        """Count the tables from tokenized training pairs; ``keys`` are their :func:`pair_key`.
+
+        ``keep`` (a boolean mask, default all) picks the pairs counted: the folds are dealt over all
+        keys, so they stay those of a cross-fitted corpus of the same pairs when some are left out
+        (repeats of the evaluation data under ``drop_overlap``)."""
         labels = np.asarray(labels, dtype=np.float64)
         if not len(src) == len(mt) == len(post_edits) == len(labels) == len(keys):
             raise QEInputError("edit model: source, MT, post-edits, labels and keys differ in length")
-        if len(src) < 2 * folds or folds < 2:
-            raise QEInputError(f"edit model: {len(src)} training pairs are too few for {folds} folds")
+        kept = np.arange(len(src)) if keep is None else np.flatnonzero(keep)
+        if len(kept) < 2 * folds or folds < 2:
+            left_out = f" ({len(src) - len(kept)} left out)" if len(kept) < len(src) else ""
+            raise QEInputError(
+                f"edit model: {len(kept)} training pairs{left_out} are too few for {folds} folds"
+            )
         if not np.all(np.isfinite(labels)):
             raise QEInputError("edit model: the training labels hold a missing or non-finite value")
         edited = [edited_mask(m, p) for m, p in zip(mt, post_edits, strict=True)]
@@ -182,15 +191,18 @@ class EditModel:
                 [src[i] for i in rows], [mt[i] for i in rows], [edited[i] for i in rows], labels[rows]
             )
 
+        tokens = int(sum(len(mt[i]) for i in kept))
         info = {
-            "pairs": len(src),
+            "pairs": len(kept),
             "folds": folds,
             "seed": seed,
-            "mt_tokens": int(sum(len(m) for m in mt)),
-            "edited_share": round(float(np.concatenate(edited).mean()) if edited else 0.0, 6),
+            "mt_tokens": tokens,
+            "edited_share": round(sum(int(edited[i].sum()) for i in kept) / tokens if tokens else 0.0, 6),
         }
-        full = stats(np.arange(len(src)))
-        return cls(full, [stats(np.flatnonzero(row_fold != k)) for k in range(folds)], fold_of, info)
+        if len(kept) < len(src):
+            info["left_out"] = len(src) - len(kept)
+        full = stats(kept)
+        return cls(full, [stats(kept[row_fold[kept] != k]) for k in range(folds)], fold_of, info)
 
     def stats_for(self, src: str, mt: str) -> EditStats:
         """The tables to score a raw pair with: its fold's complement if it was a training pair."""

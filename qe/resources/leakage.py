@@ -10,6 +10,11 @@ Two tests, both against every sentence of the ``[leakage] eval_files``:
   words* (its words that are rare in the evaluation data, or all its words when it has fewer than
   three rare ones). Candidates come from one sparse matrix product per block of corpus lines, so
   ~26k corpus pairs are checked against ~9k evaluation lines in a few seconds.
+
+A resource corpus holding such lines leaks the evaluation data; the bundle's QE training split
+holding them is the data itself (real QE data repeats sentences across its splits): its
+:class:`Repeats` say how much of the evaluation data it repeats, and only a training split repeating
+more than ``MAX_REPEAT_SHARE`` of an evaluation file is taken for the evaluation data itself.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ MIN_NEAR_WORDS = 4  # shorter evaluation sentences are only compared exactly
 MIN_KEYS = 3  # evaluation sentences with fewer rare words use all their words as keys
 BLOCK = 4096  # corpus lines per sparse product (bounds memory)
 SHOWN = 3  # matches quoted in the refusal message and kept in the manifest
+MAX_REPEAT_SHARE = 0.2
+"""A training split repeating more of an evaluation file's sentences holds the evaluation data (real
+splits repeat a few per cent: MLQE-PE ne-en train repeats 4.1 % of test20, see docs/own-data.md)."""
 
 
 def normalize_for_overlap(line: str) -> str:
@@ -169,6 +177,30 @@ class EvalSentences:
         sizes = np.array([len(text.replace(" ", "")) for text in self.near], dtype=np.float64)
         return vocabulary, matrix, counts, sizes
 
+    @cached_property
+    def _positions(self) -> dict[tuple[str, int], int]:
+        """(file, line) -> index of each sentence."""
+        return {source: index for index, source in enumerate(self.sources)}
+
+    def covered(self, overlap: Overlap) -> tuple[str, int, int]:
+        """The evaluation file whose sentences ``overlap``'s lines cover most: (file, its sentences
+        copied or nearly copied, its sentences). A sentence counts when it is a matched one or has the
+        same exact (near-duplicate) form as an exactly (nearly) matched one, so repeats inside the
+        evaluation file count once per line."""
+        exact = {
+            normalize_for_overlap(self.texts[self._positions[m.eval_file, m.eval_line]])
+            for m in overlap.exact
+        }
+        near = {self.near[self._positions[m.eval_file, m.eval_line]] for m in overlap.near}
+        totals: Counter[str] = Counter()
+        repeated: Counter[str] = Counter()
+        for index, (file, _) in enumerate(self.sources):
+            totals[file] += 1
+            if self.near[index] in near or normalize_for_overlap(self.texts[index]) in exact:
+                repeated[file] += 1
+        file = max(repeated, key=lambda f: (repeated[f] / totals[f], repeated[f]))
+        return file, repeated[file], totals[file]
+
     def ngrams(self, index: int) -> tuple[Counter[str], int]:
         """chrF statistics of one evaluation sentence (computed once)."""
         if index not in self._ngram_cache:
@@ -249,8 +281,8 @@ class Overlap:
         """The 1-based corpus lines involved, in order."""
         return [m.line for m in self.matches]
 
-    def reason(self) -> str:
-        """What is wrong, for an error naming ``corpus`` and the first matching line."""
+    def reason(self, advice: str = "remove the corpus or pass --allow-overlap") -> str:
+        """What is wrong, for an error naming ``corpus`` and the first matching line, then ``advice``."""
         parts = []
         if self.exact:
             parts.append(f"{len(self.exact)} sentence(s)")
@@ -258,10 +290,7 @@ class Overlap:
             parts.append(f"{len(self.near)} near-duplicate(s) (chrF >= {self.near_chrf:g})")
         shown = "; ".join(m.describe() for m in self.matches[:SHOWN])
         more = f"; {len(self.lines) - SHOWN} more" if len(self.lines) > SHOWN else ""
-        return (
-            f"corpus shares {' and '.join(parts)} with the evaluation data ({shown}{more}); "
-            "remove the corpus or pass --allow-overlap"
-        )
+        return f"corpus shares {' and '.join(parts)} with the evaluation data ({shown}{more}); {advice}"
 
     def manifest_entry(self) -> dict[str, Any]:
         """What the bundle manifest records: counts, the first lines and the first matches."""
@@ -278,6 +307,72 @@ class Overlap:
                 for m in self.matches[:SHOWN]
             ],
         }
+
+
+@dataclass
+class Repeats:
+    """The lines of one file of the bundle's QE training split that repeat evaluation sentences, and
+    how much of the evaluation data they cover (on the evaluation file they cover most)."""
+
+    overlap: Overlap
+    lines: int  # lines of the training file
+    eval_file: str
+    eval_repeated: int  # sentences of ``eval_file`` the training file repeats
+    eval_sentences: int  # sentences of ``eval_file``
+
+    @classmethod
+    def of(cls, overlap: Overlap, lines: int, evaluation: EvalSentences) -> Repeats:
+        """The repeats of a training file with ``lines`` lines whose overlap is ``overlap``."""
+        return cls(overlap, lines, *evaluation.covered(overlap))
+
+    @property
+    def share(self) -> float:
+        """The share of ``eval_file``'s sentences repeated."""
+        return self.eval_repeated / self.eval_sentences
+
+    @property
+    def holds_evaluation_data(self) -> bool:
+        """More than ``MAX_REPEAT_SHARE`` repeated: the evaluation data, not the repeats of real data."""
+        return self.share > MAX_REPEAT_SHARE
+
+    def reason(self, advice: str) -> str:
+        """Why a training file repeating this much is refused, then ``advice``."""
+        return self.overlap.reason(
+            f"they are {self.eval_repeated} of the {self.eval_sentences} sentences of {self.eval_file} "
+            f"({self.share:.0%}), where a training split repeats at most {MAX_REPEAT_SHARE:.0%} of its "
+            f"evaluation data: it holds the evaluation data; {advice}"
+        )
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """The overlap's manifest entry plus the training file's lines and the evaluation data covered."""
+        return {
+            **self.overlap.manifest_entry(),
+            "lines": self.lines,
+            "eval_file": self.eval_file,
+            "eval_sentences": self.eval_sentences,
+            "eval_repeated": self.eval_repeated,
+            "eval_share": round(self.share, 6),
+        }
+
+
+def describe_repeats(leakage: dict[str, Any]) -> list[str]:
+    """What ``qe resources build`` prints about the repeats of the evaluation data a bundle's training
+    split kept (its manifest's ``leakage.repeats``): one line per file, with the count and the share."""
+    kept = [entry for entry in leakage.get("repeats", []) if not entry["dropped"]]
+    if not kept:
+        return []
+    lines = [
+        f"the training split ({', '.join(kept[0]['readers'])}) repeats evaluation sentences, as real QE "
+        "data does (kept; drop_overlap = true leaves them out of every member):"
+    ]
+    for e in kept:
+        found = f"{e['count'] / e['lines']:.2%}; {e['exact']} same, {e['near_duplicates']} near-duplicate(s)"
+        covered = f"{e['eval_repeated']} of the {e['eval_sentences']} sentences of {e['eval_file']}"
+        lines.append(
+            f"  {e['side']} {e['corpus']}: {e['count']} of {e['lines']} lines ({found}) repeat "
+            f"{covered} ({e['eval_share']:.1%})"
+        )
+    return lines
 
 
 def find_overlaps(
