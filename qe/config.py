@@ -11,7 +11,7 @@ from typing import Any
 import tomli_w
 
 from qe.errors import QEInputError
-from qe.io import require_file
+from qe.io import parse_bounded, require_file
 from qe.schema import (
     EXPERIMENT,
     FEATURES,
@@ -47,7 +47,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     """Read, validate and complete a config; relative file paths are resolved against its folder."""
     path = require_file(path, "config file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a leading BOM is dropped
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a leading BOM is dropped
+        raw = parse_bounded(tomllib.loads, text, path, "config")
     except UnicodeDecodeError:
         raise QEInputError("config is not valid UTF-8", path) from None
     except tomllib.TOMLDecodeError as exc:

@@ -287,6 +287,23 @@ def _check_text(value: object) -> None:
             _check_text(item)
 
 
+def _check_same_columns(records: list[tuple[int, dict]], path: Path) -> None:
+    """Refuse a JSONL row lacking a column other rows have: the table's columns are those of all its
+    rows (a first row without ``score`` made every label be ignored, silently)."""
+    first: dict[str, int] = {}  # column -> the first line that has it
+    for number, row in records:
+        for column in row:
+            first.setdefault(column, number)
+    for number, row in records:
+        if len(row) < len(first):
+            column = next(column for column in first if column not in row)
+            raise QEInputError(
+                f"lacks the column {column!r}, which line {first[column]} has (every row needs every column)",
+                path,
+                number,
+            )
+
+
 def _read_records(path: Path) -> list[tuple[int, dict]]:
     """Rows of a TSV-with-header or JSONL file as (line number, dict)."""
     lines = read_lines(path)
@@ -309,6 +326,7 @@ def _read_records(path: Path) -> list[tuple[int, dict]]:
             if not isinstance(row, dict):
                 raise QEInputError("each line must be a JSON object", path, number)
             records.append((number, row))
+        _check_same_columns(records, path)
         return records
     header = lines[0].split("\t")
     twice = first_repeated(header)

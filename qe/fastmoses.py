@@ -178,7 +178,7 @@ def tokenizer_spec(lang: str, *, rebuild: bool = False) -> dict[str, Any]:
             spec = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(spec, dict) and spec.get("version") == SPEC_VERSION and spec.get("lang") == lang:
                 return spec
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
     spec = build_spec(lang)
     if path is not None:

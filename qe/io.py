@@ -10,7 +10,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -127,6 +127,39 @@ def is_score(value: float) -> bool:
     return math.isfinite(value) and abs(value) <= MAX_SCORE
 
 
+MAX_NESTING = 64
+"""Arrays and tables nested deeper than this are refused in configs, manifests, state and member
+files: none qe writes nests past 10, and parsers and checks recurse once or more per level."""
+
+
+def nesting_depth(value: Any, limit: int = MAX_NESTING) -> int:
+    """How deeply lists and dicts nest in ``value`` (a scalar: 0), counted without recursion and
+    given up at ``limit + 1``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def parse_bounded(parse: Callable[[Any], Any], text: str | bytes, path: str | Path | None, what: str) -> Any:
+    """``parse(text)`` (``json.loads``, ``tomllib.loads``), refusing with one line naming ``path`` a
+    value nested more than :data:`MAX_NESTING` deep (a ``RecursionError`` in the parser or in any
+    check after it). The parser's own errors are the caller's."""
+    try:
+        value = parse(text)
+    except RecursionError:
+        value = None
+    else:
+        if nesting_depth(value) <= MAX_NESTING:
+            return value
+    raise QEInputError(f"{what} nests arrays or tables more than {MAX_NESTING} levels deep", path)
+
+
 def atomic_temporary_of(name: str) -> str | None:
     """The file name whose interrupted atomic write left the temporary ``name``
     (``.NAME.xxxxxxxx.tmp``, as ``atomic_write`` names them), else None."""
@@ -201,7 +234,7 @@ def read_gzip_json(path: str | Path, fmt: str, what: str) -> dict[str, Any]:
     """The payload of a :func:`write_gzip_json` file whose ``format`` is ``fmt``; any other JSON is
     refused as "not a qe ``what``". Read errors are the caller's (see :data:`UNREADABLE_JSON`)."""
     with gzip.open(path, "rb") as handle:
-        payload = json.loads(handle.read().decode("utf-8"))
+        payload = parse_bounded(json.loads, handle.read().decode("utf-8"), path, what)
     if not isinstance(payload, dict) or payload.get("format") != fmt:
         raise QEInputError(f"not a qe {what} (expected the format {fmt})", path)
     return payload

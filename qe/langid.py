@@ -140,8 +140,8 @@ def script_findings(
             )
         )
     else:
-        foreign = [
-            (number, max(counts, key=counts.get))
+        foreign = [  # (line, its commonest script that ``expected`` is not written in)
+            (number, max((s for s in counts if s not in scripts), key=counts.get))
             for number, counts in enumerate(per_line, start=first_line)
             if counts and sum(counts[s] for s in scripts) * 2 < sum(counts.values())
         ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from qe import __version__
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import atomic_write, parse_bounded
 from qe.model_types import MODEL_TYPES, refused_entries
 from qe.schema import is_number
 
@@ -144,7 +144,7 @@ def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str],
 
 def _manifest(text: Any, path: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads(text)
+        manifest = parse_bounded(json.loads, text, path, "the model's manifest")
     except (TypeError, json.JSONDecodeError):
         raise QEInputError("not a qe model file (unreadable manifest)", path) from None
     if not isinstance(manifest, dict):

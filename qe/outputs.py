@@ -159,7 +159,7 @@ def _bundle_files(folder: Path) -> set[str] | None:
 
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return None
@@ -174,7 +174,7 @@ def _bundle_files(folder: Path) -> set[str] | None:
 def _read_marker(folder: Path) -> str | None:
     try:
         marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     if (
         isinstance(marker, dict)
@@ -353,7 +353,7 @@ def _remove_abandoned_staging(path: Path) -> None:
             marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
             owner = marker["staging_of"]
             pid, host = int(owner["pid"]), str(owner["host"])
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError):
             continue
         if marker.get("format") != MARKER_FORMAT or host != socket.gethostname() or _alive(pid):
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -298,6 +299,21 @@ class Text(Rule):
         return value
 
 
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})?")
+"""An ISO 639 code, optionally with a region or script (en, eng, pt-BR, zh-Hans)."""
+
+
+class Language(Rule):
+    """A language code (``LANGUAGE_CODE``): ``{`` or ``English`` would silently select no language."""
+
+    allowed = "a language code like en or pt-BR"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if not isinstance(value, str) or not LANGUAGE_CODE.fullmatch(value):
+            raise self.fail(value, key, path)
+        return value
+
+
 class AnyTable(Rule):
     """A table with any keys (checked further by the code that uses it)."""
 
@@ -423,7 +439,7 @@ EXPERIMENT = Table(
                 "label_range": LabelRange(),
                 "allow_overlap": Bool(),
                 "fit_on": Str(["train", "train+dev"]),
-                "languages": Table({"src": Text(), "tgt": Text()}),
+                "languages": Table({"src": Language(), "tgt": Language()}),
                 **{split: SplitFiles() for split in SPLITS},
             }
         ),
@@ -487,7 +503,7 @@ BUNDLE = Table(
     {
         "name": Str(),
         "description": Str(),
-        "languages": Table({"src": Str(), "tgt": Str()}, required=("src", "tgt")),
+        "languages": Table({"src": Language(), "tgt": Language()}, required=("src", "tgt")),
         "text": Table({**TEXT_FIELDS, "src": Table(TEXT_FIELDS), "tgt": Table(TEXT_FIELDS)}),
         "leakage": Table(
             {

@@ -49,6 +49,7 @@ from qe.io import (
     atomic_temporary_of,
     atomic_write,
     is_blank,
+    parse_bounded,
     require_file,
     write_text_atomic,
 )
@@ -671,7 +672,7 @@ def _read_state(target: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = parse_bounded(json.loads, path.read_text(encoding="utf-8"), path, "the state file")
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise QEInputError("cannot resume: unreadable state file; run again without --resume", path) from None
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:

@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 from qe.errors import QEInputError
+from qe.io import parse_bounded
 from qe.published import comparison_table
 
 
@@ -36,9 +37,15 @@ def run_labels(runs: list[Path]) -> list[str]:
 
 
 def run_dataset(run_dir: Path) -> str | None:
-    """The registered dataset a run used (from its resolved config.toml), None for files."""
+    """The registered dataset a run used (from its resolved config.toml, never through a link out of
+    the run), None for files."""
+    from qe.report.run import own_file
+
+    path = own_file(run_dir, "config.toml")
+    if path is None:
+        return None
     try:
-        config = tomllib.loads((run_dir / "config.toml").read_text(encoding="utf-8"))
+        config = parse_bounded(tomllib.loads, path.read_text(encoding="utf-8"), path, "config.toml")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     dataset = config.get("data", {}).get("dataset") if isinstance(config.get("data"), dict) else None
@@ -47,12 +54,13 @@ def run_dataset(run_dir: Path) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from qe.report import read_metrics
+    from qe.report.run import own_file
 
     ours = {}
     datasets = {run_dataset(run_dir) for run_dir in args.runs}
     for run_dir, label in zip(args.runs, run_labels(args.runs), strict=True):
-        path = run_dir / "metrics.json"
-        if not path.is_file():
+        path = own_file(run_dir, "metrics.json")  # a link out of the run is refused
+        if path is None:
             raise QEInputError("not a run directory (no metrics.json)", run_dir)
         metrics = read_metrics(path)
         if "test" not in metrics:

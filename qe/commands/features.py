@@ -22,6 +22,7 @@ from qe.commands.options import (
     streaming_options,
 )
 from qe.errors import QEInputError
+from qe.io import parse_bounded
 from qe.outputs import check_output_file
 from qe.schema import first_repeated
 from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
@@ -48,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="FAMILY.KEY=VALUE",
-        help="a family setting, e.g. baseline17.quest_compat=true (repeatable; VALUE parsed as JSON)",
+        help="a family setting, e.g. baseline17.quest_compat=true (repeatable; VALUE parsed as JSON, "
+        "a bare word as text)",
     )
     add_input_options(parser)
     parser.add_argument("--batch-size", type=int, default=1000, help="pairs per family call within a chunk")
@@ -66,8 +68,12 @@ def parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:
         if not sep or not dot or not family or not key:
             raise QEInputError(f"--set expects FAMILY.KEY=VALUE, got {item!r}")
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
+            value = parse_bounded(json.loads, raw, None, f"--set {name}")
+        except json.JSONDecodeError as exc:
+            if raw.lstrip()[:1] in ('"', "[", "{"):  # meant as JSON: taking it as a word would hide the typo
+                raise QEInputError(
+                    f"--set {name}={raw}: not valid JSON ({exc.msg}, character {exc.pos})"
+                ) from None
             value = raw
         settings.setdefault(family, {})[key] = value
     return settings

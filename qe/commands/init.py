@@ -14,7 +14,7 @@ import json
 import math
 import os
 import re
-import tempfile
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
+WRITTEN_BY = "# Written by `qe init`"
+"""The first line of every file qe init writes: how it recognises a resources config of its own."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -51,7 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--name", help="experiment name (default: --out's stem; its folder's for config.toml)"
     )
     parser.add_argument("--out", type=Path, default=Path("config.toml"), help="config to write")
-    parser.add_argument("--force", action="store_true", help="replace an existing --out file")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --out file, and a resources config beside it that qe init wrote "
+        "(one qe init did not write is never replaced)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -82,7 +89,7 @@ def render_config(
 ) -> str:
     """The experiment config's text (with comments on what to change)."""
     lines = [
-        f"# Written by `qe init`; run it with: qe run {args.out} --output-dir runs/{name}",
+        f"{WRITTEN_BY}; run it with: qe run {args.out} --output-dir runs/{name}",
         f"name = {_toml(name)}",
         "",
         "[data]",
@@ -134,7 +141,7 @@ def render_bundle(args: argparse.Namespace, name: str, bundle: Path) -> str:
     files = {"src": args.src, "mt": args.mt, "post_edits": args.post_edits, "labels": args.labels}
     return "\n".join(
         [
-            f"# Written by `qe init`; build: qe resources build {bundle} --output models/resources/{name}",
+            f"{WRITTEN_BY}; build: qe resources build {bundle} --output models/resources/{name}",
             f"name = {_toml(name)}",
             "",
             "[languages]",
@@ -150,6 +157,17 @@ def render_bundle(args: argparse.Namespace, name: str, bundle: Path) -> str:
             "",
         ]
     )
+
+
+def _written_by_qe(path: Path) -> bool:
+    """Whether ``path`` is a regular file that qe init wrote (its first line says so)."""
+    if path.is_symlink() or not path.is_file():  # a link, a folder, a pipe: never qe's
+        return False
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(WRITTEN_BY.encode())) == WRITTEN_BY.encode()
+    except OSError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -189,20 +207,24 @@ def run(args: argparse.Namespace) -> int:
     bundle = None
     if args.post_edits is not None:
         bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
+        if os.path.lexists(bundle) and not _written_by_qe(bundle):
+            raise QEInputError(
+                "exists and was not written by qe init; --force replaces only --out, so nothing was "
+                "written (move it away, or choose another --out)",
+                bundle,
+            )
         if bundle.exists() and not args.force:
             raise QEInputError("already exists (pass --force to replace it)", bundle)
         check_output_file(bundle, inputs)
     # the config must be one `qe run` accepts: checked in a temporary file beside --out (relative
     # paths resolve the same), which then replaces it; a refused config replaces nothing
-    draft = None
+    # (opened as open() creates files, so it gets the umask's mode, not a temporary file's 0600)
+    draft = folder / f".{args.out.name}.{uuid.uuid4().hex[:8]}.toml"
     try:
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=folder, prefix=f".{args.out.name}.", suffix=".toml", delete=False
-        ) as handle:
-            draft = Path(handle.name)
+        with draft.open("x", encoding="utf-8") as handle:
             handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels)))
     except OSError as exc:
-        if draft is not None:
+        if not isinstance(exc, FileExistsError):  # that one is not ours
             draft.unlink(missing_ok=True)
         raise QEInputError(
             f"cannot write the config here: {exc.strerror or type(exc).__name__}", args.out

@@ -130,7 +130,7 @@ def _check(args: argparse.Namespace) -> int:
     path = require_file(args.config, "config file")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         raw = {}  # the readers below give the precise error
     if "features" in raw or "data" in raw:
         config = load_config(path)

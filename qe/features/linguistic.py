@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, integer, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, integer, language, string
 from qe.features.registry import register_family
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
@@ -150,8 +150,8 @@ SPANISH_FEATURES = [name for name, _ in _SPANISH_SPECS]
 """Spanish target checks, in column order (each appears as ``tgt_<name>``)."""
 
 SETTINGS = {
-    "src_lang": string(None, "source language (unset: the bundle's)", optional=True),
-    "tgt_lang": string(None, "target language (unset: the bundle's)", optional=True),
+    "src_lang": language("source language (unset: the bundle's)"),
+    "tgt_lang": language("target language (unset: the bundle's)"),
     "src_model": string("auto", "spaCy pipeline (name or directory) for the source; auto: by language"),
     "tgt_model": string("auto", "spaCy pipeline (name or directory) for the target; auto: by language"),
     "n_process": integer(2, "worker processes for parsing", 1, affects_values=False),

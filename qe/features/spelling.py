@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, language
 from qe.features.registry import register_family
 from qe.text import TextConfig, TextProcessor
 
@@ -38,8 +38,8 @@ SPECS = [
     FeatureSpec("mt_unknown_copied_share", "mt_unknown_copied / MT words (0 without words)", RESOURCE),
 ]
 SETTINGS = {
-    "src_lang": string(None, "source language code (unset: the bundle's)", optional=True),
-    "tgt_lang": string(None, "MT language code (unset: the bundle's)", optional=True),
+    "src_lang": language("source language code (unset: the bundle's)"),
+    "tgt_lang": language("MT language code (unset: the bundle's)"),
 }
 SIDES = ("src", "tgt")
 

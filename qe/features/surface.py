@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, flag, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
 from qe.features.registry import register_family
 from qe.text import STYLES, TextConfig, TextProcessor
 
@@ -179,8 +179,8 @@ SPECS: list[FeatureSpec] = [
 
 SETTINGS = {
     "style": choice("moses", STYLES, "qe.text tokenization style"),
-    "src_lang": string(None, "source language (unset: the bundle's, else en)", optional=True),
-    "tgt_lang": string(None, "target language (unset: the bundle's, else es)", optional=True),
+    "src_lang": language("source language (unset: the bundle's, else en)"),
+    "tgt_lang": language("target language (unset: the bundle's, else es)"),
     "normalize": flag(False, "run the Moses punctuation normalizer before tokenizing"),
 }
 _FALLBACK_LANG = {"src": "en", "tgt": "es"}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score, read_lines
+from qe.io import MAX_SCORE, is_score, parse_bounded, read_lines
 from qe.published import METRICS_SHOWN
 from qe.schema import is_number
 
@@ -124,7 +124,9 @@ def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> Run
     config_path = own_file(path, "config.toml")
     if config_path is not None:
         try:
-            config = tomllib.loads(config_path.read_text(encoding="utf-8"))
+            config = parse_bounded(
+                tomllib.loads, config_path.read_text(encoding="utf-8"), config_path, "config.toml"
+            )
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise QEInputError(f"corrupt config.toml: {exc}", config_path) from None
     predictions = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ def write_report(
     try:
         if out_dir is not None:
             prepare_report_dir(target)
+        _refuse_links(target)
         return _write(report, target)
     except OSError as exc:
         raise QEInputError(
@@ -45,6 +47,30 @@ def write_report(
             "pass --out DIR to write it elsewhere",
             target,
         ) from None
+
+
+def _refuse_links(folder: Path) -> None:
+    """Refuse, before anything is written, a report path that is a symbolic link (``report_files``
+    linked to a folder of the user's would have its PNG files replaced or deleted), or a
+    ``report_files`` that is not a folder: the report follows no link qe did not make."""
+    figures = folder / FIGURES_DIR
+    paths = [
+        folder / "report.md",
+        folder / "report.html",
+        figures,
+        *(figures / f"{n}.png" for n in FIGURE_NAMES),
+    ]
+    for path in paths:
+        if path.is_symlink():
+            raise QEInputError(
+                "is a symbolic link, which qe report neither writes through nor replaces (nothing was "
+                "written); remove it or pass --out DIR",
+                path,
+            )
+    if os.path.lexists(figures) and not figures.is_dir():
+        raise QEInputError(
+            "is not a folder, so the report's figures cannot go there; pass --out DIR", figures
+        )
 
 
 def _write(report: Report, run_dir: Path) -> dict[str, Any]:

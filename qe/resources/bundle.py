@@ -77,7 +77,7 @@ import numpy as np
 
 from qe import __version__
 from qe.errors import QEInputError, naming
-from qe.io import atomic_write, read_text_lines, require_file, sha256_file
+from qe.io import atomic_write, parse_bounded, read_text_lines, require_file, sha256_file
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.schema import BUNDLE, check
@@ -168,7 +168,8 @@ class ResourceBundle:
         if not manifest_path.is_file():
             raise QEInputError("not a resource bundle (no manifest.json)", self.path)
         try:
-            self.manifest: dict[str, Any] = json.loads(manifest_path.read_text(encoding="utf-8"))
+            text = manifest_path.read_text(encoding="utf-8")
+            self.manifest: dict[str, Any] = parse_bounded(json.loads, text, manifest_path, "bundle manifest")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise QEInputError(f"corrupt bundle manifest ({exc.__class__.__name__})", manifest_path) from None
         if not isinstance(self.manifest, dict) or self.manifest.get("format") != FORMAT:
@@ -386,7 +387,7 @@ class ResourceBundle:
             if kind == "mt2":
                 from qe.resources.mt2 import SecondMT
 
-                return SecondMT.load(path)
+                return SecondMT.load(path, self.manifest.get("languages"))
             if kind == "folds":
                 from qe.resources.crossfit import FoldMap
 
@@ -447,7 +448,8 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
     wrong types and ranges refused), then the cross-references (sides, corpus names)."""
     config_path = require_file(config_path, "bundle config")
     try:
-        config = tomllib.loads(config_path.read_text(encoding="utf-8-sig"))  # -sig: drops a BOM
+        text = config_path.read_text(encoding="utf-8-sig")  # -sig: drops a BOM
+        config = parse_bounded(tomllib.loads, text, config_path, "bundle config")
     except UnicodeDecodeError:
         raise QEInputError("bundle config is not valid UTF-8", config_path) from None
     except tomllib.TOMLDecodeError as exc:

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from qe.errors import QEInputError
-from qe.io import atomic_write, cache_root
+from qe.io import atomic_write, cache_root, parse_bounded
 
 log = logging.getLogger(__name__)
 
@@ -402,7 +402,7 @@ class Apertium:
                     and isinstance(data.get("translations"), dict)
                     and all(isinstance(v, str) for v in data["translations"].values())
                 )
-            except (OSError, UnicodeDecodeError, ValueError):
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
                 ok = False
             if ok:
                 translations.update(data["translations"])
@@ -554,12 +554,18 @@ class SecondMT:
             handle.write("\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> SecondMT:
-        """Read a member file written by :meth:`save` (no engine is started until used)."""
+    def load(cls, path: str | Path, languages: dict[str, str | None] | None = None) -> SecondMT:
+        """Read a member file written by :meth:`save` (no engine is started until used), refusing a
+        pair that does not translate ``languages`` (the bundle's) the right way round."""
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = parse_bounded(json.loads, Path(path).read_text(encoding="utf-8"), path, "mt2 member file")
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             raise QEInputError("corrupt mt2 member file (not qe-mt2/1 JSON)", path) from None
-        if not isinstance(data, dict) or data.get("format") != "qe-mt2/1":
+        if (
+            not isinstance(data, dict)
+            or data.get("format") != "qe-mt2/1"
+            or not isinstance(data.get("pair"), str)
+        ):
             raise QEInputError("corrupt mt2 member file (not qe-mt2/1 JSON)", path)
-        return cls(str(data.get("engine")), str(data.get("pair")), data.get("signature"))
+        check_direction(data["pair"], languages, path)
+        return cls(str(data.get("engine")), data["pair"], data.get("signature"))

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.io import atomic_write, parse_bounded
 from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 FORMAT = "qe-ngram-counts/1"
@@ -197,7 +197,7 @@ class NgramCounts:
             expected.update({f"grams_{n}": ("uint8", 1), f"counts_{n}": ("int64", 1)})
         arrays = read_arrays(path, BINARY_FORMAT, expected, optional=[k for k in expected if k != "header"])
         try:
-            header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+            header = parse_bounded(json.loads, arrays["header"].tobytes().decode("utf-8"), path, "the header")
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise damaged("unreadable header", path) from None
         if not isinstance(header, dict) or header.get("format") != BINARY_FORMAT:
@@ -257,7 +257,7 @@ class NgramCounts:
         if not lines:
             raise QEInputError("n-gram count file is empty", path)
         try:
-            header = json.loads(lines[0])
+            header = parse_bounded(json.loads, lines[0], path, "the header")
         except json.JSONDecodeError:
             raise QEInputError("missing JSON header line (not a qe n-gram count file)", path, 1) from None
         if not isinstance(header, dict) or header.get("format") != FORMAT:

@@ -17,11 +17,12 @@ HERE = Path(__file__).parent
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print how many catalogue cases ran, and how many of them held."""
     counts = {"passed": 0, "failed": 0, "skipped": 0}
+    root = terminalreporter.config.rootpath
     for outcome in counts:
         for report in terminalreporter.stats.get(outcome, []):
-            if report.when == "call" or (outcome == "skipped" and report.when == "setup"):
-                if HERE in Path(str(report.fspath)).parents:
-                    counts[outcome] += 1
+            ran = report.when == "call" or (outcome == "skipped" and report.when == "setup")
+            if ran and HERE in (root / str(report.fspath)).parents:  # fspath is relative to the root
+                counts[outcome] += 1
     total = sum(counts.values())
     if total:
         terminalreporter.write_line(
