@@ -13,7 +13,6 @@ import argparse
 import json
 import math
 import os
-import re
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +24,6 @@ from qe.outputs import check_output_file
 if TYPE_CHECKING:
     import numpy as np
 
-LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 WRITTEN_BY = "# Written by `qe init`"
 """The first line of every file qe init writes: how it recognises a resources config of its own."""
 
@@ -173,9 +171,10 @@ def _written_by_qe(path: Path) -> bool:
 def run(args: argparse.Namespace) -> int:
     from qe.config import load_config
     from qe.data import load_parallel
+    from qe.schema import LANGUAGE_CODE
 
     for option in ("src_lang", "tgt_lang"):
-        if not LANGUAGE.match(getattr(args, option)):
+        if not LANGUAGE_CODE.fullmatch(getattr(args, option)):
             raise QEInputError(
                 f"--{option.replace('_', '-')} {getattr(args, option)!r} is not a language code like en"
             )
