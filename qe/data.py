@@ -47,7 +47,8 @@ class QEDataset:
     name: str = "dataset"
     files: dict[str, str] = field(default_factory=dict)
     # Per-pair inputs of feature families that came with the dataset (e.g. MLQE-PE's NMT
-    # log-probabilities), by input name, and where each was read: (file, line of the first pair).
+    # log-probabilities), by input name, and where each (and src, mt) was read: (file, line of the
+    # first pair), so that errors name the file and line.
     inputs: dict[str, list[str]] = field(default_factory=dict)
     input_origins: dict[str, tuple[str, int]] = field(default_factory=dict)
 
@@ -194,6 +195,7 @@ def load_parallel(
         annotator_scores=scores,
         name=name or Path(src).stem,
         files=files,
+        input_origins={"src": (str(src), 1), "mt": (str(mt), 1)},
     )
 
 
@@ -248,6 +250,7 @@ def load_table(
         post_edits=post_edits if post_edit_column else None,
         name=path.stem,
         files={"table": str(path)},
+        input_origins={role: (str(path), records[0][0]) for role in ("src", "mt")},
     )
 
 
@@ -655,6 +658,7 @@ def load_registered(name: str, split: str, data_dir: str | Path | None = None) -
             labels=table.numbers("z_mean", dataset.label_range),
             name=f"{name}/{split}",
             files={"da_table": str(paths["da_table"])},
+            input_origins={role: (str(paths["da_table"]), 2) for role in ("src", "mt")},
         )
         if "post_edits" in paths:
             loaded.post_edits = _aligned(read_lines(paths["post_edits"]), paths["post_edits"], loaded, 1)

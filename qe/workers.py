@@ -5,13 +5,17 @@ memory). Every loky worker started after :func:`exit_with_parent_everywhere` run
 :func:`exit_with_parent` first: a daemon thread that ends the worker as soon as its parent is
 gone (its parent process id changes when it is re-parented). A thread polling ``os.getppid`` is
 used rather than ``PR_SET_PDEATHSIG``, which fires when the *thread* that started the worker
-exits, and loky starts workers from whichever thread submits or manages work.
+exits, and loky starts workers from whichever thread submits or manages work. They may also grow
+by ``WORKER_GROWTH_BYTES`` (qe's per-process caches) before loky takes the growth for a leak.
 
 :func:`forked_workers` maps a function over items on processes forked from this one (Linux, and
 only while this process runs no other thread): they start in milliseconds with every module already
 imported, where a loky worker spends seconds importing numpy, pandas and qe before its first item.
 While a streamed run computes a chunk (:func:`no_inner_parallelism`, in a worker or in this
 process) the families start no processes of their own: ``--jobs`` alone decides how many run.
+
+:func:`connect_dask` checks a Dask scheduler address before connecting and turns every way a
+connection can fail into one line; :func:`local_dask_workers` is the worker count of a local cluster.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
-from joblib import register_parallel_backend
+from joblib import effective_n_jobs, register_parallel_backend
 from joblib._parallel_backends import LokyBackend
 
+from qe.errors import QEInputError
+
 CHECK_SECONDS = 0.5
+DASK_WAIT_SECONDS = 30
 _INNER_PARALLELISM = True
 T = TypeVar("T")
 
@@ -49,11 +56,33 @@ def exit_with_parent(parent_pid: int, every: float = CHECK_SECONDS) -> None:
     threading.Thread(target=watch, name="qe-exit-with-parent", daemon=True).start()
 
 
+WORKER_GROWTH_BYTES = 2 << 30
+"""How much a loky worker may grow past its size after its first task before loky takes it for a leak.
+
+loky's own allowance is 300 MB: past it, the worker is stopped after its task and a new one started,
+with "A worker stopped while some jobs were given to the executor" on the terminal. A qe worker
+grows by design as it meets bundle members it has not loaded yet (the full tables after the
+cross-fitted ones, a second language model, a spaCy pipeline: ``qe.resources.bundle`` keeps them per
+process), and a restarted worker loads them all again. Growth past this is still a leak to loky."""
+
+
+def _start_loky_worker(parent_pid: int) -> None:
+    """In a loky worker: end with the parent, and allow the growth of qe's per-process caches."""
+    exit_with_parent(parent_pid)
+    from joblib.externals.loky import process_executor
+
+    if hasattr(process_executor, "_MAX_MEMORY_LEAK_SIZE"):  # loky's leak check (psutil), private
+        process_executor._MAX_MEMORY_LEAK_SIZE = max(
+            process_executor._MAX_MEMORY_LEAK_SIZE, WORKER_GROWTH_BYTES
+        )
+
+
 class ParentBoundLokyBackend(LokyBackend):
-    """joblib's loky backend whose workers run :func:`exit_with_parent` (bound to this process)."""
+    """joblib's loky backend whose workers run :func:`exit_with_parent` (bound to this process) and
+    may grow by ``WORKER_GROWTH_BYTES`` before loky restarts them."""
 
     def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("initializer", exit_with_parent)
+        kwargs.setdefault("initializer", _start_loky_worker)
         kwargs.setdefault("initargs", (os.getpid(),))
         super().__init__(*args, **kwargs)
 
@@ -169,3 +198,48 @@ def _ordered_map(
             yield first, future.result()
     except BrokenProcessPool:
         raise ChildProcessError("a worker process ended unexpectedly (killed, or out of memory)") from None
+
+
+# ====================================================================== Dask
+
+
+def local_dask_workers(n_jobs: int | None) -> int:
+    """Worker processes of a local Dask cluster for ``--jobs``: -1 is one per core, unset is 2."""
+    return effective_n_jobs(n_jobs or 2)
+
+
+def check_scheduler(address: str) -> str:
+    """``address`` if it reads as a Dask scheduler address (``tcp://host:8786``, ``host:8786``), else
+    one line saying why, before anything is read or written."""
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme).get_address_host(location)
+    except (ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split())
+        raise QEInputError(
+            f"{address!r} is not a Dask scheduler address ({reason}); give one like tcp://host:8786"
+        ) from None
+    return address
+
+
+def connect_dask(address: str, wait: float = DASK_WAIT_SECONDS) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address`` that has at least one worker; an
+    address that is not one, a scheduler that cannot be reached or has no worker within ``wait``
+    seconds is one line."""
+    from distributed import Client
+
+    check_scheduler(address)
+    try:
+        client = Client(address, timeout=f"{wait}s")
+    except (OSError, ValueError) as exc:  # TimeoutError is an OSError
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise QEInputError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
+    try:
+        client.wait_for_workers(1, timeout=wait)
+    except (OSError, ValueError):
+        client.close()
+        raise QEInputError(f"the Dask scheduler at {address} has no worker (waited {wait:g} s)") from None
+    return client

@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from qe.errors import QEInputError
 from qe.streaming import Chunk, ChunkTask, Sink, auto_chunk_size, run_stream
-from qe.workers import forked_workers, inner_parallelism_allowed
+from qe.workers import connect_dask, forked_workers, inner_parallelism_allowed, local_dask_workers
 from tests.conftest import write_lines
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,3 +198,55 @@ def test_two_jobs_write_what_one_job_writes(tmp_path: Path) -> None:
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert len(outputs[0].splitlines()) == 3001
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def _grows_after_the_first_task(x: int) -> tuple[int, int]:
+    """A per-process cache that grows by 400 MB on a worker's second task, as a bundle's does when a
+    worker meets a member it has not loaded (loky took more than 300 MB for a leak)."""
+    if x >= 2 and "table" not in _CACHE:
+        _CACHE["table"] = np.ones(50_000_000)  # 400 MB, every page written
+    time.sleep(1.1)  # loky checks a worker's memory at most once a second
+    return x, os.getpid()
+
+
+def test_loky_workers_may_grow_their_caches_without_a_restart() -> None:
+    """issue 24: "A worker stopped while some jobs were given to the executor" reached the terminal
+    when a worker's resource cache grew past loky's 300 MB leak allowance; the worker was restarted
+    and loaded everything again."""
+    script = """
+import json, warnings
+from joblib import Parallel, delayed
+from qe.workers import exit_with_parent_everywhere
+from tests.test_workers import _grows_after_the_first_task
+exit_with_parent_everywhere()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    results = Parallel(n_jobs=2)(delayed(_grows_after_the_first_task)(x) for x in range(8))
+print(json.dumps([results, [str(w.message) for w in caught]]))
+"""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    results, warned = json.loads(done.stdout)
+    assert [x for x, _ in results] == list(range(8))
+    assert len({pid for _, pid in results}) == 2  # the same two workers throughout
+    assert not warned and "worker stopped" not in done.stderr, (warned, done.stderr)
+
+
+def test_local_dask_workers_follow_jobs() -> None:
+    assert local_dask_workers(-1) == os.cpu_count()  # --jobs -1 is one per core (was n_workers=-1)
+    assert local_dask_workers(None) == 2
+    assert local_dask_workers(3) == 3
+
+
+def test_a_dask_scheduler_without_workers_is_one_line() -> None:
+    distributed = pytest.importorskip("distributed")
+    no_worker = r"the Dask scheduler at \S+ has no worker \(waited 1 s\)"
+    with (
+        distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster,
+        pytest.raises(QEInputError, match=no_worker),
+    ):
+        connect_dask(cluster.scheduler_address, wait=1)

@@ -106,7 +106,7 @@ class FeatureTask(ChunkTask):
     resources: str | None
     output: str = "tsv"
     batch_size: int = 1000
-    input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
+    input_paths_json: str = "{}"  # src, mt and line input name -> file, so families can name a bad line
 
     def setup(self) -> Any:
         from qe.features.registry import make_families
@@ -134,7 +134,7 @@ class FeatureTask(ChunkTask):
             chunk.lines["mt"],
             resources=resources,
             extra=extra,
-            origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
+            origins={name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths},
             batch_size=self.batch_size,
             n_jobs=1,
             progress=False,
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         None if resources is None else str(Path(args.resources).resolve()),
         output,
         args.batch_size,
-        json.dumps({name: str(path) for name, path in lines.items()}),
+        json.dumps({name: str(path) for name, path in {"src": args.src, "mt": args.mt, **lines}.items()}),
     )
     if output == "parquet":
         sink: Sink = ParquetSink(args.out)

@@ -92,7 +92,7 @@ class PredictTask(ChunkTask):
     model: str
     resources: str | None = None
     file_inputs_json: str = "{}"
-    input_paths_json: str = "{}"  # line input name -> file, so families can name a bad line
+    input_paths_json: str = "{}"  # src, mt and line input name -> file, so families can name a bad line
     strict_json: str = ""  # with --strict: {"src"/"mt": [language, what, file]}, checked on every chunk
 
     def setup(self) -> Any:
@@ -120,7 +120,7 @@ class PredictTask(ChunkTask):
             resources=resources,
             families=families,
             extra=extra,
-            origins={name: (paths[name], chunk.start + 1) for name in extra if name in paths},
+            origins={name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths},
             whole=False,
         )
         clear_text_memos(families, resources)
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         str(args.model.resolve()),
         None if args.resources is None else str(args.resources.resolve()),
         json.dumps(file_inputs, sort_keys=True),
-        json.dumps({name: str(path) for name, path in lines.items()}),
+        json.dumps({name: str(path) for name, path in {"src": args.src, "mt": args.mt, **lines}.items()}),
         json.dumps(strict) if args.strict and not args.no_language_check else "",
     )
     preload_state(task, (model, resources, bound))  # what task.setup() would load again

@@ -47,9 +47,11 @@ class PairBatch:
     ``ids`` are the dataset's sentence ids (used to match external logs such as Moses n-best
     lists); ``src`` / ``mt`` are the raw sentences; ``extra`` carries the per-pair inputs the
     families declare (e.g. ``pseudo_ref``) keyed by name, each a list aligned with ``ids``;
-    ``origins`` says, when known, where each extra input was read: ``(file, line of the batch's
-    first pair)``, so a family can name the file and line of a bad value. ``annotations`` holds
-    the tokens and tags the families compute once and share (``qe.features.annotations``).
+    ``origins`` says, when known, where ``src``, ``mt`` and each extra input were read: ``(file,
+    line of the batch's first pair)``, so a family can name the file and line of a bad value; a
+    fold's share of a batch keeps them, with ``positions`` (each pair's row in the batch they count
+    from). ``annotations`` holds the tokens and tags the families compute once and share
+    (``qe.features.annotations``).
     """
 
     ids: list[str]
@@ -57,6 +59,7 @@ class PairBatch:
     mt: list[str]
     extra: dict[str, list[Any]] = field(default_factory=dict)
     origins: dict[str, tuple[str, int]] = field(default_factory=dict)
+    positions: list[int] | None = None
     annotations: Annotations = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -70,7 +73,26 @@ class PairBatch:
         if name not in self.origins:
             return None, None
         path, first = self.origins[name]
-        return path, first + row
+        return path, first + (row if self.positions is None else self.positions[row])
+
+
+MAX_CHARS = 20_000
+"""The longest text of one pair (source, MT or a line input) a family reads unless it declares less:
+25 times the longest sentence of WMT12, MLQE-PE and newstest (about 800 characters), 12 times the
+longest MLQE-PE log-probability line. See docs/length-limits.md."""
+
+ROLES = {"src": "source", "mt": "MT"}
+
+
+@dataclass(frozen=True)
+class TextLimits:
+    """The longest text of one pair a family reads (docs/length-limits.md): ``chars`` characters of
+    the source, the MT and each line input it reads, checked before any family runs; ``tokens``
+    tokens of one text as the family splits it, for the families whose time or memory grows with the
+    product of two lengths, checked by the family before that work (``FeatureFamily.check_tokens``)."""
+
+    chars: int = MAX_CHARS
+    tokens: int | None = None
 
 
 # ====================================================================== settings
@@ -214,6 +236,8 @@ class FeatureFamily(ABC):
     member_kinds: ClassVar[dict[str, tuple[str, ...]]] = {}
     """Setting -> the bundle member kinds it may name (``{"src_lm": ("kenlm",)}``), checked by ``bind``."""
     needs_bundle: ClassVar[bool] = False
+    limits: ClassVar[TextLimits] = TextLimits()
+    """The longest text of one pair the family reads (every family declares its own)."""
 
     def __init__(self, **settings: Any) -> None:
         self.settings = self.validate_settings(settings)
@@ -321,6 +345,43 @@ class FeatureFamily(ABC):
                     f"{self.name}: {name} for sentence {batch.ids[i]!r} is not text ({type(value).__name__})"
                 )
         return values
+
+    # ------------------------------------------------------------------ length limits
+
+    def check_lengths(self, batch: PairBatch) -> None:
+        """Refuse the first source, MT or line-input text of ``batch`` this family reads that is
+        longer than ``limits.chars`` characters, naming its file and line (before any work)."""
+        roles = [("src", batch.src), ("mt", batch.mt)]
+        roles += [(i.name, batch.extra[i.name]) for i in self.read_inputs() if i.name in batch.extra]
+        limit = self.limits.chars
+        for role, texts in roles:
+            for row, text in enumerate(texts):
+                if isinstance(text, str) and len(text) > limit:
+                    raise self._too_long(batch, role, row, len(text), limit, "characters")
+
+    def check_tokens(self, batch: PairBatch, role: str, tokens: list[list[str]] | list[int]) -> None:
+        """Refuse the first text of ``role`` (``src``, ``mt`` or an input name) with more than
+        ``limits.tokens`` tokens (``tokens``: each pair's tokens, or their counts)."""
+        limit = self.limits.tokens
+        if limit is None:
+            return
+        for row, item in enumerate(tokens):
+            count = item if isinstance(item, int) else len(item)
+            if count > limit:
+                raise self._too_long(batch, role, row, count, limit, "tokens")
+
+    def _too_long(
+        self, batch: PairBatch, role: str, row: int, count: int, limit: int, unit: str
+    ) -> QEInputError:
+        """One line naming the file and line of the text (or its pair, when not read from a file)."""
+        path, line = batch.where(role, row)
+        what = "this line" if path else f"the {ROLES.get(role, role)} of pair {batch.ids[row]!r}"
+        return QEInputError(
+            f"{self.name}: {what} has {count:,} {unit}, and {self.name} reads at most {limit:,} "
+            "(docs/length-limits.md): split such text into sentences",
+            path,
+            line,
+        )
 
     # ------------------------------------------------------------------ features
 

@@ -24,6 +24,7 @@ from qe.features.base import (
     FeatureSpec,
     PairBatch,
     PairInput,
+    TextLimits,
     choice,
     flag,
     integer,
@@ -61,6 +62,7 @@ class EmbeddingFamily(FeatureFamily):
 
     name = "embeddings"
     setting_specs = SETTINGS
+    limits = TextLimits(chars=10_000)  # the encoder keeps about 25 KB per piece of a sentence
     inputs = (
         PairInput(
             "pseudo_ref",

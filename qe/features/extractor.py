@@ -58,7 +58,8 @@ def extract_features(
     whole: bool = True,
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
-    where each extra input was read, ``(file, line of the first pair)``, for error messages).
+    where ``src``, ``mt`` and each extra input were read, ``(file, line of the first pair)``, for
+    error messages).
 
     The families of a batch share its annotations (tokens, tags: ``qe.features.annotations``), so
     the first family that needs one pays for it; ``table.attrs["family_seconds"]`` holds each
@@ -87,6 +88,9 @@ def extract_features(
         )
         for i in starts
     ]
+    for batch in batches:  # a text too long for a family is refused before any family runs
+        for family in families:
+            family.check_lengths(batch)
     label = "features " + ",".join(family.name for family in families)
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")
     results = parallel(delayed(_extract_batch)(families, batch, resources) for batch in batches)

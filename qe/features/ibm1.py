@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, number, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, TextLimits, choice, number, string
 from qe.features.registry import register_family
 from qe.resources import pos as pos_resources
 from qe.resources.ibm1 import MIN_PROB, NULL
@@ -55,9 +55,9 @@ SETTINGS = {
     "t2s": string("ibm1.t2s", "bundle member: IBM1 t(source | target)"),
 }
 
-MAX_ALIGNMENT_CELLS = 4_000_000
-"""Source x MT tokens of one pair at most (2,000 x 2,000): the two alignment matrices grow with
-the product (20,000 tokens a side took 9 GB and 142 s); longer text is not a sentence."""
+LIMITS = TextLimits(tokens=2_000)
+"""Tokens of one side at most (docs/length-limits.md): the two alignment matrices grow with the
+product of the sides (2,000 x 2,000 cells take seconds; 20,000 tokens a side took 9 GB and 142 s)."""
 
 BASE_SPECS = [
     FeatureSpec(
@@ -170,6 +170,7 @@ class IBM1Features(FeatureFamily):
     member_kinds: ClassVar[dict[str, tuple[str, ...]]] = {"s2t": ("ibm1",), "t2s": ("ibm1",)}
     needs_bundle = True
     annotations = ("tokens", "upos")
+    limits = LIMITS
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -237,6 +238,8 @@ class IBM1Features(FeatureFamily):
         s2t, t2s = resources.get(s["s2t"]), resources.get(s["t2s"])
         src_tok = batch.annotations.tokens("src", resources.text_processor("src"))
         mt_tok = batch.annotations.tokens("tgt", resources.text_processor("tgt"))
+        self.check_tokens(batch, "src", src_tok)
+        self.check_tokens(batch, "mt", mt_tok)
         if self.use_pos:
             src_tags = batch.annotations.upos("src", resources)
             mt_tags = batch.annotations.upos("tgt", resources)
@@ -244,12 +247,6 @@ class IBM1Features(FeatureFamily):
         out = np.zeros((len(batch), len(self.specs())), dtype=np.float64)
         for k, (src, mt) in enumerate(zip(src_tok, mt_tok, strict=True)):
             n_src, n_mt = len(src), len(mt)
-            if n_src * n_mt > MAX_ALIGNMENT_CELLS:
-                raise QEInputError(
-                    f"ibm1: pair {batch.ids[k]} has {n_src:,} source and {n_mt:,} MT tokens; its alignment "
-                    f"matrices would hold {n_src * n_mt:,} cells (at most {MAX_ALIGNMENT_CELLS:,}): "
-                    "split such text into sentences"
-                )
             row = out[k]
             forward_block = self._block(s2t, "s2t", src, mt)  # (n_mt, [NULL] + n_src)
             backward_block = self._block(t2s, "t2s", mt, src)  # (n_src, [NULL] + n_mt)

@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, integer, language, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, TextLimits, integer, language, string
 from qe.features.registry import register_family
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
@@ -553,6 +553,7 @@ class LinguisticFamily(FeatureFamily):
     name = "linguistic"
 
     setting_specs = SETTINGS
+    limits = TextLimits(chars=5_000)  # spaCy's parse: 20,000 characters of "a,a,a,..." took 26 s, 617 MB
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)

@@ -16,6 +16,10 @@ source. Scores are sacreBLEU 2.x's (checked with 2.6.0) on the raw, untokenized 
   pseudo-reference word x 100 (100 for an empty pseudo-reference against a non-empty output,
   0 when both are empty);
 - length ratio: (output tokens + 1) / (pseudo-reference tokens + 1) with the BLEU tokenizer.
+
+TER's shift search grows with the product of the two lengths (15,000 words a side took 3.6 GB and
+minutes), so an output or pseudo-reference of more than 2,000 words is refused (``LIMITS``,
+docs/length-limits.md).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, flag, string
+from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, TextLimits, flag, string
 from qe.features.registry import register_family
 
 RESOURCE = "pseudo_ref"
@@ -75,6 +79,9 @@ BACK_SPECS = [
     ),
 ]
 
+LIMITS = TextLimits(tokens=2_000)
+"""Words (TER's tokens) of the output and of the pseudo-reference at most."""
+
 SETTINGS = {
     "backtranslation": flag(False, "add BLEU and chrF of the MT translated back against the source"),
     "tokenize": string("13a", "sacreBLEU tokenizer for BLEU and the length ratio"),
@@ -115,6 +122,7 @@ class PseudoRefFamily(FeatureFamily):
     name = "pseudoref"
 
     setting_specs = SETTINGS
+    limits = LIMITS
     inputs = (
         PairInput(
             RESOURCE,
@@ -178,6 +186,8 @@ class PseudoRefFamily(FeatureFamily):
         from qe.textmetrics.ter import sentence_ter
 
         refs = self.input_lines(batch, RESOURCE, resources)
+        self.check_tokens(batch, "mt", [len(line.split()) for line in batch.mt])  # TER's words
+        self.check_tokens(batch, RESOURCE, [len(line.split()) for line in refs])
         tokenizer = self._tokenizer()
         lowercase = bool(self.settings["lowercase"])
         case_sensitive = bool(self.settings["ter_case_sensitive"])

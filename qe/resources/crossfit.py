@@ -146,6 +146,8 @@ def split_by_fold(batch: Any, resources: Any, reads_bundle: bool) -> list[tuple[
                 src=[batch.src[i] for i in rows],
                 mt=[batch.mt[i] for i in rows],
                 extra={name: [values[i] for i in rows] for name, values in batch.extra.items()},
+                origins=batch.origins,
+                positions=[int(i) for i in rows],
             ),
             resources if fold is None else resources.fold_view(fold),
         )

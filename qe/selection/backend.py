@@ -28,8 +28,9 @@ def parallel_backend_context(
     """Run the enclosed joblib work on ``backend``; yields the Dask client (or None).
 
     ``n_jobs`` is the number of local workers (loky / threading) or, for a Dask LocalCluster,
-    the number of single-threaded worker processes (default 2). ``scheduler`` is the address of
-    an existing Dask scheduler (e.g. ``tcp://10.0.0.5:8786``); it is only valid with ``dask``.
+    the number of single-threaded worker processes (default 2; -1: one per core). ``scheduler`` is
+    the address of an existing Dask scheduler (e.g. ``tcp://10.0.0.5:8786``); it is only valid with
+    ``dask``.
     ``processes=False`` runs the LocalCluster's workers as threads of this process (quick to start).
     """
     if backend not in BACKENDS:
@@ -44,11 +45,13 @@ def parallel_backend_context(
         from distributed import Client, LocalCluster
     except ImportError:
         raise QEInputError("backend 'dask' needs dask.distributed: pip install 'qe[dask]'") from None
+    from qe.workers import connect_dask, local_dask_workers
+
     with contextlib.ExitStack() as stack:
         if scheduler is None:
             cluster = stack.enter_context(
                 LocalCluster(
-                    n_workers=n_jobs or 2,
+                    n_workers=local_dask_workers(n_jobs),
                     threads_per_worker=1,
                     processes=processes,
                     dashboard_address=None,
@@ -56,9 +59,6 @@ def parallel_backend_context(
             )
             client = stack.enter_context(Client(cluster))
         else:
-            try:
-                client = stack.enter_context(Client(scheduler, timeout="30s"))
-            except OSError as exc:
-                raise QEInputError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+            client = stack.enter_context(connect_dask(scheduler))
         stack.enter_context(parallel_config(backend="dask", n_jobs=-1))
         yield client
