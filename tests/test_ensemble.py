@@ -67,10 +67,21 @@ def test_rank_average_orders_by_mean_rank_and_keeps_mean_scores():
     assert np.allclose(out, blend)  # member 1's order 0 < 1 < 2 wins the vote
 
 
+def test_rank_average_gives_rows_with_equal_votes_one_score_whatever_their_order():
+    predictions = np.array([[1.0, 2.0], [2.0, 1.0], [0.0, 5.0]])
+    # Ranks (2, 2), (3, 1), (1, 3): every vote is 2, so the rows share the mean of the blend 1.5, 1.5,
+    # 2.5 (before, each row drew the next sorted score by its place in the batch).
+    weights = np.array([0.5, 0.5])
+    assert np.allclose(rank_average(predictions, weights), 11 / 6)
+    assert np.allclose(rank_average(predictions[::-1], weights), 11 / 6)
+
+
 def test_averaging_refuses_bad_weights_and_combine():
     X, y = linear_data()
     with pytest.raises(ValueError):
         AveragingRegressor([LinearRegression()], weights=[1, 2]).fit(X, y)
+    with pytest.raises(ValueError, match="weights must be 1 non-negative numbers"):
+        AveragingRegressor([LinearRegression()], weights=[float("nan")]).fit(X, y)
     with pytest.raises(ValueError):
         AveragingRegressor([LinearRegression()], combine="median").fit(X, y)
 

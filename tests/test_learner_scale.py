@@ -163,7 +163,7 @@ def test_fast_svr_scale_gamma_and_feature_check():
     x, y = _data()
     fast = NystroemSVR(random_state=0).fit(x, y)
     assert fast.gamma_ == pytest.approx(1 / (x.shape[1] * x.var()))
-    with pytest.raises(ValueError, match="X has 3 features, the model was fitted on 4"):
+    with pytest.raises(ValueError, match="X has 3 features, but NystroemSVR is expecting 4"):
         fast.predict(x[:, :3])
 
 

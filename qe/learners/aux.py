@@ -23,7 +23,8 @@ and whose other columns are the aux targets (:func:`stack_targets`), so that KFo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from numbers import Integral
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
@@ -31,11 +32,13 @@ from sklearn.model_selection import KFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from qe.data import QEDataset
 from qe.errors import QEInputError
 from qe.learners import progress
+from qe.learners.ensemble import MembersMixin, allows_nan, check_fit_input, check_predict_input
 
 
 def _metrics() -> tuple[Any, Any, Any]:
@@ -143,7 +146,6 @@ def stack_targets(labels: np.ndarray, aux: np.ndarray) -> np.ndarray:
 
 
 def _split_targets(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    y = np.asarray(y, dtype=np.float64)
     if y.ndim == 1:
         return y, np.empty((y.size, 0))
     return y[:, 0], y[:, 1:]
@@ -153,7 +155,7 @@ def _default_aux_estimator() -> BaseEstimator:
     return Pipeline([("scale", StandardScaler()), ("model", SVR(C=1.0, gamma="scale", epsilon=0.1))])
 
 
-class AuxTargetStack(RegressorMixin, BaseEstimator):
+class AuxTargetStack(MembersMixin, RegressorMixin, BaseEstimator):
     """Predict aux targets by cross-fitting, then learn the label from the features plus them.
 
     ``fit(X, Y)``: ``Y[:, 0]`` is the label, ``Y[:, 1:]`` the aux targets (a 1-D ``Y`` means no aux
@@ -169,6 +171,15 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
     """
 
     accepts_aux_targets = True
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "final_estimator": [HasMethods(["fit", "predict"]), None],
+        "aux_estimator": [HasMethods(["fit", "predict"]), None],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "passthrough": ["boolean"],
+        "scale_targets": ["boolean"],
+        "n_repeats": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -194,6 +205,9 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
     def _final_template(self) -> BaseEstimator:
         return self.final_estimator if self.final_estimator is not None else _default_aux_estimator()
 
+    def _members(self) -> list[BaseEstimator]:
+        return [self._aux_template(), self._final_template()]
+
     def _with_aux(self, X: np.ndarray, aux: np.ndarray) -> np.ndarray:
         if not self.passthrough:
             if aux.shape[1] == 0:
@@ -203,11 +217,9 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> AuxTargetStack:
         """Cross-fit the aux models, fit them on all rows, then fit the final estimator."""
-        X = np.asarray(X, dtype=np.float64)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, allows_nan(self._members()))
         label, aux = _split_targets(y)
-        if label.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {label.shape[0]}")
-        self.n_features_in_ = X.shape[1]
         self.n_aux_ = aux.shape[1]
         # Aux targets on very different scales (TER fractions, 1-5 scores) are standardized, so
         # one aux learner setting (e.g. an SVR's epsilon) suits them all; predictions are mapped back.
@@ -215,8 +227,6 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
         spread = aux.std(axis=0) if self.scale_targets else np.ones(self.n_aux_)
         self.aux_scale_ = np.where(spread > 0, spread, 1.0)
         scaled = (aux - self.aux_mean_) / self.aux_scale_
-        if self.n_repeats < 1:
-            raise ValueError(f"n_repeats must be at least 1, not {self.n_repeats}")
         template = self._aux_template()
         base_seed = 0 if self.random_state is None else self.random_state
         self.aux_models_ = [clone(template).fit(X, scaled[:, j]) for j in range(self.n_aux_)]
@@ -238,7 +248,7 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
     def predict_aux(self, X: Any) -> np.ndarray:
         """The aux targets predicted for new rows by the aux models fitted on all training rows."""
         check_is_fitted(self, "final_")
-        X = np.asarray(X, dtype=np.float64)
+        X = check_predict_input(self, X, allows_nan(self._members()))
         if not self.aux_models_:
             return np.empty((X.shape[0], 0))
         scaled = np.column_stack([model.predict(X) for model in self.aux_models_])
@@ -246,6 +256,6 @@ class AuxTargetStack(RegressorMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """The final estimators' mean prediction from the features and the predicted aux targets."""
-        X = np.asarray(X, dtype=np.float64)
+        X = check_predict_input(self, X, allows_nan(self._members()))
         inputs = self._with_aux(X, self.predict_aux(X))
         return np.mean([final.predict(inputs) for final in self.finals_], axis=0)

@@ -8,16 +8,19 @@ members that accept it (``AuxTargetStack``) and as its first column to the other
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral
+from typing import Any, ClassVar
 
 import numpy as np
-from scipy import stats
 from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import KFold
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import Tags, get_tags
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from qe.learners import progress
+from qe.learners.rank_vote import rank_average
 
 
 def accepts_aux(estimator: BaseEstimator) -> bool:
@@ -34,31 +37,60 @@ def accepts_aux(estimator: BaseEstimator) -> bool:
             return False
 
 
+def allows_nan(estimators: list[BaseEstimator]) -> bool:
+    """Whether every one of ``estimators`` takes missing values (so a combination of them may)."""
+    return all(get_tags(estimator).input_tags.allow_nan for estimator in estimators)
+
+
+def check_fit_input(
+    estimator: BaseEstimator, X: Any, y: Any, allow_nan: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` and a target of labels (1-D) or labels plus aux targets (2-D), checked as scikit-learn
+    checks them (``n_features_in_`` recorded); a one-column 2-D target is the labels alone, with
+    scikit-learn's ``DataConversionWarning``."""
+    finite = "allow-nan" if allow_nan else True
+    X, y = validate_data(
+        estimator, X, y, dtype=np.float64, ensure_all_finite=finite, multi_output=True, y_numeric=True
+    )
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)
+    return X, np.asarray(y, dtype=np.float64)
+
+
+def check_predict_input(estimator: BaseEstimator, X: Any, allow_nan: bool) -> np.ndarray:
+    """New rows checked against what ``estimator`` was fitted on."""
+    finite = "allow-nan" if allow_nan else True
+    return validate_data(estimator, X, dtype=np.float64, ensure_all_finite=finite, reset=False)
+
+
+class MembersMixin:
+    """Tags of a learner made of others (``_members()``): it takes missing values when they all do."""
+
+    def _members(self) -> list[BaseEstimator]:
+        return self.estimators
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = allows_nan(self._members())
+        return tags
+
+
 def fit_member(estimator: BaseEstimator, X: np.ndarray, y: np.ndarray) -> BaseEstimator:
     """Fit a clone of ``estimator`` on the whole target if it accepts aux targets, else on the label."""
     target = y if (y.ndim == 2 and accepts_aux(estimator)) else (y[:, 0] if y.ndim == 2 else y)
     return clone(estimator).fit(X, target)
 
 
-def rank_average(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Order the rows by the weighted mean of each member's (average) ranks, keeping the score scale.
-
-    The values handed out are the sorted weighted-mean scores, so the predictions keep the
-    calibration (and MAE behaviour) of plain averaging while their order follows the rank vote.
-    """
-    ranks = np.column_stack([stats.rankdata(column) for column in predictions.T])
-    vote = ranks @ weights
-    scores = np.sort(predictions @ weights)
-    out = np.empty_like(vote)
-    out[np.argsort(vote, kind="stable")] = scores
-    return out
-
-
-class AveragingRegressor(RegressorMixin, BaseEstimator):
+class AveragingRegressor(MembersMixin, RegressorMixin, BaseEstimator):
     """Weighted mean of several regressors' predictions (``combine="mean"``) or of their ranks
-    mapped back onto the mean scores (``combine="rank"``, see :func:`rank_average`)."""
+    mapped back onto the mean scores (``combine="rank"``, see :func:`qe.learners.rank_vote.rank_average`)."""
 
     accepts_aux_targets = True
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "estimators": [list],
+        "weights": ["array-like", None],
+        "combine": [StrOptions({"mean", "rank"})],
+    }
 
     def __init__(
         self, estimators: list[BaseEstimator], weights: list[float] | None = None, combine: str = "mean"
@@ -70,24 +102,22 @@ class AveragingRegressor(RegressorMixin, BaseEstimator):
     def _weights(self) -> np.ndarray:
         n = len(self.estimators)
         w = np.ones(n) if self.weights is None else np.asarray(self.weights, dtype=np.float64)
-        if w.shape != (n,) or (w < 0).any() or w.sum() <= 0:
+        if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
             raise ValueError(f"weights must be {n} non-negative numbers, not all zero")
         return w / w.sum()
 
     def fit(self, X: Any, y: Any) -> AveragingRegressor:
         """Fit every member on all rows."""
-        if self.combine not in ("mean", "rank"):
-            raise ValueError(f"combine must be 'mean' or 'rank', not {self.combine!r}")
-        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, allows_nan(self._members()))
         self.weights_ = self._weights()
         self.estimators_ = [fit_member(est, X, y) for est in self.estimators]
-        self.n_features_in_ = X.shape[1]
         return self
 
     def member_predictions(self, X: Any) -> np.ndarray:
         """``(n, members)`` predictions of the fitted members."""
         check_is_fitted(self, "estimators_")
-        X = np.asarray(X, dtype=np.float64)
+        X = check_predict_input(self, X, allows_nan(self._members()))
         return np.column_stack([est.predict(X) for est in self.estimators_])
 
     def predict(self, X: Any) -> np.ndarray:
@@ -98,7 +128,7 @@ class AveragingRegressor(RegressorMixin, BaseEstimator):
         return predictions @ self.weights_
 
 
-class StackedRegressor(RegressorMixin, BaseEstimator):
+class StackedRegressor(MembersMixin, RegressorMixin, BaseEstimator):
     """Members' out-of-fold predictions combined by non-negative least squares (plus an intercept).
 
     The combination weights are learnt on ``cv`` shuffled folds of the training rows, so a member
@@ -107,6 +137,11 @@ class StackedRegressor(RegressorMixin, BaseEstimator):
     """
 
     accepts_aux_targets = True
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "estimators": [list],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+    }
 
     def __init__(self, estimators: list[BaseEstimator], cv: int = 5, random_state: int | None = 0) -> None:
         self.estimators = estimators
@@ -115,7 +150,8 @@ class StackedRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> StackedRegressor:
         """Cross-fit the members, learn the blend, refit the members on all rows."""
-        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        self._validate_params()
+        X, y = check_fit_input(self, X, y, allows_nan(self._members()))
         label = y[:, 0] if y.ndim == 2 else y
         oof = np.zeros((X.shape[0], len(self.estimators)))
         folds = KFold(self.cv, shuffle=True, random_state=self.random_state).split(X)
@@ -129,12 +165,11 @@ class StackedRegressor(RegressorMixin, BaseEstimator):
         self.coef_ = coef
         self.intercept_ = float(label.mean() - center @ coef)
         self.estimators_ = [fit_member(est, X, y) for est in self.estimators]
-        self.n_features_in_ = X.shape[1]
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         """The blend of the refitted members' predictions."""
         check_is_fitted(self, "estimators_")
-        X = np.asarray(X, dtype=np.float64)
+        X = check_predict_input(self, X, allows_nan(self._members()))
         predictions = np.column_stack([est.predict(X) for est in self.estimators_])
         return predictions @ self.coef_ + self.intercept_

@@ -5,7 +5,7 @@ ridge, averaging / stacking and aux-target stacking."""
 from __future__ import annotations
 
 import re
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 from sklearn.base import BaseEstimator
@@ -236,70 +236,31 @@ SEEDED = {
 NESTED = {"average", "stack", "aux_stack"}
 
 
-def _own_constraints() -> dict[str, dict[str, list[Any]]]:
-    """scikit-learn-style parameter constraints of our own estimators (scikit-learn's declare theirs)."""
-    from sklearn.utils._param_validation import Interval, StrOptions
-
-    positive = [Interval(Real, 0, None, closed="neither")]
-    return {
-        "NystroemSVR": {
-            "C": positive,
-            "gamma": [*positive, StrOptions({"scale"})],
-            "epsilon": [Interval(Real, 0, None, closed="left")],
-            "n_components": [Interval(Integral, 1, None, closed="left")],
-            "tol": positive,
-            "max_iter": [Interval(Integral, 1, None, closed="left")],
-            "random_state": ["random_state"],
-        },
-        "M5P": {
-            "min_instances": [Interval(Real, 1, None, closed="left")],
-            "unpruned": ["boolean"],
-            "unsmoothed": ["boolean"],
-            "build_regression_tree": ["boolean"],
-        },
-        "GPRegressor": {
-            "length_scale": positive,
-            "noise": positive,
-            "linear": ["boolean"],
-            "ard": ["boolean"],
-            "restarts": [Interval(Integral, 0, None, closed="left")],
-            "normalize_y": ["boolean"],
-            "random_state": ["random_state"],
-        },
-        "AveragingRegressor": {"weights": ["array-like", None], "combine": [StrOptions({"mean", "rank"})]},
-        "StackedRegressor": {
-            "cv": [Interval(Integral, 2, None, closed="left")],
-            "random_state": ["random_state"],
-        },
-        "AuxTargetStack": {
-            "cv": [Interval(Integral, 2, None, closed="left")],
-            "passthrough": ["boolean"],
-            "scale_targets": ["boolean"],
-            "n_repeats": [Interval(Integral, 1, None, closed="left")],
-            "random_state": ["random_state"],
-        },
-    }
-
-
 def check_params(estimator: BaseEstimator, params: dict[str, Any], where: str) -> None:
-    """Refuse parameter values outside the estimator's scikit-learn parameter constraints (for our
-    own learners: the table above) before anything is fitted, naming ``where.NAME`` and what is allowed."""
-    try:
-        from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
-    except ImportError:  # a scikit-learn without these (private) helpers: fit checks the values
-        return
-    constraints = getattr(type(estimator), "_parameter_constraints", None)
-    if constraints is None:
-        constraints = _own_constraints().get(type(estimator).__name__, {})
+    """Refuse parameter values outside the estimator's scikit-learn parameter constraints (its class's
+    ``_parameter_constraints``) before anything is fitted, naming ``where.NAME`` and what is allowed.
+    Booleans never stand in for numbers: ``n_estimators = true`` is refused, not a forest of one tree."""
+    from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+
+    from qe.schema import _show as show  # as the config spells it: true, not True
+
+    constraints = getattr(type(estimator), "_parameter_constraints", {})
     for name, value in params.items():
         if name not in constraints:
             continue
+        rules = constraints[name]
+        takes_booleans = any(rule in ("boolean", "verbose", "no_validation", bool) for rule in rules)
+        probe = _NOT_A_VALUE if isinstance(value, bool) and not takes_booleans else value
         try:
-            validate_parameter_constraints({name: constraints[name]}, {name: value}, type(estimator).__name__)
+            validate_parameter_constraints({name: rules}, {name: probe}, type(estimator).__name__)
         except InvalidParameterError as exc:
             found = re.search(r"must be (.*)\. Got .* instead\.$", str(exc), re.DOTALL)
             allowed = found.group(1) if found else str(exc)
-            raise QEInputError(f"{where}.{name} = {value!r}: expected {allowed}") from None
+            raise QEInputError(f"{where}.{name} = {show(value)}: expected {allowed}") from None
+
+
+_NOT_A_VALUE = object()
+"""What a boolean is checked as where the constraints take no booleans: nothing satisfies it."""
 
 
 def auto_choice(n_rows: int | None, fast_above: int | None = None) -> str:

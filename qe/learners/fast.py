@@ -10,14 +10,16 @@ that space: time linear in the rows, the same parameters C, gamma and epsilon as
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.kernel_approximation import Nystroem
 from sklearn.svm import LinearSVR
-from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 
 class NystroemSVR(RegressorMixin, BaseEstimator):
@@ -28,6 +30,16 @@ class NystroemSVR(RegressorMixin, BaseEstimator):
     liblinear's "did not converge" warnings are kept quiet: ``n_iter_`` records the iterations
     used (``max_iter`` means the limit was hit; raise it for a closer fit).
     """
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -49,13 +61,13 @@ class NystroemSVR(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> NystroemSVR:
         """Choose the landmarks, map the rows, fit the linear SVR on the centred labels."""
-        X, y = check_X_y(X, y, dtype=np.float64, y_numeric=True)
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         gamma = self.gamma
         if gamma == "scale":
             variance = float(X.var())
             gamma = 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
         self.gamma_ = float(gamma)
-        self.n_features_in_ = X.shape[1]
         self.offset_ = float(np.mean(y))
         self.map_ = Nystroem(
             kernel="rbf",
@@ -81,7 +93,5 @@ class NystroemSVR(RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted labels for new rows."""
         check_is_fitted(self, "svr_")
-        X = check_array(X, dtype=np.float64)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         return self.svr_.predict(self.map_.transform(X)) + self.offset_

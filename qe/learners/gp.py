@@ -9,11 +9,15 @@ length scale (only sensible for a few, standardized features). ``normalize_y`` c
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct, Kernel, WhiteKernel
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 
 class GPRegressor(RegressorMixin, BaseEstimator):
@@ -22,6 +26,16 @@ class GPRegressor(RegressorMixin, BaseEstimator):
     ``length_scale`` is relative to sqrt(number of features) (the typical distance between two
     standardized rows grows with it), so one default suits feature sets of any size.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "noise": [Interval(Real, 0, None, closed="neither")],
+        "linear": ["boolean"],
+        "ard": ["boolean"],
+        "restarts": [Interval(Integral, 0, None, closed="left")],
+        "normalize_y": ["boolean"],
+        "random_state": ["random_state"],
+    }
 
     def __init__(
         self,
@@ -53,7 +67,8 @@ class GPRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> GPRegressor:
         """Optimise the kernel hyperparameters on the training rows and keep the fitted GP."""
-        X = np.asarray(X, dtype=np.float64)
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         self.gp_ = GaussianProcessRegressor(
             kernel=self.make_kernel(X.shape[1]),
             normalize_y=self.normalize_y,
@@ -61,10 +76,10 @@ class GPRegressor(RegressorMixin, BaseEstimator):
             random_state=self.random_state,
         ).fit(X, np.asarray(y, dtype=np.float64))
         self.kernel_ = self.gp_.kernel_
-        self.n_features_in_ = X.shape[1]
         return self
 
     def predict(self, X: np.ndarray, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Posterior mean (and standard deviation with ``return_std``)."""
         check_is_fitted(self, "gp_")
-        return self.gp_.predict(np.asarray(X, dtype=np.float64), return_std=return_std)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self.gp_.predict(X, return_std=return_std)

@@ -35,10 +35,13 @@ in a few leaves of 2-5 rows.
 from __future__ import annotations
 
 import math
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 from scipy.linalg.lapack import dgesv
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from qe.learners.m5p_tree import apply_tree, fill_missing, predict_m5p
@@ -458,6 +461,13 @@ class M5P(RegressorMixin, BaseEstimator):
     n_features_in_, feature_names_in_ : as in scikit-learn.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        "min_instances": [Interval(Real, 1, None, closed="left")],
+        "unpruned": ["boolean"],
+        "unsmoothed": ["boolean"],
+        "build_regression_tree": ["boolean"],
+    }
+
     def __init__(
         self,
         min_instances: float = 4,
@@ -477,12 +487,7 @@ class M5P(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y) -> M5P:
         """Grow, prune and smooth the tree on ``X`` (n_samples, n_features) and target ``y``."""
-        if isinstance(self.min_instances, bool) or not isinstance(
-            self.min_instances, (int, float, np.number)
-        ):
-            raise ValueError(f"min_instances must be a number, got {self.min_instances!r}")
-        if not self.min_instances >= 1:
-            raise ValueError(f"min_instances must be >= 1, got {self.min_instances!r}")
+        self._validate_params()
         X, y = validate_data(
             self, X, y, dtype=np.float64, ensure_all_finite="allow-nan", y_numeric=True, multi_output=False
         )

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.model_selection import GridSearchCV, ParameterGrid
+from sklearn.utils.validation import check_array
 
 from qe.learners import progress
 
@@ -109,8 +110,9 @@ class ScaledGridSearchCV(GridSearchCV):
             bad = {key: unit for key, unit in self.units.items() if unit not in UNITS or key not in grid}
             if bad:
                 raise ValueError(f"units must map keys of a dict param_grid to one of {UNITS}, not {bad}")
-            self.resolved_grid_ = resolve_grid(grid, self.units, self.label_sd_, np.shape(X)[1])
-        self._rows = np.shape(X)[0]
+            n_features = check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False).shape[1]
+            self.resolved_grid_ = resolve_grid(grid, self.units, self.label_sd_, n_features)
+        self._rows = (X.shape if hasattr(X, "shape") else np.asarray(X).shape)[0]  # X: any array-like
         return super().fit(X, y, **params)
 
     def _run_search(self, evaluate_candidates: Any) -> None:

@@ -71,7 +71,10 @@ def _selectors() -> dict[str, tuple[type[PathSelector], dict[str, Any]]]:
 
 
 def make_selector(name: str, **params: Any) -> PathSelector:
-    """A selector by config name (correlation, cfs, forward, backward) with keyword parameters."""
+    """A selector by config name (correlation, cfs, forward, backward) with keyword parameters, checked
+    against its constraints: a bad one is a ``QEInputError`` naming ``selection.params.NAME``."""
+    from qe.learners.factory import check_params
+
     selectors = _selectors()
     if name not in selectors:
         raise QEInputError(f"unknown selector {name!r} (known: {', '.join(selectors)})")
@@ -87,7 +90,11 @@ def make_selector(name: str, **params: Any) -> PathSelector:
             f"(known: {', '.join(sorted(known - set(fixed)))})"
         )
     selector = cls(**fixed, **params)
-    selector.check_params()
+    check_params(selector, params, "selection.params")
+    try:
+        selector.check_params()
+    except ValueError as exc:
+        raise QEInputError(f"selection.params.{exc}") from None
     return selector
 
 

@@ -1,16 +1,19 @@
 """The small base every qe selector shares: input checks, feature labels, the selection path and
-the empty-selection rule."""
+the empty-selection rule. Selectors raise ``ValueError`` like any scikit-learn estimator; the config
+boundary (:func:`qe.selection.make_selector`, :func:`qe.experiment.select_features`) turns that
+into one line."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from qe.errors import QEInputError
+MIN_ROWS = 3
+"""Fewer rows give no correlation or cross-validation worth selecting by."""
 
 
 class PathSelector(SelectorMixin, BaseEstimator):
@@ -21,24 +24,16 @@ class PathSelector(SelectorMixin, BaseEstimator):
     """
 
     allow_empty: bool
+    _parameter_constraints: ClassVar[dict[str, list]] = {"allow_empty": ["boolean"]}
 
     def check_params(self) -> None:
-        """Refuse parameters of the wrong type or range (``QEInputError`` naming the parameter);
-        called when the selector is made from a config, before any work, and again at ``fit``."""
-        if not isinstance(self.allow_empty, bool):
-            raise QEInputError(f"allow_empty must be true or false (got {self.allow_empty!r})")
+        """Refuse parameters outside the class's constraints (scikit-learn's ``InvalidParameterError``,
+        a ``ValueError``); called by :func:`qe.selection.make_selector` before any work, and at ``fit``."""
+        self._validate_params()
 
     def _check_input(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        try:
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        except ValueError as exc:
-            raise QEInputError(f"bad input for {type(self).__name__}: {exc}") from None
-        y = np.asarray(y, dtype=np.float64)
-        if y.ndim != 1:
-            raise QEInputError(f"{type(self).__name__} needs one label per row (got shape {y.shape})")
-        if X.shape[0] < 3:
-            raise QEInputError(f"{type(self).__name__} needs at least 3 rows (got {X.shape[0]})")
-        return X, y
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=MIN_ROWS)
+        return X, np.asarray(y, dtype=np.float64)
 
     def _label(self, index: int) -> str | int:
         """How a column is named in ``path_``: its DataFrame name, else its index."""
@@ -50,7 +45,7 @@ class PathSelector(SelectorMixin, BaseEstimator):
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[np.asarray(list(selected), dtype=np.int64)] = True
         if not mask.any() and not self.allow_empty:
-            raise QEInputError(
+            raise ValueError(
                 f"selection would select nothing: {what} (set allow_empty=True to accept an empty selection)"
             )
         self.support_ = mask

@@ -9,12 +9,12 @@ as this module (checked in tests/test_selection.py against weka 3.6.14).
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from qe.errors import QEInputError
-from qe.schema import is_count
 from qe.selection.base import PathSelector
 
 SEARCHES = ("best_first", "greedy")
@@ -33,7 +33,7 @@ def cfs_correlations(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarr
     Z[:, ~constant] = (X[:, ~constant] - X[:, ~constant].mean(axis=0)) / std[~constant]
     y_std = y.std()
     if y_std == 0:
-        raise QEInputError("the label is constant: no feature can correlate with it")
+        raise ValueError("the label is constant: no feature can correlate with it")
     zy = (y - y.mean()) / y_std
     r_cf = np.clip(np.abs(Z.T @ zy) / n, 0.0, 1.0)
     r_ff = np.clip(np.abs(Z.T @ Z) / n, 0.0, 1.0)
@@ -87,6 +87,13 @@ class CFSSelector(PathSelector):
     subset), then one per locally predictive addition (``score`` = merit after adding it).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **PathSelector._parameter_constraints,
+        "search": [StrOptions(set(SEARCHES))],
+        "max_stale": [Interval(Integral, 1, None, closed="left")],
+        "locally_predictive": ["boolean"],
+    }
+
     def __init__(
         self,
         search: str = "best_first",
@@ -98,15 +105,6 @@ class CFSSelector(PathSelector):
         self.max_stale = max_stale
         self.locally_predictive = locally_predictive
         self.allow_empty = allow_empty
-
-    def check_params(self) -> None:
-        super().check_params()
-        if self.search not in SEARCHES:
-            raise QEInputError(f"unknown CFS search {self.search!r} (known: {', '.join(SEARCHES)})")
-        if not is_count(self.max_stale, 1):
-            raise QEInputError(f"max_stale must be a positive integer (got {self.max_stale!r})")
-        if not isinstance(self.locally_predictive, bool):
-            raise QEInputError(f"locally_predictive must be true or false (got {self.locally_predictive!r})")
 
     def fit(self, X: Any, y: Any) -> CFSSelector:
         """Search the feature subsets of ``X`` for the one with the highest merit for ``y``."""

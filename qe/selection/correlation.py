@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from qe.errors import QEInputError
-from qe.schema import is_count, is_number
 from qe.selection.base import PathSelector
 
 METHODS = ("pearson", "spearman")
@@ -20,7 +20,7 @@ def correlations(X: np.ndarray, y: np.ndarray, method: str = "pearson") -> np.nd
     Spearman is Pearson on average ranks (ties share their mean rank), as scipy computes it.
     """
     if method not in METHODS:
-        raise QEInputError(f"unknown correlation method {method!r} (known: {', '.join(METHODS)})")
+        raise ValueError(f"unknown correlation method {method!r} (known: {', '.join(METHODS)})")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if method == "spearman":
@@ -31,7 +31,7 @@ def correlations(X: np.ndarray, y: np.ndarray, method: str = "pearson") -> np.nd
     x_norm = np.sqrt(np.sum(xc * xc, axis=0))
     y_norm = np.sqrt(np.sum(yc * yc))
     if y_norm == 0:
-        raise QEInputError("the label is constant: no feature can correlate with it")
+        raise ValueError("the label is constant: no feature can correlate with it")
     out = np.zeros(X.shape[1])
     ok = x_norm > 0
     out[ok] = (xc[:, ok].T @ yc) / (x_norm[ok] * y_norm)
@@ -49,6 +49,13 @@ class CorrelationSelector(PathSelector):
     indices best first), ``path_`` (kept features in rank order with their |r|).
     """
 
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **PathSelector._parameter_constraints,
+        "method": [StrOptions(set(METHODS))],
+        "k": [Interval(Integral, 0, None, closed="left"), None],
+        "threshold": [Interval(Real, None, None, closed="neither")],
+    }
+
     def __init__(
         self,
         method: str = "pearson",
@@ -60,15 +67,6 @@ class CorrelationSelector(PathSelector):
         self.k = k
         self.threshold = threshold
         self.allow_empty = allow_empty
-
-    def check_params(self) -> None:
-        super().check_params()
-        if self.method not in METHODS:
-            raise QEInputError(f"unknown correlation method {self.method!r} (known: {', '.join(METHODS)})")
-        if self.k is not None and not is_count(self.k):
-            raise QEInputError(f"k must be a non-negative integer or unset (got {self.k!r})")
-        if not is_number(self.threshold):
-            raise QEInputError(f"threshold must be a finite number (got {self.threshold!r})")
 
     def fit(self, X: Any, y: Any) -> CorrelationSelector:
         """Rank the columns of ``X`` by their absolute correlation with ``y``."""

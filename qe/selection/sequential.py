@@ -7,7 +7,8 @@ a Dask cluster (see :mod:`qe.selection.backend`).
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -15,11 +16,11 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.dummy import DummyRegressor
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import KFold
+from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 
 from qe.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
 from qe.metrics import HIGHER_IS_BETTER
-from qe.schema import is_count, is_number
 from qe.selection.base import PathSelector
 
 DIRECTIONS = ("forward", "backward")
@@ -56,7 +57,7 @@ class SequentialSelector(PathSelector):
     stop at ``max_features``. Backward: start from all features; at each step drop the feature
     whose removal leaves the best score, as long as the removal costs no more than ``tol``
     (while more than ``max_features`` remain, removals are forced). The no-feature subset scores
-    the training-mean predictor; ending with it raises ``QEInputError`` unless ``allow_empty``.
+    the training-mean predictor; ending with it raises ``ValueError`` unless ``allow_empty``.
 
     ``estimator``: a scikit-learn regressor, a learner name for :func:`qe.learners.factory.make_learner`
     (with ``estimator_params``), or None for the default SVR pipeline (standardization + RBF SVR).
@@ -67,6 +68,19 @@ class SequentialSelector(PathSelector):
     feature; ``score`` is the CV metric in its own units, e.g. MAE, after the step),
     ``score_`` (final CV metric), ``baseline_score_`` (no-feature CV metric), ``n_evaluations_``.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list]] = {
+        **PathSelector._parameter_constraints,
+        "estimator": [HasMethods(["fit", "predict"]), str, None],
+        "direction": [StrOptions(set(DIRECTIONS))],
+        "scoring": [StrOptions(set(SCORINGS))],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "tol": [Interval(Real, None, None, closed="neither")],
+        "max_features": [Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1}), None],
+        "random_state": [Interval(Integral, 0, None, closed="left")],
+        "estimator_params": [dict, None],
+    }
 
     def __init__(
         self,
@@ -95,34 +109,18 @@ class SequentialSelector(PathSelector):
     # ------------------------------------------------------------------ set-up
 
     def check_params(self) -> None:
+        """The constraints, and a learner name and its parameters that :func:`make_learner` takes."""
         super().check_params()
-        if self.direction not in DIRECTIONS:
-            raise QEInputError(f"unknown direction {self.direction!r} (known: {', '.join(DIRECTIONS)})")
-        if self.scoring not in SCORINGS:
-            raise QEInputError(f"unknown scoring {self.scoring!r} (known: {', '.join(SCORINGS)})")
-        if not is_count(self.cv, 2):
-            raise QEInputError(f"cv must be an integer >= 2 (got {self.cv!r})")
-        if self.max_features is not None and not is_count(self.max_features, 1):
-            raise QEInputError(
-                f"max_features must be a positive integer or unset (got {self.max_features!r})"
-            )
-        if not is_number(self.tol):
-            raise QEInputError(f"tol must be a finite number (got {self.tol!r})")
-        if self.n_jobs is not None and not (self.n_jobs == -1 or is_count(self.n_jobs, 1)):
-            raise QEInputError(f"n_jobs must be a positive integer or -1 (got {self.n_jobs!r})")
-        if not is_count(self.random_state):
-            raise QEInputError(f"random_state must be a non-negative integer (got {self.random_state!r})")
-        if isinstance(self.estimator, str) or self.estimator is None:
-            try:
-                make_learner(self.estimator or "svr", self.estimator_params)
-            except QEInputError as exc:
-                raise QEInputError(f"estimator: {exc.message.removeprefix('learner.name: ')}") from None
+        self._make_estimator()
 
     def _make_estimator(self) -> BaseEstimator:
         if self.estimator is None or isinstance(self.estimator, str):
-            return make_learner(self.estimator or "svr", self.estimator_params)
+            try:
+                return make_learner(self.estimator or "svr", self.estimator_params)
+            except QEInputError as exc:
+                raise ValueError(f"estimator: {exc.message.removeprefix('learner.name: ')}") from None
         if self.estimator_params:
-            raise QEInputError("estimator_params only apply when estimator is a learner name")
+            raise ValueError("estimator_params only apply when estimator is a learner name")
         return self.estimator
 
     def _metric(self, score: float) -> float:
@@ -133,10 +131,10 @@ class SequentialSelector(PathSelector):
 
     def fit(self, X: Any, y: Any) -> SequentialSelector:
         """Run the greedy search over the columns of ``X`` for label ``y``."""
-        self.check_params()
+        self._validate_params()
         X, y = self._check_input(X, y)
         if X.shape[0] < 2 * self.cv:
-            raise QEInputError(f"{X.shape[0]} rows are too few for {self.cv}-fold cross-validation")
+            raise ValueError(f"{X.shape[0]} rows are too few for {self.cv}-fold cross-validation")
         estimator = self._make_estimator()
         scorer = SCORINGS[self.scoring]
         if isinstance(scorer, str):
