@@ -203,7 +203,10 @@ def select_features(config: dict[str, Any], train: SplitData) -> tuple[list[str]
         params.setdefault("cv", config["cv"]["folds"])
         params.setdefault("n_jobs", config["cv"]["n_jobs"])
     selector = make_selector(spec["name"], **params)
-    selector.fit(train.features, train.dataset.labels)
+    try:
+        selector.fit(train.features, train.dataset.labels)
+    except ValueError as exc:  # the selector's own reasons (nothing selected, a constant label ...)
+        raise QEInputError(f"[selection] {' '.join(str(exc).split())}") from None
     report = selection_report(selector)
     return [str(name) for name in report["selected"]], report
 

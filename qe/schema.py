@@ -53,6 +53,24 @@ class Anything(Rule):
     """Any value (checked by the code that uses it)."""
 
 
+class Finite(Anything):
+    """Any value (checked by the code that uses it) holding no infinite or NaN number, at any depth:
+    TOML reads ``1e400`` as infinity, which scikit-learn's open-ended ranges accept (``C = inf``)."""
+
+    allowed = "a finite number"
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(value, key, path)
+        if isinstance(value, dict):
+            for name, item in value.items():
+                self.check(item, f"{key}.{name}", path)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self.check(item, f"{key}[{index}]", path)
+        return value
+
+
 class Bool(Rule):
     allowed = "true or false"
 
@@ -447,8 +465,8 @@ EXPERIMENT = Table(
         "learner": Table(
             {
                 "name": Str(_learners, noun="learner"),
-                "params": TablesOf(Anything()),  # checked when the learner is built
-                "grid": Either(Str(["default"]), TablesOf(List(Anything(), min_len=1))),
+                "params": TablesOf(Finite()),  # checked when the learner is built
+                "grid": Either(Str(["default"]), TablesOf(List(Finite(), min_len=1))),
                 "scale": Bool(),
                 "scoring": Str(_scorings, noun="scoring"),
                 "clip": Bool(),
@@ -458,7 +476,7 @@ EXPERIMENT = Table(
             required=("name",),
         ),
         "selection": Table(
-            {"name": Str(_selectors, noun="selector"), "params": TablesOf(Anything())}, ("name",)
+            {"name": Str(_selectors, noun="selector"), "params": TablesOf(Finite())}, ("name",)
         ),
         "cv": Table({"folds": Int(2), "n_jobs": Int(1, MAX_JOBS, also=(-1,))}),
         "report": Table({"published": Bool(), "against": List(Anything())}),
