@@ -6,6 +6,10 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+"""Every character ``str.splitlines`` breaks at, and its escape (``\\r``): a message quoting a
+stranger's text (a header, a file name) stays one line."""
+
 
 class QEInputError(Exception):
     """Bad input or usage: reported as one line naming the file (and line), exit code 2."""
@@ -21,7 +25,7 @@ class QEInputError(Exception):
         if self.path is not None:
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
-        return f"{where}{self.message}"
+        return f"{where}{self.message}".translate(LINE_BREAKS)
 
 
 @contextlib.contextmanager
