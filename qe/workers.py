@@ -210,7 +210,7 @@ def local_dask_workers(n_jobs: int | None) -> int:
 
 def check_scheduler(address: str) -> str:
     """``address`` if it reads as a Dask scheduler address (``tcp://host:8786``, ``host:8786``), else
-    one line saying why, before anything is read or written."""
+    one line saying why (not a traceback of distributed's parser)."""
     from distributed.comm.addressing import parse_address
     from distributed.comm.registry import get_backend
 
