@@ -137,6 +137,17 @@ def test_missing_or_misaligned_pseudo_reference_is_refused():
         )
 
 
+def test_more_words_than_ters_limit_are_refused_before_ter():
+    """TER's shift search grows with the product of the lengths (15,000 words a side: gigabytes)."""
+    words = " ".join(f"w{i % 50}" for i in range(2_000))
+    assert _scores([(words, words)])[0]["ter"] == 0.0  # 2,000 words a side are still scored
+    for mt, ref, role in ((words + " x", words, "MT"), (words, "x " + words, "pseudo_ref")):
+        batch = PairBatch(ids=["7"], src=["a"], mt=[mt], extra={"pseudo_ref": [ref]})
+        too_long = rf"pseudoref: the {role} of pair '7' has 2,001 tokens, and pseudoref reads at most 2,000 "
+        with pytest.raises(QEInputError, match=too_long):
+            PseudoRefFamily().extract(batch)
+
+
 def test_unknown_tokenizer_is_refused():
     with pytest.raises(QEInputError, match="tokenize"):
         PseudoRefFamily(tokenize="no-such-tokenizer")
