@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import importlib
+import io
 import json
+import os
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
 from qe import __version__
 from qe.errors import QEInputError
-from qe.io import atomic_write, parse_bounded
-from qe.model_types import MODEL_TYPES, refused_entries
+from qe.io import MAX_SCORE, atomic_write, parse_bounded
+from qe.model_types import MAX_MODEL_BYTES, MODEL_TYPES, read_schema
 from qe.schema import is_number
 
 if TYPE_CHECKING:
@@ -101,33 +104,76 @@ def save_model(path: str | Path, estimator: Any, feature_names: list[str], manif
         data = skops_io().dumps(payload)
     except Exception as exc:  # skops refuses some objects with TypeError, others overflow the stack
         raise QEInputError(f"cannot save this learner as a skops file ({type(exc).__name__})", path) from None
-    refused, _ = refused_entries(data)
-    if refused:
-        raise QEInputError(
-            f"cannot save this learner: it holds {_refused_message(refused)}, which a qe model file "
-            "may not contain (see qe.model_types)",
-            path,
-        )
+    _inspect(io.BytesIO(data), len(data), path, saving=True)
     with atomic_write(path, "wb") as handle:
         handle.write(data)
 
 
-def _read_checked(path: Path) -> tuple[bytes, list[str]]:
-    """The model file's bytes and the types it names, refusing a file holding any type outside
-    ``MODEL_TYPES`` or any callable; nothing in the file is imported or built."""
+def _inspect(
+    source: BinaryIO, size: int, path: Path | str, saving: bool = False
+) -> tuple[PlainModel, list[str]]:
+    """The model of a skops file (``size`` bytes) checked whole by :mod:`qe.plainmodel`, and the
+    types it names: refuses any type outside ``MODEL_TYPES``, any callable and any content the
+    numpy predictors would not take, before anything in the file is imported or built."""
+    from qe.plainmodel import BadModel, read_plain
+
+    try:
+        archive = zipfile.ZipFile(source)
+        schema, refused, present = read_schema(archive, size)
+        if refused and saving:
+            raise QEInputError(
+                f"cannot save this learner: it holds {_refused_message(refused)}, which a qe model "
+                "file may not contain (see qe.model_types)",
+                path,
+            )
+        if refused:
+            found = _refused_message(refused)
+            raise QEInputError(
+                f"model file holds untrusted types or callables, refusing to load: {found}", path
+            )
+        return read_plain(archive, schema), present
+    except QEInputError:
+        raise
+    except BadModel as exc:
+        if saving:
+            raise QEInputError(f"cannot save this learner: {exc}", path) from None
+        raise QEInputError(f"{exc}; the model file is damaged or was not written by qe", path) from None
+    except Exception as exc:  # zipfile, zlib, json and numpy's header parser raise many types
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise QEInputError(f"not a readable qe model file (truncated or corrupt?): {reason}", path) from None
+
+
+def _open_model(path: Path) -> tuple[BinaryIO, int]:
+    """The model file opened for reading and its size, refusing what is not a regular file of at most
+    :data:`qe.model_types.MAX_MODEL_BYTES` before reading anything."""
     if not path.exists():
         raise QEInputError("model file not found", path)
     if not path.is_file():
         raise QEInputError("is not a regular file; give a model file written by qe run", path)
     try:
-        data = path.read_bytes()  # read once: the bytes checked are the bytes loaded
-        refused, present = refused_entries(data)
-    except Exception as exc:  # zipfile, zlib and json raise many types for a damaged file
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise QEInputError(f"not a readable qe model file (truncated or corrupt?): {reason}", path) from None
-    if refused:
-        found = _refused_message(refused)
-        raise QEInputError(f"model file holds untrusted types or callables, refusing to load: {found}", path)
+        handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise QEInputError(f"cannot read the model file: {exc.strerror or exc}", path) from None
+    size = os.fstat(handle.fileno()).st_size
+    if size > MAX_MODEL_BYTES:
+        handle.close()
+        raise QEInputError(
+            f"is {size:,} bytes, more than a qe model file may be ({MAX_MODEL_BYTES >> 20} MB); "
+            "give a model file written by qe run",
+            path,
+        )
+    return handle, size
+
+
+def _read_checked(path: Path) -> tuple[bytes, list[str]]:
+    """The model file's bytes, checked whole, and the types it names: the bytes checked are the bytes
+    skops builds from."""
+    handle, size = _open_model(path)
+    with handle:
+        data = handle.read(size + 1)
+    if len(data) != size:
+        raise QEInputError("the model file changed while it was read", path)
+    _, present = _inspect(io.BytesIO(data), len(data), path)
     return data, present
 
 
@@ -196,8 +242,9 @@ def manifest_problem(manifest: dict[str, Any]) -> str | None:
 
 
 def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
-    """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES`` and any
-    callable before anything in the file is imported or built."""
+    """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES``, any
+    callable and any content :mod:`qe.plainmodel` refuses before anything in the file is imported
+    or built."""
     path = Path(path)
     data, present = _read_checked(path)
     return _built(data, present, path)
@@ -236,24 +283,19 @@ class QEModel:
 
     @classmethod
     def load(cls, path: str | Path) -> QEModel:
-        """Load a model file, refusing untrusted types and models of another major version.
+        """Load a model file, refusing untrusted types, content the checker refuses and models of
+        another major version.
 
-        Models whose estimator :mod:`qe.plainmodel` can score are read without scikit-learn (about
-        1 s less start-up); the estimator itself is built only if :attr:`estimator` is asked for.
+        The model is read and scored by :mod:`qe.plainmodel` without scikit-learn (about 1 s less
+        start-up); the estimator itself is built by skops, from the file read and checked again,
+        only if :attr:`estimator` is asked for.
         """
         path = Path(path)
-        data, present = _read_checked(path)
-        from qe.plainmodel import plain_model
-
-        plain = plain_model(data)
-        if plain is None:
-            estimator, names, manifest = _built(data, present, path)
-            model = cls(estimator, names, manifest)
-        else:
-            manifest = _manifest(plain.manifest_json, path)
-            model = cls(
-                None, plain.feature_names, manifest, plain=plain, build=lambda: _built(data, present, path)[0]
-            )
+        handle, size = _open_model(path)
+        with handle:
+            plain, _ = _inspect(handle, size, path)
+        manifest = _manifest(plain.manifest_json, path)
+        model = cls(None, plain.feature_names, manifest, plain=plain, build=lambda: load_model(path)[0])
         model.path = path
         theirs = str(model.manifest.get("qe_version", "0")).split(".")[0]
         ours = __version__.split(".")[0]
@@ -353,6 +395,11 @@ class QEModel:
     def score(self, table: Any, first_line: int = 1) -> np.ndarray:
         """Scores for a feature table from :meth:`features` (its first pair on input line
         ``first_line``), clipped to the training label range."""
+        return self.checked_scores(table, first_line)[0]
+
+    def checked_scores(self, table: Any, first_line: int = 1) -> tuple[np.ndarray, int]:
+        """``(scores, clipped)``: :meth:`score`'s scores, each checked to be a finite number of at most
+        ``qe.io.MAX_SCORE`` before clipping, and how many of them the label range clipped."""
         rows = table.to_numpy(dtype=np.float64)
         if not np.isfinite(rows).all():
             row, column = np.argwhere(~np.isfinite(rows))[0]
@@ -373,8 +420,20 @@ class QEModel:
                 "or was not written by qe",
                 self.path,
             ) from None
+        wild = ~(np.abs(scores) <= MAX_SCORE)  # NaN too
+        if wild.any():
+            row = int(np.argmax(wild))
+            raise QEInputError(
+                f"the model gives the pair on line {first_line + row} the score {scores[row]}, not a "
+                f"finite number of at most {MAX_SCORE:g} in size: the model file is damaged or was not "
+                "written by qe",
+                self.path,
+            )
         bounds = self.manifest.get("label_range")
-        return np.clip(scores, *bounds) if bounds else scores
+        if not bounds:
+            return scores, 0
+        clipped = np.clip(scores, *bounds)
+        return clipped, int(np.count_nonzero(clipped != scores))
 
     def predict(
         self,

@@ -1,19 +1,19 @@
-"""Scoring with a saved model without importing scikit-learn: its skops tree read as plain data.
+"""Scoring with a saved model without scikit-learn: its skops tree read as plain data, checked whole.
 
 Importing scikit-learn (and with it scipy.stats and pandas) and skops is about 1 s of a one-pair
-``qe predict``; the prediction itself is a few array operations. For the estimators qe's learners
-save most often this module reads the model file's ``schema.json`` and its ``.npy`` arrays directly
-(``allow_pickle=False``: nothing is imported or built from the file) and predicts with numpy:
+``qe predict``; the prediction itself is a few array operations. So this module reads the model
+file's ``schema.json`` and its ``.npy`` arrays directly (``allow_pickle=False``: nothing is imported
+or built from the file) and :mod:`qe.plainpredictors` predicts with numpy, for every estimator qe
+saves. It is also the model file's checker: every array is checked (dtype, shape against the other
+arrays and the number of features, index ranges, finiteness, trees without cycles) before anything
+predicts, an estimator class without a numpy predictor is refused, and an array or object no
+predictor reads is refused too, so nothing unchecked reaches scikit-learn's compiled code when the
+estimator is later built by skops (``QEModel.estimator``). Predictions equal scikit-learn's up to
+floating-point summation order (``tests/test_plainmodel.py`` compares them for every learner).
 
-- ``Pipeline`` with ``StandardScaler`` steps (``"passthrough"`` / ``None`` steps skipped);
-- ``SVR`` (any of libsvm's dense kernels), ``RidgeCV``, ``LinearSVR``, ``DummyRegressor``;
-- ``HistGradientBoostingRegressor`` with squared-error loss and no categorical features;
-- qe's ``M5P``, ``NystroemSVR``, ``AveragingRegressor`` (``combine="mean"``) and ``StackedRegressor``.
-
-Anything else (forests, Gaussian processes, rank averaging, ...) returns ``None`` from
-:func:`plain_predictor` and the caller builds the estimator with skops as before. Predictions equal
-scikit-learn's up to floating-point summation order (``tests/test_plainmodel.py`` compares them for
-every learner); the file is checked against :data:`qe.model_types.MODEL_TYPES` before it is read.
+Memory: each array is read once (an ``.npy`` member named twice is shared) straight into its numpy
+buffer, in blocks, so reading a model takes about its unpacked size, which
+:func:`qe.model_types.read_schema` bounds before anything is read.
 """
 
 from __future__ import annotations
@@ -24,307 +24,128 @@ import math
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from qe.learners.m5p_tree import predict_m5p
+from qe.model_types import read_schema
+from qe.plaincheck import BadModel, PlainObject
+from qe.plainpredictors import predictor
 
 Predict = Callable[[np.ndarray], np.ndarray]
 
-# skops nodes whose content is not needed for prediction: kept as an opaque object of their class.
-OPAQUE_NODES = frozenset({"LossNode", "TreeNode", "RandomStateNode", "RandomGeneratorNode"})
+# skops nodes whose content no predictor needs: kept as an opaque object of their class.
+OPAQUE_NODES = frozenset({"LossNode", "RandomStateNode", "RandomGeneratorNode"})
+MAX_DEPTH = 200  # nodes within nodes; qe's deepest models (stacks of pipelines of GPs) are under 40
+READ_BLOCK = 1 << 20  # bytes unpacked at a time into an array's buffer
+ARRAY_KINDS = frozenset("biufV")  # numbers, and records (trees' nodes); never objects or strings
+PAYLOAD = ("estimator", "feature_names", "manifest_json")
 
 
-class Unsupported(Exception):
-    """The file holds something this module does not predict with (skops builds it instead)."""
+class _Reader:
+    """Turns the schema's nodes into dicts, lists, tuples, JSON values, arrays and plain objects."""
+
+    def __init__(self, archive: zipfile.ZipFile) -> None:
+        self.archive = archive
+        self.arrays: dict[str, np.ndarray] = {}
+        self.objects: list[PlainObject] = []
+
+    def node(self, node: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise BadModel("objects nested too deeply")
+        if not isinstance(node, dict):
+            raise BadModel("a node that is not an object")
+        loader, content = node.get("__loader__"), node.get("content")
+        cls = f"{node.get('__module__')}.{node.get('__class__')}"
+        if loader == "JsonNode":
+            if not isinstance(content, str):
+                raise BadModel("a JSON node without text")
+            return json.loads(content)
+        if loader == "DictNode":
+            if not isinstance(content, dict):
+                raise BadModel("a dict node without a dict")
+            return {key: self.node(value, depth + 1) for key, value in content.items()}
+        if loader in ("ListNode", "TupleNode"):
+            if not isinstance(content, list):
+                raise BadModel("a list node without a list")
+            items = [self.node(item, depth + 1) for item in content]
+            return items if loader == "ListNode" else tuple(items)
+        if loader == "NdArrayNode":
+            return self.array_node(node, cls, depth)
+        if loader in ("ObjectNode", "TreeNode"):
+            state = {} if content is None else self.node(content, depth + 1)
+            obj = PlainObject(cls, state if isinstance(state, dict) else None)
+            if loader == "TreeNode" and obj.state is not None:
+                reduce = node.get("__reduce__")
+                args = reduce.get("args") if isinstance(reduce, dict) else None
+                obj.state["__reduce_args__"] = self.node(args, depth + 1)
+            self.objects.append(obj)
+            return obj
+        if loader in OPAQUE_NODES:
+            obj = PlainObject(cls, None)
+            self.objects.append(obj)
+            return obj
+        raise BadModel(f"a node of kind {str(loader)[:40]!r}")
+
+    def array_node(self, node: dict[str, Any], cls: str, depth: int) -> Any:
+        kind = node.get("type")
+        if kind == "json":  # an array of objects: only strings (feature names), read as a list
+            items = self.node({"__loader__": "ListNode", "content": node.get("content")}, depth + 1)
+            if not all(isinstance(item, str) for item in items):
+                raise BadModel("an array of objects")
+            return items
+        if kind != "numpy":
+            raise BadModel("an array of unknown storage")
+        array = self.array(node.get("file"))
+        if cls == "numpy.ndarray":
+            return array
+        if array.shape != () or array.dtype.kind not in "biuf":
+            raise BadModel("a numpy scalar that is not a number")
+        return array[()]
+
+    def array(self, name: Any) -> np.ndarray:
+        """The ``.npy`` member ``name``, read once into a read-only array."""
+        if not isinstance(name, str):
+            raise BadModel("an array without a file name")
+        if name not in self.arrays:
+            try:
+                info = self.archive.getinfo(name)
+            except KeyError:
+                raise BadModel(f"no member {name[:40]!r} for an array") from None
+            with self.archive.open(info) as handle:
+                self.arrays[name] = _npy(handle, info.file_size)
+        return self.arrays[name]
 
 
-@dataclass(frozen=True)
-class PlainObject:
-    """An object of the model file: its class (``module.Class``) and attributes (``None``: opaque)."""
-
-    cls: str
-    state: dict[str, Any] | None
-
-    def __getitem__(self, key: str) -> Any:
-        if self.state is None or key not in self.state:
-            raise Unsupported(f"{self.cls} without {key}")
-        return self.state[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return default if self.state is None else self.state.get(key, default)
-
-
-def read_tree(data: bytes) -> Any:
-    """The skops file's content as dicts, lists, tuples, JSON values, arrays and :class:`PlainObject`."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        schema = json.loads(archive.read("schema.json"))
-        return _node(schema, archive)
-
-
-def _node(node: Any, archive: zipfile.ZipFile) -> Any:
-    if not isinstance(node, dict):
-        raise Unsupported("a node that is not an object")
-    loader = node.get("__loader__")
-    cls = f"{node.get('__module__')}.{node.get('__class__')}"
-    if loader == "JsonNode":
-        return json.loads(node["content"])
-    if loader == "DictNode":
-        content = node["content"]
-        return {key: _node(value, archive) for key, value in content.items()}
-    if loader == "ListNode":
-        return [_node(item, archive) for item in node["content"]]
-    if loader == "TupleNode":
-        return tuple(_node(item, archive) for item in node["content"])
-    if loader == "NdArrayNode":
-        if node.get("type") != "numpy":
-            raise Unsupported("an object array")
-        with archive.open(node["file"]) as handle:
-            array = _npy(handle.read())
-        return array if cls == "numpy.ndarray" else array[()]
-    if loader == "ObjectNode":
-        state = node.get("content")
-        attributes = {} if state is None else _node(state, archive)
-        return PlainObject(cls, attributes if isinstance(attributes, dict) else None)
-    if loader in OPAQUE_NODES:
-        return PlainObject(cls, None)
-    raise Unsupported(f"a {loader}")
-
-
-def _npy(raw: bytes) -> np.ndarray:
-    """An array from ``.npy`` bytes, refusing a header that declares more data than the bytes hold
-    (nothing is allocated for it) and any object array."""
-    buffer = io.BytesIO(raw)
-    version = np.lib.format.read_magic(buffer)
+def _npy(handle: BinaryIO, size: int) -> np.ndarray:
+    """An array from an ``.npy`` stream of ``size`` bytes, refusing object and string arrays and a
+    header that does not declare exactly the data that follows it (nothing is allocated for it)."""
+    version = np.lib.format.read_magic(handle)
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     if version not in readers:
-        raise Unsupported(f"an array of .npy format {version}")
-    shape, _, dtype = readers[version](buffer)
-    if dtype.hasobject or dtype.itemsize * math.prod(shape) > len(raw) - buffer.tell():
-        raise Unsupported("an array larger than its data, or of objects")
-    return np.load(io.BytesIO(raw), allow_pickle=False)
-
-
-# ---------------------------------------------------------------------- predictors
-
-
-def plain_predictor(estimator: Any) -> Predict:
-    """A numpy function ``X -> predictions`` equal to ``estimator.predict``; raises :class:`Unsupported`."""
-    if not isinstance(estimator, PlainObject):
-        raise Unsupported(f"a {type(estimator).__name__} as estimator")
-    build = PREDICTORS.get(estimator.cls)
-    if build is None:
-        raise Unsupported(estimator.cls)
-    return build(estimator)
-
-
-def _check_finite(X: np.ndarray, *, allow_nan: bool = False) -> np.ndarray:
-    """``X``, or the ValueError scikit-learn's input check raises for missing or infinite values."""
-    if not np.isfinite(X).all():
-        if np.isinf(X).any():
-            raise ValueError("Input X contains infinity or a value too large for dtype('float64').")
-        if not allow_nan:
-            raise ValueError("Input X contains NaN.")
-    return X
-
-
-def _transformer(step: Any) -> Callable[[np.ndarray], np.ndarray]:
-    if step is None or step == "passthrough":
-        return lambda X: X
-    if isinstance(step, PlainObject) and step.cls == "sklearn.preprocessing._data.StandardScaler":
-        mean = step["mean_"] if step["with_mean"] else None
-        scale = step["scale_"] if step["with_std"] else None
-
-        def standardize(X: np.ndarray) -> np.ndarray:
-            _check_finite(X, allow_nan=True)
-            if mean is not None:
-                X = X - mean
-            if scale is not None:
-                X = X / scale
-            return X
-
-        return standardize
-    raise Unsupported(f"{getattr(step, 'cls', type(step).__name__)} as a transformer")
-
-
-def _pipeline(obj: PlainObject) -> Predict:
-    steps = [step for _, step in obj["steps"]]
-    if not steps or obj.get("transform_input") is not None:
-        raise Unsupported("this pipeline")
-    transforms = [_transformer(step) for step in steps[:-1]]
-    final = plain_predictor(steps[-1])
-
-    def predict(X: np.ndarray) -> np.ndarray:
-        for transform in transforms:
-            X = transform(X)
-        return final(X)
-
-    return predict
-
-
-def _svr(obj: PlainObject) -> Predict:
-    """libsvm's decision value: sum of dual coefficients times kernel values, plus the intercept."""
-    if obj["_sparse"]:
-        raise Unsupported("a sparse SVR")
-    vectors, coef = obj["support_vectors_"], obj["_dual_coef_"][0]
-    intercept = float(obj["_intercept_"][0])
-    kernel, gamma, degree, coef0 = obj["kernel"], obj["_gamma"], obj["degree"], obj["coef0"]
-    if kernel == "rbf":
-
-        def gram(X: np.ndarray) -> np.ndarray:
-            # squared distances summed from the differences, as libsvm does (no x.x - 2 x.y + y.y
-            # cancellation), in blocks of rows that keep the difference array near 32 MB
-            rows = max(1, (4 << 20) // max(1, vectors.size))
-            out = np.empty((X.shape[0], vectors.shape[0]))
-            for begin in range(0, X.shape[0], rows):
-                difference = X[begin : begin + rows, None, :] - vectors[None, :, :]
-                out[begin : begin + rows] = np.einsum("ijk,ijk->ij", difference, difference)
-            return np.exp(-gamma * out)
-    elif kernel == "linear":
-
-        def gram(X: np.ndarray) -> np.ndarray:
-            return X @ vectors.T
-    elif kernel == "poly":
-
-        def gram(X: np.ndarray) -> np.ndarray:
-            return (gamma * (X @ vectors.T) + coef0) ** degree
-    elif kernel == "sigmoid":
-
-        def gram(X: np.ndarray) -> np.ndarray:
-            return np.tanh(gamma * (X @ vectors.T) + coef0)
-    else:
-        raise Unsupported(f"an SVR with kernel {kernel!r}")
-    return lambda X: gram(_check_finite(X)) @ coef + intercept
-
-
-def _linear(obj: PlainObject) -> Predict:
-    """``X @ coef_ + intercept_`` (RidgeCV, LinearSVR)."""
-    coef, intercept = np.asarray(obj["coef_"], dtype=np.float64), obj["intercept_"]
-    if coef.ndim != 1:
-        raise Unsupported(f"{obj.cls} with {coef.ndim}-d coefficients")
-    if np.size(intercept) != 1:
-        raise Unsupported(f"{obj.cls} with several intercepts")
-    offset = float(np.asarray(intercept).reshape(-1)[0])
-    return lambda X: _check_finite(X) @ coef + offset
-
-
-def _dummy(obj: PlainObject) -> Predict:
-    constant = np.asarray(obj["constant_"], dtype=np.float64).reshape(-1)
-    if constant.shape != (1,):
-        raise Unsupported("a multi-output DummyRegressor")
-    return lambda X: np.full(X.shape[0], constant[0])
-
-
-def _hist_gradient_boosting(obj: PlainObject) -> Predict:
-    """The baseline plus every tree's leaf value, added tree by tree as scikit-learn does."""
-    if obj["_loss"].cls != "sklearn._loss.loss.HalfSquaredError":
-        raise Unsupported(f"gradient boosting with {obj['_loss'].cls}")
-    if obj["_preprocessor"] is not None or obj["n_trees_per_iteration_"] != 1:
-        raise Unsupported("gradient boosting with categorical features or several outputs")
-    trees = []
-    for iteration in obj["_predictors"]:
-        for predictor in iteration:
-            nodes = predictor["nodes"]
-            if nodes["is_categorical"].any():
-                raise Unsupported("gradient boosting with categorical splits")
-            trees.append(nodes)
-    baseline = float(np.asarray(obj["_baseline_prediction"]).reshape(-1)[0])
-
-    def predict(X: np.ndarray) -> np.ndarray:
-        raw = np.full(X.shape[0], baseline)
-        for nodes in trees:
-            raw += nodes["value"][_leaves(nodes, X)]
-        return raw
-
-    return predict
-
-
-def _leaves(nodes: np.ndarray, X: np.ndarray) -> np.ndarray:
-    """The leaf each row of ``X`` reaches in one histogram-gradient-boosting tree (raw thresholds;
-    a missing value goes where the split sent the training rows' missing values)."""
-    node = np.zeros(X.shape[0], dtype=np.intp)
-    active = np.flatnonzero(~nodes["is_leaf"][node].astype(bool))
-    for _ in range(len(nodes)):  # a path visits each node at most once
-        if not active.size:
-            return node
-        current = node[active]
-        value = X[active, nodes["feature_idx"][current]]
-        left = np.where(
-            np.isnan(value),
-            nodes["missing_go_to_left"][current].astype(bool),
-            value <= nodes["num_threshold"][current],
-        )
-        node[active] = np.where(left, nodes["left"][current], nodes["right"][current])
-        active = active[~nodes["is_leaf"][node[active]].astype(bool)]
-    if active.size:
-        raise ValueError("a gradient-boosting tree has a cycle")
-    return node
-
-
-def _m5p(obj: PlainObject) -> Predict:
-    tree, fill = obj["tree_"], obj["fill_values_"]
-    return lambda X: predict_m5p(tree, fill, _check_finite(X, allow_nan=True))
-
-
-def _nystroem_svr(obj: PlainObject) -> Predict:
-    """Nyström map (RBF kernel against the landmarks, times the normalisation) then the linear SVR."""
-    landmarks = obj["map_"]
-    if landmarks.cls != "sklearn.kernel_approximation.Nystroem" or landmarks["kernel"] != "rbf":
-        raise Unsupported("a NystroemSVR with another kernel map")
-    components, normalization = landmarks["components_"], landmarks["normalization_"]
-    gamma = landmarks["gamma"]
-    squared = np.einsum("ij,ij->i", components, components)[None, :]
-    linear = _linear(obj["svr_"])
-    offset = float(obj["offset_"])
-
-    def predict(X: np.ndarray) -> np.ndarray:
-        # the expanded x.x - 2 x.y + y.y of scikit-learn's euclidean_distances, which Nystroem uses
-        # (the SVR above sums differences instead, as libsvm does)
-        _check_finite(X)
-        distances = -2.0 * (X @ components.T)
-        distances += np.einsum("ij,ij->i", X, X)[:, None]
-        distances += squared
-        np.maximum(distances, 0.0, out=distances)
-        kernel = np.exp(-gamma * distances)
-        return linear(kernel @ normalization.T) + offset
-
-    return predict
-
-
-def _averaging(obj: PlainObject) -> Predict:
-    if obj["combine"] != "mean":
-        raise Unsupported(f"averaging with combine={obj['combine']!r}")
-    members = [plain_predictor(member) for member in obj["estimators_"]]
-    weights = np.asarray(obj["weights_"], dtype=np.float64)
-    return lambda X: np.column_stack([member(X) for member in members]) @ weights
-
-
-def _stacked(obj: PlainObject) -> Predict:
-    members = [plain_predictor(member) for member in obj["estimators_"]]
-    coef, intercept = np.asarray(obj["coef_"], dtype=np.float64), float(obj["intercept_"])
-    return lambda X: np.column_stack([member(X) for member in members]) @ coef + intercept
-
-
-PREDICTORS: dict[str, Callable[[PlainObject], Predict]] = {
-    "sklearn.pipeline.Pipeline": _pipeline,
-    "sklearn.svm._classes.SVR": _svr,
-    "sklearn.svm._classes.LinearSVR": _linear,
-    "sklearn.linear_model._ridge.RidgeCV": _linear,
-    "sklearn.dummy.DummyRegressor": _dummy,
-    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingRegressor": (
-        _hist_gradient_boosting
-    ),
-    "qe.learners.m5p.M5P": _m5p,
-    "qe.learners.fast.NystroemSVR": _nystroem_svr,
-    "qe.learners.ensemble.AveragingRegressor": _averaging,
-    "qe.learners.ensemble.StackedRegressor": _stacked,
-}
+        raise BadModel(f"an array of .npy format {version}")
+    shape, fortran_order, dtype = readers[version](handle)
+    if dtype.hasobject or dtype.kind not in ARRAY_KINDS or (dtype.kind == "V" and dtype.fields is None):
+        raise BadModel(f"an array of {dtype.str}")
+    count = math.prod(shape)
+    if any(length < 0 for length in shape) or dtype.itemsize * count != size - handle.tell():
+        raise BadModel("an array whose header does not match its data")
+    flat = np.empty(count, dtype=dtype)
+    buffer = memoryview(flat.view(np.uint8))
+    position = 0
+    while position < len(buffer):
+        got = handle.readinto(buffer[position : position + READ_BLOCK])
+        if not got:
+            raise BadModel("an array shorter than its header says")
+        position += got
+    array = flat.reshape(shape, order="F" if fortran_order else "C")
+    array.flags.writeable = False
+    return array
 
 
 @dataclass(frozen=True)
 class PlainModel:
-    """A model file read without scikit-learn: its feature names, manifest and numpy predictor."""
+    """A checked model file: its feature names, manifest and numpy predictor."""
 
     feature_names: list[str]
     manifest_json: str
@@ -338,31 +159,44 @@ class PlainModel:
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X has {X.shape[-1]} features, the model takes {self.n_features}")
-        return np.asarray(self.predict(X), dtype=np.float64)
+        with np.errstate(all="ignore"):  # overflow shows in the scores, which the caller checks
+            return np.asarray(self.predict(X), dtype=np.float64)
 
 
-def plain_model(data: bytes) -> PlainModel | None:
-    """The model in ``data`` (a skops file already checked against ``MODEL_TYPES``) as a
-    :class:`PlainModel`, or ``None`` when its estimator needs scikit-learn to predict."""
+def read_plain(archive: zipfile.ZipFile, schema: Any) -> PlainModel:
+    """The model of a skops archive whose ``schema`` :func:`qe.model_types.read_schema` found free of
+    refused types, checked whole; raises :class:`BadModel` saying what is wrong."""
+    reader = _Reader(archive)
     try:
-        payload = read_tree(data)
-        if not isinstance(payload, dict):
-            return None
-        names, manifest_json = payload["feature_names"], payload["manifest_json"]
-        if not isinstance(names, list) or not isinstance(manifest_json, str):
-            return None
-        model = PlainModel(list(map(str, names)), manifest_json, plain_predictor(payload["estimator"]))
-        if model(np.zeros((1, len(names)))).shape != (1,):  # arrays of the wrong shapes fail here
-            return None
-        return model
-    except (
-        Unsupported,
-        KeyError,
-        TypeError,
-        ValueError,
-        IndexError,
-        RecursionError,
-        zipfile.BadZipFile,
-        OSError,
-    ):
-        return None
+        payload = reader.node(schema)
+    except RecursionError:
+        raise BadModel("objects nested too deeply") from None
+    if not isinstance(payload, dict) or set(payload) != set(PAYLOAD):
+        raise BadModel("not a qe model (it should hold an estimator, feature names and a manifest)")
+    names, manifest_json = payload["feature_names"], payload["manifest_json"]
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        raise BadModel("its feature names are not a list of names")
+    if not isinstance(manifest_json, str):
+        raise BadModel("its manifest is not text")
+    model = PlainModel(names, manifest_json, predictor(payload["estimator"], len(names)))
+    unread = next((obj for obj in reader.objects if not obj.finished), None)
+    if unread is not None:
+        raise BadModel(f"it holds a {unread.name} that no prediction reads")
+    try:
+        probe = model(np.zeros((2, len(names))))
+    except (ValueError, IndexError, TypeError, ArithmeticError) as exc:  # a check this module lacks
+        raise BadModel(f"its estimator cannot predict ({type(exc).__name__})") from None
+    if probe.shape != (2,):
+        raise BadModel(f"its estimator gives {probe.shape} predictions for 2 rows")
+    return model
+
+
+def plain_model(data: bytes) -> PlainModel:
+    """The model in a skops file's bytes, checked whole (types, then every array); raises
+    :class:`BadModel` for refused types or content, ``ValueError`` (and zipfile's errors) for a
+    file that is not a readable skops archive."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        schema, refused, _ = read_schema(archive, len(data))
+        if refused:
+            raise BadModel(f"it holds {', '.join(refused)}")
+        return read_plain(archive, schema)

@@ -1,6 +1,6 @@
 """Scoring without scikit-learn (qe.plainmodel): for every learner the factory builds, the numpy
-predictions of a saved model equal scikit-learn's own ``predict`` on the same file, the learners it
-cannot read fall back to skops, and damaged trees give a clear error instead of a hang."""
+predictions of a saved model equal scikit-learn's own ``predict`` on the same file, and damaged
+arrays or trees are refused when the model loads instead of reaching a prediction."""
 
 from __future__ import annotations
 
@@ -14,13 +14,7 @@ import pytest
 from qe.errors import QEInputError
 from qe.learners.m5p_tree import apply_tree
 from qe.model import QEModel, load_model, save_model
-from qe.plainmodel import plain_model
 from tests.test_hostile_models import FACTORY_SPECS, MANIFEST, fit_factory_learner
-
-# The specs of FACTORY_SPECS whose fitted estimator qe.plainmodel scores (by index): every SVR,
-# the fast SVR, M5P, the mean, squared-error gradient boosting and ridge. Forests, kernel ridge,
-# GPs, other boosting losses, rank averaging and the aux stack are built by skops.
-PLAIN = {0, 1, 2, 3, 4, 5, 8, 9, 10, 12, 18, 19}
 
 
 def _fitted(name: str, spec: dict):
@@ -28,23 +22,21 @@ def _fitted(name: str, spec: dict):
 
 
 @pytest.mark.parametrize(
-    "index,name,spec",
-    [(i, n, s) for i, (n, s) in enumerate(FACTORY_SPECS)],
+    "name,spec",
+    FACTORY_SPECS,
     ids=[f"{n}-{i}" for i, (n, _) in enumerate(FACTORY_SPECS)],
 )
-def test_numpy_scores_equal_scikit_learns_for_every_learner(tmp_path, index, name, spec):
+def test_numpy_scores_equal_scikit_learns_for_every_learner(tmp_path, name, spec):
     chosen = _fitted(name, spec)
     path = tmp_path / "m.skops"
     save_model(path, chosen, ["a", "b", "c"], MANIFEST)
     model = QEModel.load(path)
-    assert (model._plain is not None) == (index in PLAIN)
     rows = np.random.default_rng(7).normal(scale=2.0, size=(200, 3))
     reference, _, _ = load_model(path)  # scikit-learn's estimator, built by skops from the same file
     expected = reference.predict(rows)
-    if model._plain is not None:
-        np.testing.assert_allclose(model._plain(rows), expected, rtol=1e-9, atol=1e-9)
-        assert model.estimator is not None  # built on demand, the same model
-        np.testing.assert_array_equal(model.estimator.predict(rows), expected)
+    np.testing.assert_allclose(model._plain(rows), expected, rtol=1e-9, atol=1e-9)
+    assert model.estimator is not None  # built on demand, the same model
+    np.testing.assert_array_equal(model.estimator.predict(rows), expected)
     assert model.feature_names == ["a", "b", "c"] and model.manifest == MANIFEST
 
 
@@ -99,17 +91,19 @@ def _rewrite_array(path, attribute: str, change) -> None:
             archive.writestr(name, data)
 
 
-def test_arrays_of_the_wrong_width_fall_back_to_skops_and_fail_cleanly(tmp_path):
-    save_model(tmp_path / "m.skops", _fitted("svr", {}), ["a", "b", "c"], MANIFEST)
-    _rewrite_array(tmp_path / "m.skops", "support_vectors_", lambda a: a[:, :2].copy())
-    assert plain_model((tmp_path / "m.skops").read_bytes()) is None  # libsvm would use 2 of 3 columns
-    _rewrite_array(tmp_path / "m.skops", "mean_", lambda a: a[:2].copy())
-    assert plain_model((tmp_path / "m.skops").read_bytes()) is None
-    model = QEModel.load(tmp_path / "m.skops")
-    import pandas as pd
-
-    with pytest.raises(QEInputError, match="cannot score"):
-        model.score(pd.DataFrame(np.ones((2, 3)), columns=["a", "b", "c"]))
+def test_arrays_of_the_wrong_width_are_refused_when_the_model_loads(tmp_path):
+    """These used to fall back to skops, whose libsvm read 2 columns of 3 (or crashed)."""
+    path = tmp_path / "m.skops"
+    save_model(path, _fitted("svr", {}), ["a", "b", "c"], MANIFEST)
+    _rewrite_array(path, "support_vectors_", lambda a: a[:, :2].copy())
+    with pytest.raises(
+        QEInputError, match=r"m\.skops: SVR\.support_vectors_ has shape \(\d+, 2\), not \(n, 3\)"
+    ):
+        QEModel.load(path)
+    save_model(path, _fitted("svr", {}), ["a", "b", "c"], MANIFEST)
+    _rewrite_array(path, "mean_", lambda a: a[:2].copy())
+    with pytest.raises(QEInputError, match=r"StandardScaler\.mean_ has shape \(2,\), not \(3,\)"):
+        load_model(path)
 
 
 def test_a_tree_with_a_cycle_is_an_error_not_a_hang():
@@ -124,7 +118,7 @@ def test_a_tree_with_a_cycle_is_an_error_not_a_hang():
         apply_tree(tree, np.array([[-1.0]]))
 
 
-def test_gradient_boosting_cycles_are_refused_before_scoring(tmp_path):
+def test_gradient_boosting_cycles_are_refused_when_the_model_loads(tmp_path):
     save_model(
         tmp_path / "m.skops", _fitted("gradient_boosting", {"params": {"max_iter": 3}}), list("abc"), MANIFEST
     )
@@ -137,4 +131,5 @@ def test_gradient_boosting_cycles_are_refused_before_scoring(tmp_path):
         return nodes
 
     _rewrite_array(tmp_path / "m.skops", "nodes", loop)
-    assert plain_model((tmp_path / "m.skops").read_bytes()) is None  # the probe row met the cycle
+    with pytest.raises(QEInputError, match="cycle"):
+        QEModel.load(tmp_path / "m.skops")

@@ -86,6 +86,29 @@ def format_tsv_rows(start: int, scores) -> str:
 
 
 @dataclass(frozen=True)
+class ScoredChunk:
+    """One chunk's scores (each checked to be a finite number, then clipped to the training label
+    range) and how many of them the range clipped."""
+
+    scores: np.ndarray
+    clipped: int
+
+
+@dataclass
+class Tally:
+    """The scores written by this run and how many of them were clipped (counted as chunks are written)."""
+
+    scored: int = 0
+    clipped: int = 0
+
+    def scores(self, result: ScoredChunk) -> np.ndarray:
+        """``result``'s scores, counted."""
+        self.scored += len(result.scores)
+        self.clipped += result.clipped
+        return result.scores
+
+
+@dataclass(frozen=True)
 class PredictTask(ChunkTask):
     """Score chunks with a saved model: the model and its resources load once per worker process."""
 
@@ -103,7 +126,7 @@ class PredictTask(ChunkTask):
         families = [f.bind(resources) for f in model.make_families(json.loads(self.file_inputs_json))]
         return model, resources, families
 
-    def process(self, state: Any, chunk: Chunk) -> np.ndarray:
+    def process(self, state: Any, chunk: Chunk) -> ScoredChunk:
         model, resources, families = state
         for role, (language, what, path) in (
             json.loads(self.strict_json) if self.strict_json else {}
@@ -124,7 +147,7 @@ class PredictTask(ChunkTask):
             whole=False,
         )
         clear_text_memos(families, resources)
-        return model.score(table, first_line=chunk.start + 1)
+        return ScoredChunk(*model.checked_scores(table, first_line=chunk.start + 1))
 
 
 class RankedScoresSink(AppendSink):
@@ -132,16 +155,17 @@ class RankedScoresSink(AppendSink):
 
     suffix = "scores"
 
-    def __init__(self, target: Path | None, method: str, block: int = 100_000) -> None:
+    def __init__(self, target: Path | None, method: str, tally: Tally, block: int = 100_000) -> None:
         super().__init__(target)
         self.method = method
+        self.tally = tally
         self.block = block
         self._memory: list[np.ndarray] = []  # standard output only: N floats
 
-    def write(self, chunk: Chunk, result: Any) -> int:
+    def write(self, chunk: Chunk, result: ScoredChunk) -> int:
         import numpy as np
 
-        scores = np.asarray(result, dtype="<f8")
+        scores = np.asarray(self.tally.scores(result), dtype="<f8")
         if self._handle is None:
             self._memory.append(scores)
             return 0
@@ -211,10 +235,13 @@ def run(args: argparse.Namespace) -> int:
                 raise finding
             print(f"qe: warning: {finding}", file=sys.stderr)
 
+    tally = Tally()
     if args.format == "wmt12":
-        sink: Sink = RankedScoresSink(args.out, args.method)
+        sink: Sink = RankedScoresSink(args.out, args.method, tally)
     else:
-        sink = TextSink(args.out, lambda chunk, scores: format_tsv_rows(chunk.start, scores), TSV_HEADER)
+        sink = TextSink(
+            args.out, lambda chunk, result: format_tsv_rows(chunk.start, tally.scores(result)), TSV_HEADER
+        )
     strict = {
         "src": [langs.get("src", ""), "the source file", str(args.src)],
         "mt": [langs.get("tgt", ""), "the MT file", str(args.mt)],
@@ -243,4 +270,11 @@ def run(args: argparse.Namespace) -> int:
         check_first=check_first,
         **streaming_options(args),
     )
+    if tally.clipped:
+        low, high = model.manifest["label_range"]
+        print(
+            f"qe: warning: {tally.clipped:,} of the {tally.scored:,} scores written were outside the "
+            f"training label range [{low:g}, {high:g}] and were clipped to it",
+            file=sys.stderr,
+        )
     return 0
