@@ -496,6 +496,9 @@ def fit_config(
 
     pair = "-".join((languages(config, resources) or {}).values()) or "this language pair"
     require(experiment_pieces(config, resources), f"features for {pair}", config.get("config_file"))
+    from qe.resources import tagless
+
+    tagless.say(tagless.config_losses(config, resources))  # once, before any extraction
     if has_dev(config):  # before any extraction: an overlapping dev split is refused at once
         allow = config["data"].get("allow_overlap", False)
         check_overlap(load_split_dataset(config, "train"), load_split_dataset(config, "dev"), allow)

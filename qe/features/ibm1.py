@@ -24,11 +24,11 @@ H MT tokens:
   determiner, number, punctuation; ``other`` never agrees), tags from spaCy UPOS:
   ``o2o_pos_agree_count``, ``..._per_o2o``, ``..._per_src_word``, ``..._per_mt_word``.
 
-Setting ``pos``: ``False`` drops the POS-agreement features; ``True`` requires spaCy pipelines for
-both languages (``bind`` names each missing one); ``"auto"`` (default) is decided by
-``bind(bundle)``: True iff pipelines for both bundle languages are installed (checked without
-loading them), else skipped with one warning line naming the missing pipeline. A family never
-bound has no POS features.
+Setting ``pos``: ``False`` drops the POS-agreement features; ``True`` requires a tagger for both
+languages (``bind`` names each missing one); ``"auto"`` (default) is decided by ``bind(bundle)``:
+True iff both bundle languages can be tagged (``qe.resources.pos.tagger_for``: a spaCy pipeline,
+else Hunspell word classes; checked without loading them), else skipped silently (``qe run`` says
+once what is lost, ``qe.resources.tagless``). A family never bound has no POS features.
 """
 
 from __future__ import annotations

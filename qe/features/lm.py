@@ -22,10 +22,12 @@ vocabulary) score the spaCy UPOS sequence of each side with the bundle's POS LMs
 - ``True``: POS features; ``bind`` refuses with one error naming every missing piece (the POS
   LMs, spaCy, the pipeline of each language: ``qe.nlp.PIPELINES``, never another language's);
 - ``"auto"`` (default): decided by ``bind(bundle)``: True iff the bundle has both POS LMs and
-  spaCy pipelines for both of its languages are installed (checked without loading them); a
-  bundle with POS LMs but a language without a pipeline skips them with one warning line naming
-  what is missing. A family never bound has no POS features. ``specs()`` therefore depends only
-  on the settings and the bound bundle (and the installed pipelines), never on the sentences.
+  both of its languages can be tagged (``qe.resources.pos.tagger_for``: an installed spaCy
+  pipeline, else Hunspell word classes, ``qe.resources.wordclass``; checked without loading them);
+  otherwise skipped silently: ``qe run`` says once, before extraction, what a language without a
+  tagger loses (``qe.resources.tagless``). A family never bound has no POS features. ``specs()``
+  therefore depends only on the settings and the bound bundle (and the installed taggers), never
+  on the sentences.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def _apertium(settings: dict[str, Any]) -> str | None:
 
 def bundle_pieces(config: dict[str, Any]) -> list[str]:
     """What building a (checked) bundle config needs and this machine lacks."""
-    from qe import nlp
+    from qe.resources import pos
     from qe.resources.bundle import _text_configs
 
     missing: list[str] = []
@@ -63,7 +63,7 @@ def bundle_pieces(config: dict[str, Any]) -> list[str]:
         missing += [f"lm: {p}" for p in _kenlm_tools()]
     for key, table in config.get("poslm", {}).items():
         side = table.get("side", key)
-        problem = nlp.missing_pipeline(config["languages"][side], ROLE[side])
+        problem = pos.missing_language_tagger(config["languages"][side], ROLE[side])
         if problem:
             missing.append(f"poslm.{key}: {problem}")
     if "mt2" in config and (problem := _apertium(config["mt2"])):
@@ -125,7 +125,7 @@ def _family_pieces(family: Any, pair: dict[str, str], bundle: Any) -> list[str]:
             missing += [
                 f"{name} (pos = true): {p}"
                 for s in SIDES
-                if lang[s] and (p := nlp.missing_pipeline(lang[s], ROLE[s]))
+                if lang[s] and (p := pos.missing_language_tagger(lang[s], ROLE[s]))
             ]
     if name == "spelling":
         from qe.resources.spelling import find_dictionary

@@ -1,5 +1,8 @@
 """Part-of-speech resources: UPOS tagging of tokenized sentences with spaCy, and POS n-gram LMs.
 
+A language spaCy has no installed pipeline for is tagged with Hunspell word classes where they
+exist (``qe.resources.wordclass``: German), which use the same tag names (``tagger_for``).
+
 Tags are spaCy's Universal POS tags (``token.pos_``), assigned to the tokens of the resource
 bundle's tokenizer, not spaCy's own: each sentence is tokenized with the bundle's text settings
 with case kept (``cased_config``; the token boundaries are those of the lower-cased tokens the
@@ -16,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -26,8 +28,6 @@ from qe.errors import QEInputError
 from qe.nlp import PIPELINES as DEFAULT_PIPELINES
 from qe.nlp import language_of
 from qe.text import TextConfig, TextProcessor
-
-log = logging.getLogger(__name__)
 
 SIDE_NAMES = {"src": "the source language", "tgt": "the target language"}
 
@@ -226,7 +226,7 @@ def build_pos_lm(
     from qe.resources.lm import train_lm
 
     config = cased_config(text if text is not None else TextConfig(lang=lang))
-    tagger = tagger if tagger is not None else upos_tagger(lang)
+    tagger = tagger if tagger is not None else tagger_for(lang)
     lines = [line for line in corpus_lines if line.strip()]
     tokens = [t for t in TextProcessor(config).tokenize_many(lines, n_jobs=n_jobs, progress=progress) if t]
     if not tokens:
@@ -249,12 +249,32 @@ def build_pos_lm(
 # Taggers of a resource bundle
 
 
+def tagger_for(lang: str) -> Any:
+    """The tagger of a language: spaCy's when its pipeline is installed, else Hunspell word classes
+    (``qe.resources.wordclass``) where they exist, else spaCy's (which names what to install)."""
+    from qe.resources import wordclass
+
+    if not tagger_available(lang) and wordclass.available(lang):
+        return wordclass.word_tagger(language_of(lang))
+    return upos_tagger(lang)
+
+
+def missing_language_tagger(lang: str, role: str) -> str | None:
+    """What keeps ``tagger_for(lang)`` from tagging (one clause naming the pipeline and how to
+    install it), or None."""
+    from qe import nlp
+    from qe.resources import wordclass
+
+    problem = nlp.missing_pipeline(lang, role)
+    return None if problem is None or wordclass.available(lang) else problem
+
+
 def bundle_tagger(resources: Any, side: str) -> Any:
     """The UPOS tagger of one bundle side: a member ``tagger.<side>`` if the bundle has one (any
-    object with ``tag(list of token lists) -> list of tag lists``), else spaCy's for its language."""
+    object with ``tag(list of token lists) -> list of tag lists``), else ``tagger_for`` its language."""
     if f"tagger.{side}" in resources:
         return resources.get(f"tagger.{side}")
-    return upos_tagger(resources.text_config(side).lang)
+    return tagger_for(resources.text_config(side).lang)
 
 
 def missing_tagger(resources: Any, side: str) -> str | None:
@@ -262,9 +282,7 @@ def missing_tagger(resources: Any, side: str) -> str | None:
     to install it), or None."""
     if f"tagger.{side}" in resources:
         return None
-    from qe import nlp
-
-    return nlp.missing_pipeline(resources.text_config(side).lang, SIDE_NAMES[side])
+    return missing_language_tagger(resources.text_config(side).lang, SIDE_NAMES[side])
 
 
 def pos_pieces(resources: Any, members: Sequence[str] = ()) -> list[str]:
@@ -278,22 +296,14 @@ def pos_pieces(resources: Any, members: Sequence[str] = ()) -> list[str]:
 
 def pos_switch(family: str, setting: Any, resources: Any, members: Sequence[str] = ()) -> bool:
     """Resolve a family's ``pos`` setting: True needs every piece (else one error naming each
-    missing one); "auto" is True when nothing is missing, else False with one warning line naming
-    the pieces (a bundle that has none of ``members`` is not warned about: POS was not asked for)."""
+    missing one); "auto" is True when nothing is missing, else False, silently: what a config loses
+    is said once, before extraction, by ``qe.resources.tagless``."""
     if setting is False:
         return False
     missing = pos_pieces(resources, members)
     if setting is True and missing:
         raise QEInputError(f"{family}: pos = true but missing: {'; '.join(missing)} (or set pos = false)")
-    asked = resources is not None and (not members or any(name in resources for name in members))
-    message = f'{family}: POS features skipped (pos = "auto"), missing: {"; ".join(missing)}'
-    if missing and asked and message not in _WARNED:
-        _WARNED.add(message)
-        log.warning(message)
     return not missing
-
-
-_WARNED: set[str] = set()  # skip messages already given in this process
 
 
 def describe_tagger(tagger: Any) -> str:
