@@ -68,6 +68,20 @@ def _absolute_differences(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _in_blocks(predict: Predict, width: int) -> Predict:
+    """``predict`` on blocks of rows that each need about :data:`BLOCK` values (``width`` per row), so
+    that a kernel matrix never takes more memory than a block and a SIGTERM is handled between
+    blocks, not after one long computation."""
+
+    def blocked(X: np.ndarray) -> np.ndarray:
+        step = _block_rows(width)
+        if X.shape[0] <= step:
+            return predict(X)
+        return np.concatenate([predict(X[begin : begin + step]) for begin in range(0, X.shape[0], step)])
+
+    return blocked
+
+
 def _expanded_distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """Squared distances as scikit-learn's ``euclidean_distances`` computes them (x.x - 2 x.y + y.y)."""
     distances = -2.0 * (X @ Y.T)
@@ -169,7 +183,7 @@ def _svr(obj: PlainObject, n: int) -> Predict:
         def gram(X: np.ndarray) -> np.ndarray:
             return np.tanh(gamma * (X @ vectors.T) + coef0)
 
-    return lambda X: gram(_check_finite(X)) @ coef + intercept
+    return _in_blocks(lambda X: gram(_check_finite(X)) @ coef + intercept, vectors.size)
 
 
 def _intercept(obj: PlainObject) -> float:
@@ -225,7 +239,7 @@ def _kernel_ridge(obj: PlainObject, n: int) -> Predict:
     degree, coef0 = obj.number("degree", 0.0), obj.number("coef0")
     obj.inert("alpha")
     function = KERNELS[kernel]
-    return lambda X: function(_check_finite(X), rows, gamma, degree, coef0) @ coef
+    return _in_blocks(lambda X: function(_check_finite(X), rows, gamma, degree, coef0) @ coef, rows.size)
 
 
 def _nystroem_svr(obj: PlainObject, n: int) -> Predict:
@@ -325,7 +339,7 @@ def _gaussian_process(obj: PlainObject, n: int) -> Predict:
     obj.array("y_train_", F8, (len(rows),))
     obj.array("L_", F8, (len(rows), len(rows)))
     obj.inert("kernel", "log_marginal_likelihood_value_", "_rng", "alpha")
-    return lambda X: std * (kernel(_check_finite(X), rows) @ alpha) + mean
+    return _in_blocks(lambda X: std * (kernel(_check_finite(X), rows) @ alpha) + mean, rows.size)
 
 
 def _gp_regressor(obj: PlainObject, n: int) -> Predict:
