@@ -6,9 +6,10 @@ file's ``schema.json`` and its ``.npy`` arrays directly (``allow_pickle=False``:
 or built from the file) and :mod:`qe.plainpredictors` predicts with numpy, for every estimator qe
 saves. It is also the model file's checker: every array is checked (dtype, shape against the other
 arrays and the number of features, index ranges, finiteness, trees without cycles) before anything
-predicts, an estimator class without a numpy predictor is refused, and an array or object no
-predictor reads is refused too, so nothing unchecked reaches scikit-learn's compiled code when the
-estimator is later built by skops (``QEModel.estimator``). Predictions equal scikit-learn's up to
+predicts, an estimator class without a numpy predictor is refused, and so is an array or object
+that is neither read by a predictor nor declared inert (training records and unfitted templates,
+which may hold plain numbers only), so nothing unchecked reaches scikit-learn's compiled code when
+the estimator is later built by skops (``QEModel.estimator``). Predictions equal scikit-learn's up to
 floating-point summation order (``tests/test_plainmodel.py`` compares them for every learner).
 
 Memory: each array is read once (an ``.npy`` member named twice is shared) straight into its numpy
@@ -18,25 +19,20 @@ buffer, in blocks, so reading a model takes about its unpacked size, which
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from qe.model_types import read_schema
 from qe.plaincheck import BadModel, PlainObject
-from qe.plainpredictors import predictor
-
-Predict = Callable[[np.ndarray], np.ndarray]
+from qe.plainpredictors import Predict, predictor
 
 # skops nodes whose content no predictor needs: kept as an opaque object of their class.
 OPAQUE_NODES = frozenset({"LossNode", "RandomStateNode", "RandomGeneratorNode"})
-MAX_DEPTH = 200  # nodes within nodes; qe's deepest models (stacks of pipelines of GPs) are under 40
+MAX_DEPTH = 200  # nodes within nodes: far more than qe's deepest models (stacks of pipelines of GPs)
 READ_BLOCK = 1 << 20  # bytes unpacked at a time into an array's buffer
 ARRAY_KINDS = frozenset("biufV")  # numbers, and records (trees' nodes); never objects or strings
 PAYLOAD = ("estimator", "feature_names", "manifest_json")
@@ -165,7 +161,8 @@ class PlainModel:
 
 def read_plain(archive: zipfile.ZipFile, schema: Any) -> PlainModel:
     """The model of a skops archive whose ``schema`` :func:`qe.model_types.read_schema` found free of
-    refused types, checked whole; raises :class:`BadModel` saying what is wrong."""
+    refused types, checked whole; raises :class:`BadModel` saying what is wrong (``qe.model`` turns
+    it into one line naming the file)."""
     reader = _Reader(archive)
     try:
         payload = reader.node(schema)
@@ -189,14 +186,3 @@ def read_plain(archive: zipfile.ZipFile, schema: Any) -> PlainModel:
     if probe.shape != (2,):
         raise BadModel(f"its estimator gives {probe.shape} predictions for 2 rows")
     return model
-
-
-def plain_model(data: bytes) -> PlainModel:
-    """The model in a skops file's bytes, checked whole (types, then every array); raises
-    :class:`BadModel` for refused types or content, ``ValueError`` (and zipfile's errors) for a
-    file that is not a readable skops archive."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        schema, refused, _ = read_schema(archive, len(data))
-        if refused:
-            raise BadModel(f"it holds {', '.join(refused)}")
-        return read_plain(archive, schema)
