@@ -14,11 +14,16 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "ci", max_examples=int(os.environ.get("QE_FUZZ_CI_EXAMPLES", "40")), deadline=None, derandomize=True,
+    "ci",
+    max_examples=int(os.environ.get("QE_FUZZ_CI_EXAMPLES", "40")),
+    deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(
-    "fuzz", max_examples=int(os.environ.get("QE_FUZZ_EXAMPLES", "10000")), deadline=None,
+    "fuzz",
+    max_examples=int(os.environ.get("QE_FUZZ_EXAMPLES", "10000")),
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile("fuzz" if os.environ.get("QE_FUZZ") else "ci")
