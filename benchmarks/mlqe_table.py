@@ -7,8 +7,10 @@ minute each), extracts the features through the feature cache, fits each system'
 7,000 training pairs and scores the 1,000 test20 pairs: the numbers ``qe run`` reports under
 ``test`` (its 5-fold CV on train is left out here, to keep the whole table well under an hour).
 
-Prints JSON: ``{"<pair>": {"da": {"pearson", "spearman", "mae", "rmse"}, "hter": {...}}, ...}`` for
-the best systems, the same under ``"baseline"`` and ``"nmt"``, and under ``"lp_mean"`` the test20
+Prints JSON: ``{"<pair>": {"da": {"pearson", "spearman", "mae", "rmse", "signature"}, "hter": {...}},
+...}`` for the best systems, the same under ``"baseline"`` and ``"nmt"`` (``signature``: what ``qe run``
+writes to ``signature.txt`` for that config, so ``benchmarks/reproduce_row.py`` can check a row), the
+git commit measured under ``"commit"``, and under ``"lp_mean"`` the test20
 Pearson of the NMT model's mean token log-probability used alone (sign flipped for HTER, where a
 higher log-probability means fewer edits). ``--markdown`` prints the README table instead, beside
 the WMT20 OpenKiwi baseline's published Pearsons and the goals of issue 14. Progress goes to stderr.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,10 +38,10 @@ import numpy as np  # noqa: E402
 
 from qe.config import load_config  # noqa: E402
 from qe.data import MLQE_PAIRS  # noqa: E402
-from qe.experiment import build_split, open_bundle_of, refit_with_dev  # noqa: E402
-from qe.learners.factory import make_learner  # noqa: E402
+from qe.experiment import build_split, open_bundle_of, refit_with_dev, signature  # noqa: E402
+from qe.learners.factory import describe, make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402
-from qe.splits import label_range  # noqa: E402
+from qe.splits import has_dev, label_range  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix
@@ -80,14 +83,14 @@ def ensure_bundle(config: dict, label: str, pair: str, data_dir: str | None) -> 
     log(f"built {path} in {time.perf_counter() - started:.0f} s")
 
 
-def run_system(config: dict) -> tuple[dict[str, float], float, dict[str, float]]:
-    """Fit on train, predict test20: (metrics, lp_mean-alone Pearson or nan, seconds per step)."""
+def run_system(config: dict) -> tuple[dict[str, float | str], float, dict[str, float]]:
+    """Fit on train (and dev), predict test20: (metrics and the run's signature, lp_mean-alone
+    Pearson or nan, seconds per step)."""
     started = time.perf_counter()
     bundle = open_bundle_of(config)
     train = build_split(config, "train", progress=False, resources=bundle)
     test = build_split(config, "test", progress=False, resources=bundle)
-    both = config["data"].get("fit_on") == "train+dev"
-    dev = build_split(config, "dev", progress=False, resources=bundle) if both else None
+    dev = build_split(config, "dev", progress=False, resources=bundle) if has_dev(config) else None
     extracted = time.perf_counter()
     learner = config["learner"]
     if learner.get("grid"):
@@ -95,7 +98,8 @@ def run_system(config: dict) -> tuple[dict[str, float], float, dict[str, float]]
     model = make_learner(
         learner["name"], learner.get("params"), scale=learner.get("scale"), seed=config["seed"], n_jobs=1
     )
-    if dev is not None:  # as `qe run` does with fit_on = "train+dev" (dev repeats of train left out)
+    sig = signature(config, describe(model), train.dataset, bundle, dev=dev.dataset if dev else None)
+    if dev is not None and config["data"].get("fit_on") == "train+dev":  # as `qe run` (dev repeats left out)
         model, _ = refit_with_dev(learner, model, model, train, dev, train.dataset.labels)
     else:
         model.fit(train.features.to_numpy(), train.dataset.labels)
@@ -109,6 +113,7 @@ def run_system(config: dict) -> tuple[dict[str, float], float, dict[str, float]]
         "spearman": round(scores["Spearman_scipy"], 4),
         "mae": round(scores["MAE_exact"], 4),
         "rmse": round(scores["RMSE_exact"], 4),
+        "signature": sig,
     }
     column = "nmt.lp_mean"
     lp_mean = (
@@ -147,6 +152,19 @@ def markdown(table: dict) -> str:
                 cells += [f"{m[k]:.3f}" for k in ("spearman", "mae", "rmse")] + refs
                 lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def git_commit() -> str:
+    """The checkout's commit, with ``+dirty`` when tracked files differ from it (``unknown`` outside git)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+    try:
+        commit, dirty = git("rev-parse", "HEAD").strip(), git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
 
 
 def read_table(path: Path) -> dict:
@@ -207,6 +225,7 @@ def main() -> None:
             f"fit {seconds['fit']:.0f} s, test20 Pearson {metrics['pearson']:.3f}"
         )
     table["seconds"] = round(time.perf_counter() - started, 1)
+    table["commit"] = git_commit()
     log(f"whole table: {table['seconds'] / 60:.1f} min")
     print(markdown(table) if args.markdown else json.dumps(table, indent=2))
 
