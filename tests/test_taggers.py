@@ -18,7 +18,7 @@ from qe.features.registry import make_families
 from qe.resources import pos, tagless, wordclass
 from qe.resources.bundle import ResourceBundle, build_bundle
 from qe.text import TextConfig
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 
 @pytest.fixture(autouse=True)
@@ -108,6 +108,9 @@ def test_config_losses_only_for_families_whose_pos_depends_on_the_tagger(monkeyp
     lines = tagless.config_losses(config(), both)
     assert len(lines) == 1 and lines[0].startswith("no spaCy POS tagger for 'et' (target language): lm loses")
     assert "ibm1 loses" in lines[0] and "linguistic" not in lines[0]  # not in the config
+    # A bundle that brings its own tagger for the side loses nothing there.
+    own = ResourceBundle.in_memory(dict.fromkeys(["poslm.src", "poslm.tgt", "tagger.tgt"], 1), text)
+    assert tagless.config_losses(config(), own) == []
 
 
 def test_a_family_binding_an_untagged_pair_warns_no_more(monkeypatch, caplog, capsys):

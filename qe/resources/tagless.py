@@ -98,7 +98,8 @@ def family_losses(families: Iterable[Any], resources: Any) -> list[str]:
         for side in ROLE
         if (name := family.settings[f"{side}_poslm"]) not in resources
     ]
-    return lines + losses({side: resources.text_config(side).lang for side in ROLE}, asked)
+    pair = {side: resources.text_config(side).lang for side in ROLE if f"tagger.{side}" not in resources}
+    return lines + losses(pair, asked)  # a bundle's own tagger member tags its side
 
 
 def config_losses(config: dict[str, Any], resources: Any = None) -> list[str]:
