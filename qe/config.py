@@ -43,6 +43,14 @@ def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _load_registries() -> None:
+    """Import the registries whose names the schema checks a config against (datasets, learners,
+    scorings, aux targets, selectors, feature-family inputs): importing one registers its names."""
+    from qe import data, selection  # noqa: F401
+    from qe.features import registry  # noqa: F401
+    from qe.learners import aux, factory  # noqa: F401
+
+
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read, validate and complete a config; relative file paths are resolved against its folder."""
     path = require_file(path, "config file")
@@ -53,6 +61,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise QEInputError("config is not valid UTF-8", path) from None
     except tomllib.TOMLDecodeError as exc:
         raise QEInputError(f"invalid TOML: {exc}", path) from None
+    _load_registries()
     check(EXPERIMENT, raw, path)
     config = _merge(DEFAULTS, raw)
     config.setdefault("name", path.stem)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 import tarfile
@@ -21,9 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import cache_root, is_blank, plain_float, read_lines, sha256_file
+from qe.io import cache_root, is_blank, parse_label, plain_float, read_lines, sha256_file
 from qe.mlqe_checksums import MLQE_SHA256
-from qe.schema import first_repeated
+from qe.schema import first_repeated, register_names
 
 if TYPE_CHECKING:  # tables are read by qe.tables (pandas), imported when one is loaded
     import pandas as pd
@@ -93,26 +92,6 @@ class QEDataset:
 
 
 # --------------------------------------------------------------------------- labels
-
-
-def parse_label(
-    text: str, path: str | Path, line: int, label_range: tuple[float, float] | None, what: str = "label"
-) -> float:
-    """Parse one label (or another number, named ``what`` in errors), refusing non-numbers,
-    NaN / infinity and values outside ``label_range``."""
-    try:
-        value = plain_float(text.strip())
-    except ValueError:
-        raise QEInputError(f"{what} {text.strip()!r} is not a number", path, line) from None
-    if not math.isfinite(value):
-        raise QEInputError(f"{what} {text.strip()!r} is not a finite number", path, line)
-    if label_range is not None and not (label_range[0] <= value <= label_range[1]):
-        raise QEInputError(
-            f"label {value:g} is outside the declared range [{label_range[0]:g}, {label_range[1]:g}]",
-            path,
-            line,
-        )
-    return value
 
 
 def read_labels(path: str | Path, label_range: tuple[float, float] | None = None) -> np.ndarray:
@@ -558,6 +537,7 @@ DATASETS: dict[str, RegisteredDataset] = {
     WMT12.name: WMT12,
     **{f"mlqe-{kind}/{pair}": _mlqe_dataset(pair, kind) for kind in ("pe", "da") for pair in MLQE_PAIRS},
 }
+register_names("dataset", DATASETS)
 
 
 def resolve_data_dir(cli_value: str | Path | None = None) -> Path:

@@ -35,8 +35,8 @@ from qe.splits import (
     has_dev,
     has_text,
     label_range,
+    languages,
     load_split,
-    registered_dataset,
     repeated_pairs,
 )
 from qe.workers import exit_with_parent_everywhere
@@ -611,17 +611,6 @@ def _run(config: dict[str, Any], out: Path, progress: bool) -> dict[str, Any]:
     if hasattr(model, "export_text"):
         write_text_atomic(out / "model.txt", model.export_text(list(train.features.columns)) + "\n")
     return metrics
-
-
-def languages(config: dict[str, Any], bundle: Any = None) -> dict[str, str] | None:
-    """The language pair: from the resource bundle, else ``[data] languages``, else the registered
-    dataset's."""
-    if bundle is not None and bundle.manifest.get("languages"):
-        return dict(bundle.manifest["languages"])
-    if "languages" in config["data"]:
-        return dict(config["data"]["languages"])
-    dataset = registered_dataset(config)
-    return {"src": dataset.languages[0], "tgt": dataset.languages[1]} if dataset else None
 
 
 def model_manifest(

@@ -118,6 +118,26 @@ def plain_float(text: str | bytes) -> float:
     return float(text)
 
 
+def parse_label(
+    text: str, path: str | Path, line: int, label_range: tuple[float, float] | None, what: str = "label"
+) -> float:
+    """Parse one label (or another number, named ``what`` in errors), refusing non-numbers,
+    NaN / infinity and values outside ``label_range``."""
+    try:
+        value = plain_float(text.strip())
+    except ValueError:
+        raise QEInputError(f"{what} {text.strip()!r} is not a number", path, line) from None
+    if not math.isfinite(value):
+        raise QEInputError(f"{what} {text.strip()!r} is not a finite number", path, line)
+    if label_range is not None and not (label_range[0] <= value <= label_range[1]):
+        raise QEInputError(
+            f"label {value:g} is outside the declared range [{label_range[0]:g}, {label_range[1]:g}]",
+            path,
+            line,
+        )
+    return value
+
+
 MAX_SCORE = 1e100
 """A score (a prediction, a decoder score) beyond this is a damaged file: its square would overflow."""
 

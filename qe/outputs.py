@@ -30,6 +30,9 @@ from qe.io import atomic_temporary_of, write_text_atomic
 
 MARKER = ".qe-output"
 MARKER_FORMAT = "qe-output/1"
+BUNDLE_FORMAT = "qe-resource-bundle/1"
+"""A resource bundle's ``manifest.json`` format (``qe.resources.bundle``), told here so a bundle's
+members are known without importing the bundle code."""
 # qe writes hidden files named after an output beside it (".NAME.state.json.XXXXXXXX.tmp" is the
 # longest): the output's own name must leave room for them.
 SIBLING_ROOM = 32
@@ -155,13 +158,11 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path | None] = ()
 
 def _bundle_files(folder: Path) -> set[str] | None:
     """The member files a bundle's manifest names (None if there is no readable bundle manifest)."""
-    from qe.resources.bundle import FORMAT
-
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         return None
     members = manifest.get("members")
     if not isinstance(members, dict):

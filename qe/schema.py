@@ -375,37 +375,30 @@ def check(schema: Table, config: dict[str, Any], path: str | Path | None) -> dic
     return schema.check(config, "", None if path is None else Path(path))
 
 
+# ====================================================================== registered names
+
+_NAMES: dict[str, Callable[[], Iterable[str]]] = {}
+"""Kind (``"dataset"``, ``"learner"``, ...) -> the names a registry offers, written by the registry."""
+
+
+def register_names(kind: str, names: Iterable[str] | Callable[[], Iterable[str]]) -> None:
+    """A registry hands in the names a config key may take (a live collection, or a function giving
+    one, for registries that are loaded only when needed), so that the schema imports no registry."""
+    _NAMES[kind] = names if callable(names) else lambda: names
+
+
+def registered(kind: str) -> Callable[[], list[str]]:
+    """The names registered as ``kind``, looked up when a config is checked (``Str``'s choices)."""
+
+    def names() -> list[str]:
+        if kind not in _NAMES:  # a programming error: the checker did not import the registry
+            raise RuntimeError(f"no {kind} names are registered: import their registry before checking")
+        return list(_NAMES[kind]())
+
+    return names
+
+
 # ====================================================================== experiment configs
-
-
-def _datasets() -> list[str]:
-    from qe.data import DATASETS
-
-    return list(DATASETS)
-
-
-def _learners() -> list[str]:
-    from qe.learners.factory import AUTO, LEARNERS
-
-    return [*LEARNERS, AUTO]
-
-
-def _scorings() -> list[str]:
-    from qe.learners.factory import SCORINGS
-
-    return list(SCORINGS)
-
-
-def _selectors() -> list[str]:
-    from qe.selection import SELECTORS
-
-    return list(SELECTORS)
-
-
-def _aux_targets() -> list[str]:
-    from qe.learners.aux import AUX_TARGETS
-
-    return list(AUX_TARGETS)
 
 
 SEED = Int(0, MAX_SEED)
@@ -427,9 +420,7 @@ class SplitFiles(Table):
 
     @property
     def fields(self) -> dict[str, Rule]:  # type: ignore[override]
-        from qe.features.registry import declared_inputs
-
-        names = (*SPLIT_FILES, *SPLIT_COLUMNS, *(item.name for item in declared_inputs()))
+        names = (*SPLIT_FILES, *SPLIT_COLUMNS, *registered("pair input")())
         return {name: Str() for name in names}
 
 
@@ -449,7 +440,7 @@ EXPERIMENT = Table(
         "seed": SEED,
         "data": Table(
             {
-                "dataset": Str(_datasets, noun="dataset"),
+                "dataset": Str(registered("dataset"), noun="dataset"),
                 "data_dir": Str(),
                 "train_split": Str(),
                 "dev_split": Str(),
@@ -464,19 +455,19 @@ EXPERIMENT = Table(
         "features": FEATURES,
         "learner": Table(
             {
-                "name": Str(_learners, noun="learner"),
+                "name": Str(registered("learner"), noun="learner"),
                 "params": TablesOf(Finite()),  # checked when the learner is built
                 "grid": Either(Str(["default"]), TablesOf(List(Finite(), min_len=1))),
                 "scale": Bool(),
-                "scoring": Str(_scorings, noun="scoring"),
+                "scoring": Str(registered("scoring"), noun="scoring"),
                 "clip": Bool(),
-                "aux_targets": List(Str(_aux_targets, noun="aux target")),
+                "aux_targets": List(Str(registered("aux target"), noun="aux target")),
                 "fast_above": Int(1),  # name = "auto": the exact SVR up to this many training rows
             },
             required=("name",),
         ),
         "selection": Table(
-            {"name": Str(_selectors, noun="selector"), "params": TablesOf(Finite())}, ("name",)
+            {"name": Str(registered("selector"), noun="selector"), "params": TablesOf(Finite())}, ("name",)
         ),
         "cv": Table({"folds": Int(2), "n_jobs": Int(1, MAX_JOBS, also=(-1,))}),
         "report": Table({"published": Bool(), "against": List(Anything())}),
@@ -488,32 +479,14 @@ EXPERIMENT = Table(
 # ====================================================================== resource-bundle configs
 
 
-def _text_styles() -> tuple[str, ...]:
-    from qe.text import STYLES
-
-    return STYLES
-
-
-def _text_cases() -> tuple[str, ...]:
-    from qe.text import CASES
-
-    return CASES
-
-
-def _text_segmenters() -> tuple[str, ...]:
-    from qe.text import SEGMENTERS
-
-    return SEGMENTERS
-
-
 SIDE = Str(["src", "tgt"])
 CORPUS_LIST = List(Str())
 TEXT_FIELDS: dict[str, Rule] = {
-    "style": Str(_text_styles),
-    "case": Str(_text_cases),
+    "style": Str(registered("text style")),
+    "case": Str(registered("text case")),
     "normalize": Bool(),
     "truecase_model": Str(),
-    "segmenter": Str(_text_segmenters),
+    "segmenter": Str(registered("segmenter")),
 }
 LM = Table({"side": SIDE, "order": Int(LM_MIN_ORDER, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
 POSLM = Table({"side": SIDE, "order": Int(3, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
@@ -537,7 +510,7 @@ BUNDLE = Table(
                     "src": Str(),
                     "tgt": Str(),
                     # a QE training split (qe.resources.crossfit): a registered dataset or files
-                    "dataset": Str(_datasets, noun="dataset"),
+                    "dataset": Str(registered("dataset"), noun="dataset"),
                     "split": Str(),
                     "mt": Str(),
                     "post_edits": Str(),
@@ -561,7 +534,7 @@ BUNDLE = Table(
         ),
         "edits": Table(
             {
-                "dataset": Str(_datasets, noun="dataset"),
+                "dataset": Str(registered("dataset"), noun="dataset"),
                 "split": Str(),
                 "folds": Int(2),
                 "seed": SEED,

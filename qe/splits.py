@@ -45,6 +45,17 @@ def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
     return dataset.label_range if dataset is not None else None
 
 
+def languages(config: dict[str, Any], bundle: Any = None) -> dict[str, str] | None:
+    """The language pair: from the resource bundle, else ``[data] languages``, else the registered
+    dataset's."""
+    if bundle is not None and bundle.manifest.get("languages"):
+        return dict(bundle.manifest["languages"])
+    if "languages" in config["data"]:
+        return dict(config["data"]["languages"])
+    dataset = registered_dataset(config)
+    return {"src": dataset.languages[0], "tgt": dataset.languages[1]} if dataset else None
+
+
 def has_dev(config: dict[str, Any]) -> bool:
     """Whether the config names a dev split (``dev_split`` or ``[data.dev]``)."""
     return "dev" in config["data"] or "dev_split" in config["data"]

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from qe.errors import QEInputError
-from qe.io import plain_float, read_lines, require_file, sha256_file
+from qe.io import parse_label, plain_float, read_lines, require_file, sha256_file
 
 
 @dataclass
@@ -82,8 +82,6 @@ def read_feature_table(
     Errors name the file and line: a mixed first row, a ragged row, a non-numeric or non-finite
     value, a label outside ``label_range``, a named column that is absent.
     """
-    from qe.data import parse_label
-
     path = Path(path)
     if path.suffix.lower() == ".parquet":
         header, frame = _parquet(path)

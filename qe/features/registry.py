@@ -15,6 +15,7 @@ from typing import Any
 
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairInput
+from qe.schema import register_names
 
 ENTRY_POINT_GROUP = "qe.feature_families"
 _INFRASTRUCTURE = {"base", "registry", "extractor", "cache", "annotations"}
@@ -90,6 +91,9 @@ def declared_inputs(families: Iterable[type[FeatureFamily] | FeatureFamily] | No
         for item in family.inputs:
             seen.setdefault(item.name, item)
     return list(seen.values())
+
+
+register_names("pair input", lambda: [item.name for item in declared_inputs()])
 
 
 def route_inputs(

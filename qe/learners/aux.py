@@ -39,6 +39,7 @@ from qe.data import QEDataset
 from qe.errors import QEInputError
 from qe.learners import progress
 from qe.learners.ensemble import MembersMixin, allows_nan, check_fit_input, check_predict_input
+from qe.schema import register_names
 
 
 def _metrics() -> tuple[Any, Any, Any]:
@@ -115,6 +116,7 @@ AUX_TARGETS: dict[str, Callable[[QEDataset, str], np.ndarray]] = {
     "annotator2": _annotator(1),
     "annotator3": _annotator(2),
 }
+register_names("aux target", AUX_TARGETS)
 
 
 def aux_target_matrix(data: QEDataset, names: list[str]) -> np.ndarray:

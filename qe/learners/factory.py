@@ -19,6 +19,7 @@ from sklearn.svm import SVR
 from qe.errors import QEInputError
 from qe.learners.search import ScaledGridSearchCV
 from qe.metrics import delta_avg_scorer, spearman_scorer
+from qe.schema import register_names
 
 # Default SVR grid: brackets QuEst's published choice (C=10, gamma=0.0034, epsilon=0.18) in WMT12's
 # units; at fit time C and epsilon scale with the labels' sd, gamma with 17 / the number of features
@@ -206,6 +207,8 @@ LEARNERS = {
     "stack": _stack,
     "aux_stack": _aux_stack,
 }
+register_names("learner", lambda: [*LEARNERS, AUTO])
+register_names("scoring", SCORINGS)
 SCALED_BY_DEFAULT = {
     "svr": True,
     "svr_fast": True,

@@ -78,13 +78,13 @@ import numpy as np
 from qe import __version__
 from qe.errors import QEInputError, naming
 from qe.io import atomic_write, parse_bounded, read_text_lines, require_file, sha256_file
+from qe.outputs import BUNDLE_FORMAT as FORMAT
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.schema import BUNDLE, check
-from qe.text import TextConfig, TextProcessor, tokenize_corpus
+from qe.text import TextConfig, TextProcessor, bundle_text_configs, tokenize_corpus
 
 MANIFEST = "manifest.json"
-FORMAT = "qe-resource-bundle/1"
 DEFAULT_BUNDLE_DIR = Path("models/resources")
 SIDES = ("src", "tgt")
 
@@ -584,20 +584,6 @@ def _check_edits(edits: dict[str, Any], config_path: Path) -> dict[str, Any]:
     return edits
 
 
-def _text_configs(config: dict[str, Any], config_path: Path) -> dict[str, TextConfig]:
-    text = dict(config.get("text", {}))
-    overrides = {side: text.pop(side, {}) for side in SIDES}
-    out = {}
-    for side in SIDES:
-        values = {**text, **overrides[side]}
-        values["lang"] = config["languages"][side]
-        try:
-            out[side] = TextConfig.from_dict(values)
-        except QEInputError as exc:
-            raise QEInputError(exc.message, config_path) from None
-    return out
-
-
 def _resolve(data_dir: Path, value: str) -> Path:
     path = Path(value)
     return path if path.is_absolute() else data_dir / path
@@ -653,7 +639,7 @@ def build_bundle(
 
     pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
     require(bundle_pieces(config), f"cannot build the {pair} bundle", config_path)
-    text = _text_configs(config, config_path)
+    text = bundle_text_configs(config, config_path)
 
     # ---- read and check the corpora
     corpora: dict[str, _Corpus] = {}
@@ -957,8 +943,8 @@ def _drop_overlapping_lines(
 def _plan_cross_fitting(config: dict[str, Any], corpora: dict[str, _Corpus]) -> Any:
     """The fold map of the cross-fitted QE corpus (None without one); masks the lines of it and of the
     plain corpora with ``cross_fit = true`` that repeat a training sentence."""
-    from qe.resources.crossfit import FoldMap, SentenceFolds, assign_folds
-    from qe.resources.edits import pair_key
+    from qe.resources.crossfit import FoldMap, SentenceFolds
+    from qe.resources.folds import assign_folds, pair_key
 
     tables = config["corpora"]
     fitted = [n for n, c in corpora.items() if c.qe is not None and tables[n]["cross_fit"]]

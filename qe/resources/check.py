@@ -48,11 +48,11 @@ def _apertium(settings: dict[str, Any]) -> str | None:
 def bundle_pieces(config: dict[str, Any]) -> list[str]:
     """What building a (checked) bundle config needs and this machine lacks."""
     from qe.resources import pos
-    from qe.resources.bundle import _text_configs
+    from qe.text import bundle_text_configs
 
     missing: list[str] = []
     try:
-        for side, text in _text_configs(config, None).items():
+        for side, text in bundle_text_configs(config, None).items():
             if text.segmenter != "none":
                 problem = _problem(lambda t=text: t.signature())  # names the segmenter package
                 if problem:
@@ -74,8 +74,8 @@ def bundle_pieces(config: dict[str, Any]) -> list[str]:
 def experiment_pieces(config: dict[str, Any], bundle: Any = None, *, bind: bool = False) -> list[str]:
     """What an experiment config's feature families need and this machine (or the bundle) lacks;
     with ``bind``, also what each family's ``bind`` refuses (bundle members, ...)."""
-    from qe.experiment import languages
     from qe.features.registry import make_families
+    from qe.splits import languages
 
     features = config["features"]
     pair = languages(config, bundle) or {}

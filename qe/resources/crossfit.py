@@ -2,7 +2,7 @@
 
 A language model, n-gram table or IBM1 lexicon built from the training pairs' own sentences scores
 those pairs in-sample: their features look far better in cross-validation than on new text. So
-the training pairs are split into ``folds`` groups (by :func:`qe.resources.edits.pair_key`, identical
+the training pairs are split into ``folds`` groups (by :func:`qe.resources.folds.pair_key`, identical
 pairs together, the same assignment as ``[edits]`` for the same folds and seed) and such a member
 is built once from all lines (for every other pair: test, new text) and once per fold from the
 lines that share no sentence with that fold's pairs. At scoring time a training pair is recognised
@@ -27,18 +27,12 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
+from qe.resources.folds import assign_folds, pair_key  # noqa: F401 (assign_folds: the folds used, re-exported)
 from qe.resources.leakage import normalize_for_overlap
 
 FORMAT = "qe-cross-fit/1"
 MEMBER = "cross_fit"
 """The bundle member holding the fold map."""
-
-
-def assign_folds(keys: Sequence[str], folds: int, seed: int) -> dict[str, int]:
-    """Pair key -> fold: the distinct keys, sorted, in a seeded random order, dealt round-robin."""
-    unique = sorted(set(keys))
-    order = np.random.default_rng(seed).permutation(len(unique))
-    return {unique[i]: int(rank % folds) for rank, i in enumerate(order)}
 
 
 class FoldMap:
@@ -51,8 +45,6 @@ class FoldMap:
 
     def fold(self, src: str, mt: str) -> int | None:
         """The fold of a raw pair, or None when it is not a training pair."""
-        from qe.resources.edits import pair_key
-
         return self.fold_of.get(pair_key(src, mt))
 
     def save(self, path: str | Path) -> None:

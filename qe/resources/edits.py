@@ -19,7 +19,6 @@ Saved as gzip-compressed JSON (loading executes no code).
 from __future__ import annotations
 
 import difflib
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
+from qe.resources.folds import assign_folds, pair_key
 
 FORMAT = "qe-edit-model/1"
 SMOOTHING = 2.0
@@ -45,11 +45,6 @@ def edited_mask(mt_tokens: Sequence[str], post_edit_tokens: Sequence[str]) -> np
     for start, _, size in matcher.get_matching_blocks():
         kept[start : start + size] = True
     return ~kept
-
-
-def pair_key(src: str, mt: str) -> str:
-    """A short stable key of a raw sentence pair (how training pairs are recognised again)."""
-    return hashlib.sha256(f"{src}\t{mt}".encode()).hexdigest()[:20]
 
 
 def _smoothed(table: dict[str, list[float]], key: str, prior: float) -> float:
@@ -181,8 +176,6 @@ class EditModel:
         if not np.all(np.isfinite(labels)):
             raise QEInputError("edit model: the training labels hold a missing or non-finite value")
         edited = [edited_mask(m, p) for m, p in zip(mt, post_edits, strict=True)]
-        from qe.resources.crossfit import assign_folds
-
         fold_of = assign_folds(keys, folds, seed)
         row_fold = np.array([fold_of[k] for k in keys])
 

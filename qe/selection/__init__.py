@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from qe.errors import QEInputError
 from qe.io import atomic_write
+from qe.schema import register_names
 from qe.selection.backend import parallel_backend_context
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ def _selectors() -> dict[str, tuple[type[PathSelector], dict[str, Any]]]:
         "forward": (SequentialSelector, {"direction": "forward"}),
         "backward": (SequentialSelector, {"direction": "backward"}),
     }
+
+
+register_names("selector", lambda: list(_selectors()))
 
 
 def make_selector(name: str, **params: Any) -> PathSelector:

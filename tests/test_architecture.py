@@ -1,0 +1,70 @@
+"""The import graph of ``qe`` has no loop, counting the imports made inside functions too (issue 20):
+``scripts/import_graph.py`` finds them and exits 1 naming each loop's modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "import_graph.py"
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_qe_has_no_import_loop() -> None:
+    result = _run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("no import loop among "), result.stdout
+
+
+def test_imports_inside_functions_count() -> None:
+    # qe.config imports the registries inside a function (startup cost): the edge is still in the graph,
+    # and so is a relative import
+    edges = set(_run("--edges").stdout.splitlines())
+    assert "qe.config -> qe.learners.factory" in edges
+    assert "qe.schema -> qe.errors" in edges
+    assert not any(line.startswith("qe.schema -> qe.data") for line in edges)
+
+
+def test_a_loop_closed_inside_a_function_is_found(tmp_path: Path) -> None:
+    # the script run on a copy of itself beside a small package whose loop is closed in a function body
+    package = tmp_path / "qe"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "low.py").write_text("def f():\n    from qe.sub import high\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "high.py").write_text("from .. import low\n")
+    (package / "alone.py").write_text("import qe.low\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "import_graph.py").write_text(SCRIPT.read_text(encoding="utf-8"))
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "scripts" / "import_graph.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["import loop (2 modules): qe.low qe.sub.high"]
+
+
+def test_at_most_two_imports_climb_and_the_readme_names_them() -> None:
+    result = _run("--upward")
+    climbs = [line.split() for line in result.stdout.splitlines() if line.startswith("upward: ")]
+    assert len(climbs) <= 2, result.stdout
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    architecture = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    for climb in climbs:  # "upward: A (floor 1) -> B (floor 3)"
+        source, target = climb[1], climb[5]
+        assert f"`{source}`" in architecture and f"`{target}`" in architecture, climb
