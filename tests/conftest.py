@@ -1,4 +1,5 @@
-"""Shared fixtures: the data directory (QE_DATA_DIR) and small corpora written by the tests."""
+"""Shared fixtures: the data directory (QE_DATA_DIR) and small corpora, bundles and models written by the
+tests (plain helpers: tests/helpers)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import write_lines
+from tests.helpers.bundles import write_small_data
+from tests.helpers.manual import TEST_SRC, TRAIN_SRC, write_split
+from tests.helpers.toy import EN, ES, sentences
 
 
 @pytest.fixture(scope="session")
@@ -17,10 +23,52 @@ def data_dir() -> Path:
     return Path(value)
 
 
-def write_lines(path: Path, lines: list[str] | bytes) -> Path:
-    """Write test input: a list of lines (newline-terminated) or raw bytes."""
-    if isinstance(lines, bytes):
-        path.write_bytes(lines)
-    else:
-        path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return path
+@pytest.fixture()
+def small_data(tmp_path: Path) -> Path:
+    """A data directory with one tiny parallel corpus, an evaluation file and a truecase model."""
+    return write_small_data(tmp_path / "data")
+
+
+@pytest.fixture()
+def manual_data(tmp_path: Path) -> Path:
+    """A software manual's training and test splits, three test sentences repeating training ones."""
+    root = tmp_path / "data"
+    root.mkdir()
+    write_split(root, "train", TRAIN_SRC)
+    write_split(root, "test", TEST_SRC)
+    return root
+
+
+@pytest.fixture(scope="module")
+def surface_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small SVR on the surface family (no resources), trained from files like `qe run` does."""
+    from qe.config import load_config
+    from qe.experiment import run_experiment
+    from qe.model import QEModel
+
+    root = tmp_path_factory.mktemp("model")
+    lines = ['name = "stream-toy"', "[data]", "label_range = [1, 5]"]
+    for split, n, seed in (("train", 60, 0), ("test", 20, 1)):
+        src, mt = sentences(n, EN, seed), sentences(n, ES, seed + 10)
+        labels = [f"{1 + 4 * (len(m) % 7) / 6:.2f}" for m in mt]
+        write_lines(root / f"{split}.src", src)
+        write_lines(root / f"{split}.mt", mt)
+        write_lines(root / f"{split}.labels", labels)
+        lines += [f"[data.{split}]"] + [f'{k} = "{root / f"{split}.{k}"}"' for k in ("src", "mt", "labels")]
+    lines += ["[features]", 'families = ["surface"]', "[learner]", 'name = "svr"', "[cv]", "folds = 3"]
+    (root / "toy.toml").write_text("\n".join(lines) + "\n")
+    run_experiment(load_config(root / "toy.toml"), root / "run", progress=False)
+    model = QEModel.load(root / "run" / "model.skops")
+    model.manifest["languages"] = {"src": "en", "tgt": "es"}
+    model.save(root / "model.skops")
+    return root / "model.skops"
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """600 random English-Spanish sentence pairs (source file, MT file)."""
+    root = tmp_path_factory.mktemp("pairs")
+    return (
+        write_lines(root / "src.txt", sentences(600, EN, 5)),
+        write_lines(root / "mt.txt", sentences(600, ES, 6)),
+    )

@@ -8,7 +8,7 @@ import pytest
 
 from qe.ablation import ablation_variants, family_groups
 from qe.cli import main
-from tests.test_cli import _toy_config
+from tests.helpers.toy import toy_config
 
 
 def test_variants_by_family_prefix():
@@ -23,7 +23,7 @@ def test_variants_by_family_prefix():
 
 
 def test_ablate_end_to_end(tmp_path, capsys):
-    config = _toy_config(tmp_path, learner='name = "svr"\nparams = { C = 10.0 }')
+    config = toy_config(tmp_path, learner='name = "svr"\nparams = { C = 10.0 }')
     out = tmp_path / "ablation"
     assert (
         main(["ablate", str(config), "--output-dir", str(out), "--quiet", "--bootstrap-samples", "100"]) == 0
@@ -47,7 +47,7 @@ def test_ablate_end_to_end(tmp_path, capsys):
 
 @pytest.mark.parametrize("bad", ["[selection]\nname = 'nope'\n"])
 def test_unknown_selector_in_config_is_one_line(tmp_path, capsys, bad):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     config.write_text(config.read_text() + bad)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "o"), "--quiet"]) == 2
     assert "unknown selector 'nope'" in capsys.readouterr().err
@@ -55,7 +55,7 @@ def test_unknown_selector_in_config_is_one_line(tmp_path, capsys, bad):
 
 @pytest.mark.parametrize("samples", ["-5", "0", "19", "1000001", "99999999999999999999999"])
 def test_too_few_or_too_many_bootstrap_samples_are_refused_before_any_work(tmp_path, capsys, samples):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     out = tmp_path / "ablation"
     argv = ["ablate", str(config), "--output-dir", str(out), "--quiet", "--bootstrap-samples", samples]
     assert main(argv) == 2
@@ -71,7 +71,7 @@ def test_too_few_or_too_many_bootstrap_samples_are_refused_before_any_work(tmp_p
 )
 def test_what_ablate_does_not_apply_is_refused_not_ignored(tmp_path, capsys, extra, what):
     """[selection] and a dev split were silently ignored: the ablation's 'full' system was another one."""
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     text = config.read_text()
     if extra is None:  # the training files serve as a dev split
         train = text[text.index("[data.train]") : text.index("[data.test]")]
@@ -87,7 +87,7 @@ def test_what_ablate_does_not_apply_is_refused_not_ignored(tmp_path, capsys, ext
 
 def test_a_single_family_is_refused_with_nothing_written(tmp_path, capsys):
     """One family gave an ablation of 'full' alone, silently."""
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     text = config.read_text()
     start = text.index('features = "')  # the toy's feature tables (two headerless columns) go
     text = text.replace(text[start : text.index("\n", start) + 1], "")

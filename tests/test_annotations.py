@@ -120,6 +120,7 @@ def test_annotations_are_computed_once_per_tokenizer_settings() -> None:
     not (pos.tagger_available("en") and pos.tagger_available("es")), reason="spaCy pipelines not installed"
 )
 @pytest.mark.filterwarnings("ignore:linguistic. no Spanish vocabulary")
+@pytest.mark.slow  # spaCy on both sides, twice; lm and ibm1 are checked together in the fast tier
 def test_spacy_values_are_the_same_together_and_alone(tmp_path: Path) -> None:
     """On WMT12 sentences with spaCy's taggers: lm, ibm1 and linguistic together give each family's
     values alone, and lm + ibm1 tag each sentence once."""

@@ -18,8 +18,8 @@ from qe.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts
-from tests.conftest import write_lines
-from tests.test_bundle import build, restamp, small_config, small_data  # noqa: F401  (fixture)
+from tests.helpers import write_lines
+from tests.helpers.bundles import build, restamp, small_config
 
 # A GIZA-style table written by hand: t(tgt | src), NULL the empty word.
 IBM1_TEXT = """NULL la 0.25
@@ -87,7 +87,7 @@ def test_a_binary_ngram_table_holds_the_text_tables_counts(tmp_path):
     assert pruned.tables == NgramCounts.load(tmp_path / "ngrams.tsv.gz", min_count=2, orders=[2]).tables
 
 
-def test_resources_build_writes_binary_tables_in_the_manifest(tmp_path, small_data):  # noqa: F811
+def test_resources_build_writes_binary_tables_in_the_manifest(tmp_path, small_data):
     bundle = build(tmp_path, small_data, small_config())
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     for name in ("ibm1.s2t", "ngrams.src", "unigrams.src"):
@@ -98,7 +98,7 @@ def test_resources_build_writes_binary_tables_in_the_manifest(tmp_path, small_da
     assert bundle["unigrams.src"].count("the") == 9  # "the (7/9) The (2)" in the truecase model
 
 
-def test_a_bundle_of_text_tables_still_loads_to_the_same_values(tmp_path, small_data):  # noqa: F811
+def test_a_bundle_of_text_tables_still_loads_to_the_same_values(tmp_path, small_data):
     out = tmp_path / "out"
     binary = build(tmp_path, small_data, small_config())
     assert binary.info("ibm1.s2t")["file"] == "ibm1.s2t.npz"
@@ -195,7 +195,7 @@ def test_a_pickled_array_is_refused_without_running_it(tmp_path):
     assert not marker.exists()
 
 
-def test_a_damaged_binary_member_is_one_line_from_the_cli(tmp_path, small_data, capsys):  # noqa: F811
+def test_a_damaged_binary_member_is_one_line_from_the_cli(tmp_path, small_data, capsys):
     build(tmp_path, small_data, small_config(ibm1={"iterations": 3, "directions": ["s2t", "t2s"]}))
     member = tmp_path / "out" / "ibm1.s2t.npz"
     member.write_bytes(member.read_bytes()[:-200])

@@ -8,76 +8,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import tomli_w
 
 from qe.cli import main
 from qe.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.ngrams import NgramCounts
-from tests.conftest import write_lines
-
-REPO = Path(__file__).resolve().parents[1]
-WMT12_CONFIG = REPO / "configs" / "resources-wmt12-en-es.toml"
-
-SRC = ["The house is small .", "The house is big .", "A small cat .", "The cat is big ."]
-TGT = ["La casa es pequeña .", "La casa es grande .", "Un gato pequeño .", "El gato es grande ."]
-
-
-def _has_kenlm() -> bool:
-    try:
-        import kenlm  # noqa: F401
-
-        from qe.resources.lm import find_kenlm_binary
-
-        find_kenlm_binary("lmplz")
-        find_kenlm_binary("build_binary")
-    except (ImportError, QEInputError):
-        return False
-    return True
-
-
-needs_kenlm = pytest.mark.skipif(not _has_kenlm(), reason="KenLM not installed: run scripts/install_kenlm.sh")
-
-
-@pytest.fixture()
-def small_data(tmp_path: Path) -> Path:
-    """A data directory with one tiny parallel corpus, an evaluation file and a truecase model."""
-    root = tmp_path / "data"
-    (root / "corpus").mkdir(parents=True)
-    write_lines(root / "corpus" / "toy.en", SRC)
-    write_lines(root / "corpus" / "toy.es", TGT)
-    write_lines(root / "eval.en", ["Nothing like the corpus ."])
-    write_lines(root / "truecase.en", ["the (7/9) The (2)", "house (4/4)", "small (3/3)"])
-    return root
-
-
-def write_config(path: Path, data: dict) -> Path:
-    path.write_text(tomli_w.dumps(data), encoding="utf-8")
-    return path
-
-
-def small_config(with_lm: bool = False, **extra) -> dict:
-    config = {
-        "name": "toy",
-        "languages": {"src": "en", "tgt": "es"},
-        "text": {"style": "moses", "case": "lower"},
-        "leakage": {"eval_files": ["eval.en"]},
-        "corpora": {"toy": {"src": "corpus/toy.en", "tgt": "corpus/toy.es"}},
-        "ngrams": {"src": {"side": "src", "max_order": 2}},
-        "unigrams": {"src": {"side": "src", "truecase_model": "truecase.en"}},
-        "ibm1": {"iterations": 3, "directions": ["s2t"], "min_prob": 0.0},
-    }
-    if with_lm:
-        config["lm"] = {"src": {"side": "src", "order": 2}}
-    config.update(extra)
-    return config
-
-
-def build(tmp_path, data_dir, config, **kw):
-    cfg = write_config(tmp_path / "bundle.toml", config)
-    return build_bundle(
-        cfg, tmp_path / "out", data_dir=data_dir, progress=False, token_cache_dir=tmp_path / "tok", **kw
-    )
+from tests.helpers import write_config, write_lines
+from tests.helpers.bundles import TGT, WMT12_CONFIG, build, needs_kenlm, restamp, small_config
 
 
 def test_build_writes_members_and_manifest(tmp_path, small_data):
@@ -174,15 +111,6 @@ def test_config_errors(tmp_path, small_data):
     del no_lang["languages"]["tgt"]
     with pytest.raises(QEInputError, match=r"\[languages\] needs tgt"):
         build(tmp_path, small_data, no_lang)
-
-
-def restamp(bundle: Path, member: str) -> None:
-    """Record a member file's current size and sha256 in the manifest (a corrupt file, built so)."""
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    entry = manifest["members"][member]
-    data = (bundle / entry["file"]).read_bytes()
-    entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
-    (bundle / "manifest.json").write_text(json.dumps(manifest))
 
 
 def test_missing_or_corrupt_member_files(tmp_path, small_data):

@@ -11,42 +11,14 @@ import numpy as np
 import pytest
 
 from qe.cli import main
-from tests.conftest import write_lines
+from tests.helpers import write_lines
+from tests.helpers.toy import toy_config
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _toy_dataset(folder: Path, n: int, seed: int) -> dict[str, Path]:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, 12, n)
-    src = [" ".join(["word"] * k) for k in lengths]
-    mt = [" ".join(["palabra"] * (k + int(rng.integers(0, 3)))) for k in lengths]
-    labels = [f"{np.clip(5 - 0.3 * k + rng.normal(0, 0.2), 1, 5):.2f}" for k in lengths]
-    features = [f"{k}\t{len(m.split())}\t" for k, m in zip(lengths, mt, strict=True)]
-    folder.mkdir()
-    return {
-        "src": write_lines(folder / "src.txt", src),
-        "mt": write_lines(folder / "mt.txt", mt),
-        "labels": write_lines(folder / "labels.txt", labels),
-        "features": write_lines(folder / "features.tsv", features),
-    }
-
-
-def _toy_config(tmp_path: Path, learner: str = 'name = "svr"\ngrid = { C = [1.0, 10.0] }') -> Path:
-    train = _toy_dataset(tmp_path / "train", 80, 0)
-    test = _toy_dataset(tmp_path / "test", 30, 1)
-    lines = ['name = "toy"', "[data]", "label_range = [1, 5]"]
-    for split, files in (("train", train), ("test", test)):
-        lines.append(f"[data.{split}]")
-        lines += [f'{role} = "{path}"' for role, path in files.items()]
-    lines += ["[features]", "sets = []", "families = []", "[learner]", learner, "[cv]", "folds = 3"]
-    config = tmp_path / "toy.toml"
-    config.write_text("\n".join(lines) + "\n")
-    return config
-
-
 def test_run_writes_the_contracted_files(tmp_path, capsys):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     out = tmp_path / "run"
     assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 0
     assert {p.name for p in out.iterdir()} >= {
@@ -112,7 +84,7 @@ def test_run_writes_the_contracted_files(tmp_path, capsys):
     ],
 )
 def test_bad_configs_exit_2_with_one_line(tmp_path, capsys, edit, message):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     config.write_text(edit(config.read_text()))
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
@@ -121,7 +93,7 @@ def test_bad_configs_exit_2_with_one_line(tmp_path, capsys, edit, message):
 
 
 def test_run_tests_itself_against_other_systems_by_paired_bootstrap(tmp_path, capsys):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     constant = tmp_path / "constant.toml"
     constant.write_text(
         config.read_text().replace('name = "svr"\ngrid = { C = [1.0, 10.0] }', 'name = "mean"')
@@ -151,7 +123,7 @@ def test_run_tests_itself_against_other_systems_by_paired_bootstrap(tmp_path, ca
 
 
 def test_bad_labels_through_the_cli_leave_no_output(tmp_path, capsys):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     labels = tmp_path / "train/labels.txt"
     lines = labels.read_text().splitlines()
     lines[4] = "NaN"

@@ -7,8 +7,9 @@ import pytest
 from qe.cli import main
 from qe.errors import QEInputError
 from qe.resources.bundle import read_bundle_config
-from tests.test_bundle import small_config, write_config
-from tests.test_cli import _toy_config
+from tests.helpers import write_config
+from tests.helpers.bundles import small_config
+from tests.helpers.toy import toy_config
 
 SVR = 'name = "svr"\ngrid = { C = [1.0, 10.0] }'
 
@@ -60,7 +61,7 @@ SVR = 'name = "svr"\ngrid = { C = [1.0, 10.0] }'
     ],
 )
 def test_bad_experiment_values_are_one_line(tmp_path, capsys, before, after, expected):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     text = config.read_text()
     assert before in text
     config.write_text(text.replace(before, after, 1))
@@ -72,7 +73,7 @@ def test_bad_experiment_values_are_one_line(tmp_path, capsys, before, after, exp
 
 
 def test_more_folds_than_training_rows_is_refused_once_the_data_is_known(tmp_path, capsys):
-    config = _toy_config(tmp_path)  # 80 training rows
+    config = toy_config(tmp_path)  # 80 training rows
     config.write_text(config.read_text().replace("folds = 3", "folds = 10000"))
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
@@ -85,7 +86,7 @@ def test_more_folds_than_training_rows_is_refused_once_the_data_is_known(tmp_pat
 def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, capsys):
     from qe.config import load_config
 
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet", "--jobs", "0"]) == 2
     assert "--jobs must be a number of processes from 1 to 256, or -1" in capsys.readouterr().err
     # the edges of the allowed ranges; [features.settings] checked by each family, naming the file

@@ -23,8 +23,8 @@ from qe.features.extractor import extract_features
 from qe.resources.bundle import build_bundle
 from qe.resources.crossfit import assign_folds
 from qe.resources.edits import EditModel, pair_key
-from tests.conftest import write_lines
-from tests.test_bundle import needs_kenlm
+from tests.helpers import write_lines
+from tests.helpers.bundles import needs_kenlm
 
 SRC = ["alpha x .", "beta x .", "gamma x .", "delta x ."]
 MT = ["alfa y .", "beta y .", "gama y .", "delta y ."]

@@ -18,7 +18,7 @@ from qe.data import (
     load_table,
 )
 from qe.errors import QEInputError
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 
 def test_parallel_files_with_labels_and_crlf(tmp_path):

@@ -12,7 +12,7 @@ import tomli_w
 from qe.cli import main
 from qe.errors import QEInputError
 from qe.resources.bundle import build_bundle
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 SRC = [
     "The house is small .",

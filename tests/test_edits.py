@@ -13,7 +13,8 @@ from qe.features.edits import EditFeatures
 from qe.resources.bundle import ResourceBundle, read_bundle_config
 from qe.resources.edits import EditModel, EditStats, edited_mask, pair_key
 from qe.text import TextConfig
-from tests.test_bundle import build, small_config, small_data, write_config  # noqa: F401
+from tests.helpers import write_config
+from tests.helpers.bundles import build, small_config
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_edits_family_uses_the_bundle_tokenizer_and_cross_fitting():
         family.extract(batch, ResourceBundle.in_memory({}, text))
 
 
-def test_bundle_config_refuses_edits_from_the_test_split(tmp_path, small_data):  # noqa: F811
+def test_bundle_config_refuses_edits_from_the_test_split(tmp_path, small_data):
     config = small_config(edits={"dataset": "wmt12-en-es", "split": "test"})
     with pytest.raises(QEInputError, match="must learn from a training split"):
         read_bundle_config(write_config(tmp_path / "b.toml", config))
@@ -142,7 +143,7 @@ def test_bundle_config_refuses_edits_from_the_test_split(tmp_path, small_data): 
 
 
 @pytest.mark.data
-def test_bundle_builds_edits_from_the_wmt12_training_post_edits(tmp_path, small_data, data_dir):  # noqa: F811
+def test_bundle_builds_edits_from_the_wmt12_training_post_edits(tmp_path, small_data, data_dir):
     # The toy corpora plus the real WMT12 training split (the data dir must hold both: link them).
     (small_data / "wmt12-qe").symlink_to(data_dir / "wmt12-qe")
     bundle = build(tmp_path, small_data, small_config(edits={"dataset": "wmt12-en-es", "folds": 5}))

@@ -69,12 +69,12 @@ def test_mt_side_alone_needs_only_the_mt_language(reference, tmp_path, monkeypat
 
 def test_resources_check_skips_the_source_language_of_an_mt_only_encoder(tmp_path, capsys) -> None:
     from qe.cli import main
-    from tests.test_languages import experiment
+    from tests.helpers.toy import pieces_experiment
 
     settings = {"embeddings": {"sides": "mt", "projections": 4}}
-    path = experiment(tmp_path, ["embeddings"], {"src": "et", "tgt": "en"}, **settings)
+    path = pieces_experiment(tmp_path, ["embeddings"], {"src": "et", "tgt": "en"}, **settings)
     assert main(["resources", "check", str(path)]) == 0
     assert "nothing missing for et-en" in capsys.readouterr().out
-    path = experiment(tmp_path, ["embeddings"], {"src": "et", "tgt": "en"})
+    path = pieces_experiment(tmp_path, ["embeddings"], {"src": "et", "tgt": "en"})
     assert main(["resources", "check", str(path)]) == 2
     assert "does not cover language 'et'" in capsys.readouterr().out

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from qe.cli import main
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 # Gold efforts of sentences 0..4 and a prediction for each (by id): absolute errors 0.5, 0.5, 0, 0.5, 1.0.
 GOLD = ["5", "1", "3", "2", "4"]

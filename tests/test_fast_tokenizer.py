@@ -126,6 +126,7 @@ def test_a_sample_of_every_corpus(data_dir):
         assert _mismatches(lang, sentences[::97]) == [], name
 
 
+@pytest.mark.slow  # test_a_sample_of_every_corpus checks every 97th of them in the fast tier
 def test_all_wmt12_sentences(data_dir):
     for name, lang, sentences in _corpora(data_dir)[:4]:
         assert len(sentences) == 2254, name

@@ -17,8 +17,8 @@ from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.edits import EditModel
 from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
-from tests.conftest import write_lines
-from tests.test_bundle import build, needs_kenlm, small_config, small_data  # noqa: F401 (fixture)
+from tests.helpers import write_lines
+from tests.helpers.bundles import build, needs_kenlm, small_config
 
 SECRET = "SECRET-TOKEN-1234"
 # A file outside the bundle whose first line an IBM1 loader that echoes its input would print.
@@ -35,7 +35,7 @@ def _fresh_process_caches():
 
 
 @pytest.fixture()
-def bundle_dir(tmp_path, small_data):  # noqa: F811 (the fixture imported above)
+def bundle_dir(tmp_path, small_data):
     config = small_config(ibm1={"iterations": 3, "directions": ["s2t", "t2s"], "min_prob": 0.0})
     build(tmp_path, small_data, config)
     return tmp_path / "out"

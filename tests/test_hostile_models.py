@@ -8,10 +8,8 @@ a file anywhere. Both must be refused before anything in them runs.
 from __future__ import annotations
 
 import json
-import warnings
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -23,22 +21,13 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils._testing import assert_run_python_script_without_output
 
-from qe import __version__
 from qe.cli import main
 from qe.config import load_config
 from qe.errors import QEInputError
 from qe.learners.factory import LEARNERS, make_learner
 from qe.model import MODEL_TYPES, QEModel, load_model, save_model
-from tests.conftest import write_lines
-
-MANIFEST = {
-    "qe_version": __version__,
-    "families": ["surface"],
-    "family_settings": {},
-    "feature_sets": [],
-    "resources": None,
-    "label_range": None,
-}
+from tests.helpers import write_lines
+from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
 
 
 def _dump(path, estimator) -> None:
@@ -120,78 +109,8 @@ def test_only_exact_types_are_listed():
     assert "sklearn.preprocessing._function_transformer.FunctionTransformer" not in MODEL_TYPES
 
 
-# Every learner the factory can build, with the settings that change what its fitted tree holds.
-FACTORY_SPECS: list[tuple[str, dict]] = [
-    ("svr", {}),
-    ("svr", {"grid": "default"}),
-    ("svr", {"grid": {"C": [1.0, 3.0]}, "scoring": "DeltaAvg"}),
-    ("svr", {"params": {"kernel": "poly", "degree": 2}}),
-    ("svr_fast", {"params": {"n_components": 20}}),
-    ("svr_fast", {"grid": "default", "params": {"n_components": 20}}),
-    ("random_forest", {"params": {"n_estimators": 5}}),
-    ("random_forest", {"params": {"n_estimators": 5, "oob_score": True, "max_samples": 0.5}}),
-    ("m5p", {}),
-    ("m5p", {"params": {"build_regression_tree": True, "unsmoothed": True}, "scale": True}),
-    ("mean", {}),
-    ("extra_trees", {"params": {"n_estimators": 5}}),
-    ("gradient_boosting", {"params": {"max_iter": 10}}),
-    ("gradient_boosting", {"params": {"max_iter": 10, "loss": "absolute_error", "early_stopping": True}}),
-    ("gradient_boosting", {"params": {"max_iter": 10, "loss": "quantile", "quantile": 0.5}}),
-    ("gradient_boosting", {"params": {"max_iter": 10, "loss": "poisson"}}),
-    ("kernel_ridge", {}),
-    ("kernel_ridge", {"params": {"kernel": "laplacian"}}),
-    ("ridge", {}),
-    ("ridge", {"params": {"alphas": [0.1, 1.0]}}),
-    ("gp", {}),
-    ("gp", {"params": {"linear": True, "ard": True, "restarts": 1}}),
-    (
-        "average",
-        {
-            "params": {
-                "members": [
-                    {"name": "svr", "grid": {"C": [1.0, 3.0]}, "scoring": "Spearman"},
-                    {"name": "m5p"},
-                    {"name": "random_forest", "params": {"n_estimators": 5}},
-                ],
-                "combine": "rank",
-            }
-        },
-    ),
-    (
-        "stack",
-        {
-            "params": {
-                "members": [
-                    {"name": "svr", "grid": {"C": [1.0, 3.0]}},
-                    {"name": "extra_trees", "params": {"n_estimators": 5}},
-                    {"name": "gradient_boosting", "params": {"max_iter": 10}},
-                    {"name": "aux_stack"},
-                ],
-                "cv": 3,
-            }
-        },
-    ),
-    ("aux_stack", {"params": {"final": {"name": "kernel_ridge"}, "aux": {"name": "gp"}, "n_repeats": 2}}),
-]
-
-
 def test_the_specs_cover_every_factory_learner():
     assert {name for name, _ in FACTORY_SPECS} == set(LEARNERS)
-
-
-def fit_factory_learner(name: str, spec: dict) -> tuple[Any, np.ndarray]:
-    """A learner of FACTORY_SPECS fitted on 60 rows of 3 features (its searches' best estimator),
-    and those rows."""
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(60, 3))
-    y = np.abs(x.sum(axis=1) + rng.normal(0, 0.1, 60)) + 1
-    target = np.column_stack([y, x[:, 0]]) if name in ("average", "stack", "aux_stack") else y
-    params, grid, scoring = spec.get("params"), spec.get("grid"), spec.get("scoring", "MAE")
-    estimator = make_learner(name, params, grid, scale=spec.get("scale"), scoring=scoring)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        estimator.fit(x, target)
-    return (estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator), x
 
 
 @pytest.mark.parametrize(
@@ -209,8 +128,18 @@ def test_every_factory_learner_saves_and_loads(tmp_path, name, spec):
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
+# The wmt12-best configs' averages take ~5 s each on an idle core; their members' types are those of
+# the average, svr, ridge and gradient_boosting FACTORY_SPECS, saved and loaded in the fast tier.
+SLOW_CONFIGS = ("wmt12-best.toml", "wmt12-best-rawtext.toml")
+
+
 @pytest.mark.parametrize(
-    "config_name", sorted(p.name for p in CONFIGS.glob("*.toml") if not p.name.startswith("resources-"))
+    "config_name",
+    [
+        pytest.param(p.name, marks=[pytest.mark.slow] if p.name in SLOW_CONFIGS else [])
+        for p in sorted(CONFIGS.glob("*.toml"))
+        if not p.name.startswith("resources-")
+    ],
 )
 def test_every_shipped_config_learner_saves_and_loads(tmp_path, config_name):
     learner = load_config(CONFIGS / config_name)["learner"]

@@ -15,7 +15,7 @@ pytest.importorskip("matplotlib")
 
 from qe.cli import main
 from qe.data import DATASETS
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 SECRET = "SECRET-TOKEN-5678"
 METRICS = {"test": {"MAE": 0.9, "RMSE": 1.0, "DeltaAvg": 0.0, "Spearman": 0.0}}

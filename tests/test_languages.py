@@ -5,7 +5,6 @@ every missing piece of a language pair named at once (``qe resources check``, bu
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 import tomli_w
@@ -19,7 +18,7 @@ from qe.features.linguistic import SPANISH_FEATURES, LinguisticFamily
 from qe.features.lm import LMFeatures
 from qe.resources.bundle import ResourceBundle
 from qe.text import TextConfig
-from tests.conftest import write_lines
+from tests.helpers.toy import pieces_experiment
 
 needs_spacy_en = pytest.mark.skipif(
     not nlp.pipeline_for("en"), reason="spaCy's English pipeline is not installed"
@@ -108,26 +107,9 @@ def test_pos_features_are_skipped_or_refused_for_a_language_without_tagger(caplo
 # ---------------------------------------------------------------------- every missing piece at once
 
 
-def experiment(tmp_path: Path, families: list[str], languages: dict[str, str], **settings) -> Path:
-    write_lines(tmp_path / "train.src", ["a b .", "c d .", "e f ."])
-    write_lines(tmp_path / "train.mt", ["g h .", "i j .", "k l ."])
-    write_lines(tmp_path / "train.lab", ["0.1", "0.5", "0.3"])
-    split = {"src": "train.src", "mt": "train.mt", "labels": "train.lab"}
-    config = {
-        "name": "pieces",
-        "data": {"languages": languages, "train": split, "test": split},
-        "features": {"families": families, "settings": settings},
-        "learner": {"name": "mean"},
-        "cv": {"folds": 2},
-    }
-    path = tmp_path / "exp.toml"
-    path.write_text(tomli_w.dumps(config), encoding="utf-8")
-    return path
-
-
 @needs_no_german
 def test_resources_check_lists_every_missing_piece(tmp_path, capsys):
-    path = experiment(
+    path = pieces_experiment(
         tmp_path,
         ["surface", "linguistic", "spelling", "embeddings"],
         {"src": "et", "tgt": "de"},
@@ -157,7 +139,7 @@ def test_resources_check_lists_every_missing_piece(tmp_path, capsys):
     assert "features for et-de: 5 missing piece(s): linguistic: a spaCy pipeline" in err
     assert err.count(" | ") == 4 and "\n" not in err
     # A pair with everything installed passes.
-    ok = experiment(tmp_path, ["surface"], {"src": "en", "tgt": "de"})
+    ok = pieces_experiment(tmp_path, ["surface"], {"src": "en", "tgt": "de"})
     assert main(["resources", "check", str(ok)]) == 0
     assert "nothing missing for en-de" in capsys.readouterr().out
 
@@ -195,7 +177,7 @@ def test_families_without_a_bundle_learn_the_pair_from_the_config(tmp_path):
     from qe.experiment import bound_families
     from qe.features.registry import with_languages
 
-    config = load_config(experiment(tmp_path, ["surface"], {"src": "en", "tgt": "zh"}))
+    config = load_config(pieces_experiment(tmp_path, ["surface"], {"src": "en", "tgt": "zh"}))
     (surface,), _ = bound_families(config, "train", None)
     assert (surface.settings["src_lang"], surface.settings["tgt_lang"]) == ("en", "zh")
     # Chinese MT is segmented into jieba's words (its README's example), not kept as one token.

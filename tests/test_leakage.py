@@ -20,8 +20,8 @@ from qe.resources.leakage import (
     load_eval_sentences,
     normalize_for_near,
 )
-from tests.conftest import write_lines
-from tests.test_bundle import WMT12_CONFIG, build, small_config, small_data  # noqa: F401  (fixture)
+from tests.helpers import write_lines
+from tests.helpers.bundles import WMT12_CONFIG, build, small_config
 
 EVAL = [
     "The committee approved the new budget for 2013 after a long debate.",
@@ -108,7 +108,7 @@ def test_threshold_is_configurable_and_zero_switches_near_duplicates_off(tmp_pat
     assert find_overlaps("c", corpus, evaluation, 0.0) is None
 
 
-def test_build_refuses_near_duplicates_and_the_manifest_lists_them(tmp_path, small_data):  # noqa: F811
+def test_build_refuses_near_duplicates_and_the_manifest_lists_them(tmp_path, small_data):
     write_lines(small_data / "eval.en", ["The house is big and the cat is small .", "x"])
     write_lines(
         small_data / "corpus" / "toy.en", ["A", "The house is big and the cat is small", "B c", "D e"]

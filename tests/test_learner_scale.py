@@ -20,7 +20,7 @@ from qe.learners.fast import NystroemSVR
 from qe.learners.progress import reporting
 from qe.learners.search import REFERENCE_FEATURES, REFERENCE_LABEL_SD, label_spread
 from qe.model import load_model
-from tests.test_cli import _toy_config
+from tests.helpers.toy import toy_config
 
 
 def _data(n: int = 90, p: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +128,7 @@ def test_no_progress_without_reporting(capsys):
 
 
 def test_qe_run_reports_progress_on_stderr_unless_quiet(tmp_path, capsys):
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "loud")]) == 0
     err = capsys.readouterr().err
     assert "grid search (3 folds, 80 rows, 1 worker): 2 candidates" in err
@@ -178,7 +178,7 @@ def test_auto_picks_by_training_size():
 
 
 def test_auto_run_above_the_threshold_saves_a_fast_model(tmp_path):
-    config = _toy_config(tmp_path, 'name = "auto"\ngrid = "default"\nfast_above = 50')
+    config = toy_config(tmp_path, 'name = "auto"\ngrid = "default"\nfast_above = 50')
     out = tmp_path / "run"
     assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
@@ -192,7 +192,7 @@ def test_auto_run_above_the_threshold_saves_a_fast_model(tmp_path):
 
 
 def test_auto_run_below_the_threshold_is_the_exact_svr(tmp_path):
-    config = _toy_config(tmp_path, 'name = "auto"\ngrid = "default"')
+    config = toy_config(tmp_path, 'name = "auto"\ngrid = "default"')
     out = tmp_path / "run"
     assert main(["run", str(config), "--output-dir", str(out), "--quiet"]) == 0
     assert json.loads((out / "metrics.json").read_text())["learner"]["chosen"] == "svr"
@@ -220,7 +220,7 @@ def test_auto_run_below_the_threshold_is_the_exact_svr(tmp_path):
     ],
 )
 def test_bad_fast_and_auto_settings_are_one_line(tmp_path, capsys, learner, expected):
-    config = _toy_config(tmp_path, learner)
+    config = toy_config(tmp_path, learner)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err

@@ -15,7 +15,7 @@ from qe.data import DATASETS, MLQE_PAIRS, load_registered, read_da_table
 from qe.errors import QEInputError
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 SPLITS = {"train": 7000, "dev": 1000, "test20": 1000}
 # Pearson of the mean token log-probability (with </s>) with z_mean on test20 (issue 14)

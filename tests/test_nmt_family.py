@@ -15,7 +15,7 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.nmt.fairseq import iter_fairseq
 from qe.nmt.marian import iter_marian
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 FIX = Path(__file__).parent / "fixtures" / "nmt"
 LN2 = math.log(2)

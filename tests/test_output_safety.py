@@ -19,10 +19,9 @@ import pytest
 
 from qe.cli import main
 from qe.streaming import state_path
-from tests.conftest import write_lines
-from tests.test_bundle import SRC, TGT, small_config, write_config
-from tests.test_cli import _toy_config
-from tests.test_streaming import EN, ES, _sentences, surface_model  # noqa: F401 - a fixture
+from tests.helpers import write_config, write_lines
+from tests.helpers.bundles import SRC, TGT, small_config
+from tests.helpers.toy import EN, ES, sentences, toy_config
 
 REPO = Path(__file__).resolve().parents[1]
 MARKER = ".qe-output"
@@ -51,7 +50,7 @@ def inputs(tmp_path: Path, monkeypatch) -> dict[str, Path]:
     """A toy experiment config and a toy bundle config with its data, kept apart from the outputs."""
     root = tmp_path / "inputs"
     root.mkdir()
-    config = _toy_config(root, learner='name = "svr"\nparams = { C = 10.0 }')
+    config = toy_config(root, learner='name = "svr"\nparams = { C = 10.0 }')
     data = root / "data"
     (data / "corpus").mkdir(parents=True)
     write_lines(data / "corpus" / "toy.en", SRC)
@@ -229,7 +228,7 @@ def test_features_refuses_to_write_over_an_input(tmp_path, capsys, kind, role):
 
 
 @pytest.mark.parametrize(("role", "kind"), [("model", "same"), ("src", "symlink"), ("mt", "hardlink")])
-def test_predict_refuses_to_write_over_an_input(tmp_path, surface_model, capsys, role, kind):  # noqa: F811
+def test_predict_refuses_to_write_over_an_input(tmp_path, surface_model, capsys, role, kind):
     shutil.copy(surface_model, tmp_path / "model.skops")
     files = {
         "model": tmp_path / "model.skops",
@@ -263,7 +262,7 @@ def _stream_argv(command: str, tmp_path: Path, model: Path, out: Path) -> list[s
 
 
 @pytest.mark.parametrize("command", ["features", "predict"])
-def test_output_file_name_too_long(tmp_path, surface_model, capsys, command):  # noqa: F811
+def test_output_file_name_too_long(tmp_path, surface_model, capsys, command):
     out = tmp_path / ("x" * 300 + ".tsv")
     _one_line_error(capsys, _stream_argv(command, tmp_path, surface_model, out), "name")
     # long enough for the file itself, but not for the hidden files written beside it
@@ -280,7 +279,7 @@ def test_output_dir_name_too_long(tmp_path, inputs, capsys, command):
 
 
 @pytest.mark.parametrize("command", ["features", "predict"])
-def test_out_that_is_an_existing_directory(tmp_path, surface_model, capsys, command):  # noqa: F811
+def test_out_that_is_an_existing_directory(tmp_path, surface_model, capsys, command):
     out = tmp_path / "table.tsv"
     out.mkdir()
     (out / "keep.txt").write_text("keep\n")
@@ -291,7 +290,7 @@ def test_out_that_is_an_existing_directory(tmp_path, surface_model, capsys, comm
 
 
 @pytest.mark.parametrize("command", ["features", "predict"])
-def test_out_that_is_a_pipe_is_not_replaced(tmp_path, surface_model, capsys, command):  # noqa: F811
+def test_out_that_is_a_pipe_is_not_replaced(tmp_path, surface_model, capsys, command):
     out = tmp_path / "pipe.tsv"
     os.mkfifo(out)
     _one_line_error(capsys, _stream_argv(command, tmp_path, surface_model, out), "not a regular file")
@@ -312,7 +311,7 @@ def _unwritable_dir(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["features", "predict"])
-def test_read_only_output_directory_file(tmp_path, surface_model, capsys, command):  # noqa: F811
+def test_read_only_output_directory_file(tmp_path, surface_model, capsys, command):
     out = _unwritable_dir(tmp_path) / "scores.tsv"
     try:
         _one_line_error(capsys, _stream_argv(command, tmp_path, surface_model, out), str(out.parent))
@@ -349,7 +348,7 @@ def _disk_full_after(calls: int):
 
 
 @pytest.mark.parametrize("command", ["features", "predict"])
-def test_full_filesystem_while_streaming(tmp_path, surface_model, capsys, monkeypatch, command):  # noqa: F811
+def test_full_filesystem_while_streaming(tmp_path, surface_model, capsys, monkeypatch, command):
     argv = [*_stream_argv(command, tmp_path, surface_model, tmp_path / "out.tsv"), "--chunk-size", "1"]
     # header, first chunk, its state record: then the disk is full
     monkeypatch.setattr(os, "fsync", _disk_full_after(3))
@@ -382,8 +381,8 @@ def test_a_really_full_filesystem(tmp_path, inputs, command):
     full = tmp_path / "full"
     full.mkdir()
     if command == "features":
-        src = write_lines(tmp_path / "in.en", _sentences(3000, EN, 1))
-        mt = write_lines(tmp_path / "in.es", _sentences(3000, ES, 2))
+        src = write_lines(tmp_path / "in.en", sentences(3000, EN, 1))
+        mt = write_lines(tmp_path / "in.es", sentences(3000, ES, 2))
         argv = ["features", "--families", "surface", "--src", str(src), "--mt", str(mt)]
         argv += ["--out", str(full / "out.tsv"), "--quiet", "--chunk-size", "500"]
     else:
@@ -453,8 +452,8 @@ def test_sigterm_during_run_is_one_line_and_leaves_no_staging(tmp_path):
 
 
 def test_sigterm_during_features_keeps_what_resume_needs(tmp_path):
-    src = write_lines(tmp_path / "in.en", _sentences(4000, EN, 1))
-    mt = write_lines(tmp_path / "in.es", _sentences(4000, ES, 2))
+    src = write_lines(tmp_path / "in.en", sentences(4000, EN, 1))
+    mt = write_lines(tmp_path / "in.es", sentences(4000, ES, 2))
     out = tmp_path / "out.tsv"
     argv = [sys.executable, "-m", "qe", "features", "--families", "surface", "--src", str(src)]
     argv += ["--mt", str(mt), "--out", str(out), "--quiet", "--chunk-size", "400"]
@@ -495,13 +494,13 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 @pytest.mark.parametrize("command", ["features", "predict", "run"])
-def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):  # noqa: F811
+def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if command == "run":
         argv = ["run", str(_slow_config(tmp_path)), "--output-dir", str(tmp_path / "run"), "--jobs", "2"]
     else:
-        src = write_lines(tmp_path / "in.en", _sentences(10000, EN, 1))
-        mt = write_lines(tmp_path / "in.es", _sentences(10000, ES, 2))
+        src = write_lines(tmp_path / "in.en", sentences(10000, EN, 1))
+        mt = write_lines(tmp_path / "in.es", sentences(10000, ES, 2))
         if command == "features":
             argv = ["features", "--families", "surface"]
         else:
@@ -568,7 +567,7 @@ def _predict_argv(model: Path, src: Path, mt: Path, out: Path) -> list[str]:
 )
 def test_a_file_where_qe_keeps_its_hidden_files_is_never_touched(
     tmp_path,
-    surface_model,  # noqa: F811 - a fixture
+    surface_model,
     capsys,
     hidden,
     as_input,
@@ -582,7 +581,7 @@ def test_a_file_where_qe_keeps_its_hidden_files_is_never_touched(
     assert _tree(tmp_path) == before
 
 
-def test_a_link_in_place_of_the_partial_output_is_never_written_through(tmp_path, surface_model, capsys):  # noqa: F811
+def test_a_link_in_place_of_the_partial_output_is_never_written_through(tmp_path, surface_model, capsys):
     """A symlink .scores.tsv.partial -> victim: the victim used to receive the predictions."""
     src, mt = _pair(tmp_path)
     victim = write_lines(tmp_path / "victim.txt", ["precious"])
@@ -605,7 +604,7 @@ def test_a_parts_folder_holding_a_users_file_is_kept(tmp_path, capsys):
     assert _tree(tmp_path) == before
 
 
-def test_only_temporaries_named_as_qe_names_them_are_cleaned_up(tmp_path, surface_model, capsys):  # noqa: F811
+def test_only_temporaries_named_as_qe_names_them_are_cleaned_up(tmp_path, surface_model, capsys):
     src, mt = _pair(tmp_path)
     mine = write_lines(tmp_path / ".scores.tsv.my-backup.tmp", ["keep me"])
     stale = write_lines(tmp_path / ".scores.tsv.ab12cd_9.tmp", ["left by an interrupted write"])

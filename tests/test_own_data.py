@@ -18,7 +18,7 @@ from qe.config import load_config
 from qe.errors import QEInputError
 from qe.experiment import build_split, summary_table
 from qe.tables import read_feature_table
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 SRC = [f"the {w} sat on the mat number {i} ." for i, w in enumerate(["cat", "dog", "bird", "cow"] * 5)]
 MT = [

@@ -14,7 +14,7 @@ import pytest
 from qe.errors import QEInputError
 from qe.learners.m5p_tree import apply_tree
 from qe.model import QEModel, load_model, save_model
-from tests.test_hostile_models import FACTORY_SPECS, MANIFEST, fit_factory_learner
+from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
 
 
 def _fitted(name: str, spec: dict):

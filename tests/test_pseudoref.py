@@ -11,7 +11,7 @@ from qe.cli import main
 from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.pseudoref import SPECS, PseudoRefFamily, bleu_without_bp
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 NAMES = [spec.name for spec in SPECS]
 

@@ -16,7 +16,7 @@ pytest.importorskip("matplotlib")
 
 from qe.cli import main
 from qe.report import label_bands, residuals_by_band
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 NAME = "toy <b>&co"  # needs escaping in HTML

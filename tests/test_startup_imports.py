@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from qe.cli import COMMANDS
-from tests.conftest import write_lines
-from tests.test_streaming import EN, ES, _sentences, surface_model  # noqa: F401  (fixture)
+from tests.helpers import write_lines
+from tests.helpers.toy import EN, ES, sentences
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,8 +83,8 @@ def test_a_commands_help_imports_only_its_own_command(tmp_path, command):
 
 
 def _predict_one(tmp_path: Path, model: Path) -> set[str]:
-    src = write_lines(tmp_path / "one.en", _sentences(1, EN, 3))
-    mt = write_lines(tmp_path / "one.es", _sentences(1, ES, 4))
+    src = write_lines(tmp_path / "one.en", sentences(1, EN, 3))
+    mt = write_lines(tmp_path / "one.es", sentences(1, ES, 4))
     out = tmp_path / "scores.tsv"
     argv = ["predict", "--model", str(model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
     code, modules = _imported(tmp_path, *argv, "--quiet")
@@ -101,7 +101,7 @@ def _predict_one(tmp_path: Path, model: Path) -> set[str]:
 
 def test_predict_on_one_pair_with_an_svr_imports_neither_scikit_learn_nor_the_test_framework(
     tmp_path,
-    surface_model,  # noqa: F811
+    surface_model,
 ):
     modules = _predict_one(tmp_path, surface_model)
     assert not _packages(modules) & SCIKIT_LEARN, sorted(_packages(modules) & SCIKIT_LEARN)
@@ -109,7 +109,7 @@ def test_predict_on_one_pair_with_an_svr_imports_neither_scikit_learn_nor_the_te
 
 def test_a_forest_scores_with_numpy_alone_too(
     tmp_path,
-    surface_model,  # noqa: F811
+    surface_model,
 ):
     """Every learner qe saves is scored by qe.plainmodel: a random forest no longer goes through skops."""
     from qe.learners.factory import make_learner

@@ -18,59 +18,15 @@ import pytest
 from qe import streaming
 from qe.cli import main
 from qe.commands.predict import PredictTask
-from qe.config import load_config
 from qe.errors import QEInputError
-from qe.experiment import run_experiment
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.model import QEModel
 from qe.streaming import iter_chunks, scan_input, state_path
-from tests.conftest import write_lines
+from tests.helpers import write_lines
+from tests.helpers.toy import EN, ES, sentences
 
 REPO = Path(__file__).resolve().parents[1]
-EN = "the of and to in is that for it with was on are be this by have from not but which".split()  # noqa: SIM905
-ES = "el la de que y en los las del se por un una con para es al lo como pero sus".split()  # noqa: SIM905
-
-
-def _sentences(n: int, words: list[str], seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        tokens = list(rng.choice(words, int(rng.integers(2, 14))))
-        if rng.random() < 0.3:
-            tokens.append(str(int(rng.integers(0, 100))))
-        out.append(" ".join(tokens).capitalize() + ("." if rng.random() < 0.8 else ""))
-    return out
-
-
-@pytest.fixture(scope="module")
-def surface_model(tmp_path_factory) -> Path:
-    """A small SVR on the surface family (no resources), trained from files like `qe run` does."""
-    root = tmp_path_factory.mktemp("model")
-    lines = ['name = "stream-toy"', "[data]", "label_range = [1, 5]"]
-    for split, n, seed in (("train", 60, 0), ("test", 20, 1)):
-        src, mt = _sentences(n, EN, seed), _sentences(n, ES, seed + 10)
-        labels = [f"{1 + 4 * (len(m) % 7) / 6:.2f}" for m in mt]
-        write_lines(root / f"{split}.src", src)
-        write_lines(root / f"{split}.mt", mt)
-        write_lines(root / f"{split}.labels", labels)
-        lines += [f"[data.{split}]"] + [f'{k} = "{root / f"{split}.{k}"}"' for k in ("src", "mt", "labels")]
-    lines += ["[features]", 'families = ["surface"]', "[learner]", 'name = "svr"', "[cv]", "folds = 3"]
-    (root / "toy.toml").write_text("\n".join(lines) + "\n")
-    run_experiment(load_config(root / "toy.toml"), root / "run", progress=False)
-    model = QEModel.load(root / "run" / "model.skops")
-    model.manifest["languages"] = {"src": "en", "tgt": "es"}
-    model.save(root / "model.skops")
-    return root / "model.skops"
-
-
-@pytest.fixture(scope="module")
-def pairs(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("pairs")
-    return (
-        write_lines(root / "src.txt", _sentences(600, EN, 5)),
-        write_lines(root / "mt.txt", _sentences(600, ES, 6)),
-    )
 
 
 def _hidden(folder: Path) -> list[str]:
@@ -157,7 +113,7 @@ def test_reader_reports_where_one_file_ends(tmp_path):
 
 
 def test_line_count_mismatch_exits_2_before_any_output(tmp_path, surface_model, pairs, capsys):
-    short = write_lines(tmp_path / "short.txt", _sentences(599, ES, 6))
+    short = write_lines(tmp_path / "short.txt", sentences(599, ES, 6))
     out = tmp_path / "scores.tsv"
     args = ["predict", "--model", str(surface_model), "--src", str(pairs[0]), "--mt", str(short)]
     assert main([*args, "--out", str(out), "--quiet"]) == 2
@@ -206,7 +162,7 @@ def test_wmt12_ranks_cover_all_chunks(tmp_path, surface_model, pairs, capsys):
 
 
 def test_language_check_reads_the_first_chunk(tmp_path, surface_model, pairs, capsys):
-    spanish_src = write_lines(tmp_path / "src.txt", _sentences(600, ES, 7))
+    spanish_src = write_lines(tmp_path / "src.txt", sentences(600, ES, 7))
     args = ["predict", "--model", str(surface_model), "--src", str(spanish_src), "--mt", str(pairs[1])]
     assert main([*args, "--out", str(tmp_path / "o.tsv"), "--chunk-size", "100", "--quiet"]) == 2
     assert "the source file looks like 'es'" in capsys.readouterr().err
@@ -263,8 +219,8 @@ def _wait_for_chunks(state: Path, proc: subprocess.Popen, chunks: int, timeout: 
 
 @pytest.mark.parametrize("fmt", ["tsv", "wmt12"])
 def test_killed_run_resumes_to_the_uninterrupted_output(tmp_path, surface_model, fmt):
-    src = write_lines(tmp_path / "src.txt", _sentences(1500, EN, 11))
-    mt = write_lines(tmp_path / "mt.txt", _sentences(1500, ES, 12))
+    src = write_lines(tmp_path / "src.txt", sentences(1500, EN, 11))
+    mt = write_lines(tmp_path / "mt.txt", sentences(1500, ES, 12))
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     whole.mkdir()
     cut.mkdir()
@@ -382,8 +338,8 @@ def test_tokenization_memos_do_not_outlive_a_chunk(pairs):
 )
 def test_resume_refuses_a_damaged_state_file_in_one_line(tmp_path, surface_model, damage):
     """Edited counts in the state file ended in a ValueError / TypeError traceback, or 'Invalid argument'."""
-    src = write_lines(tmp_path / "src.txt", _sentences(1500, EN, 11))
-    mt = write_lines(tmp_path / "mt.txt", _sentences(1500, ES, 12))
+    src = write_lines(tmp_path / "src.txt", sentences(1500, EN, 11))
+    mt = write_lines(tmp_path / "mt.txt", sentences(1500, ES, 12))
     base = [sys.executable, "-m", "qe", "predict", "--model", str(surface_model), "--src", str(src)]
     base += ["--mt", str(mt), "--chunk-size", "25", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -13,9 +13,9 @@ from qe.errors import QEInputError
 from qe.io import read_lines, read_text_lines
 from qe.langid import script_findings, script_of
 from qe.streaming import iter_chunks, scan_input
-from tests.conftest import write_lines
-from tests.test_bundle import build, small_config, small_data  # noqa: F401  (fixture)
-from tests.test_streaming import ES, _sentences, pairs, surface_model  # noqa: F401  (fixtures)
+from tests.helpers import write_lines
+from tests.helpers.bundles import build, small_config
+from tests.helpers.toy import ES, sentences, toy_config
 
 BOM = b"\xef\xbb\xbf"
 
@@ -23,7 +23,7 @@ BOM = b"\xef\xbb\xbf"
 # ---------------------------------------------------------------------- byte-order marks
 
 
-def test_bom_is_dropped_by_every_text_reader(tmp_path, small_data):  # noqa: F811
+def test_bom_is_dropped_by_every_text_reader(tmp_path, small_data):
     text = tmp_path / "bom.txt"
     text.write_bytes(BOM + b"The cat sat on the mat .\nA dog .\n")
     assert read_lines(text)[0] == "The cat sat on the mat ."
@@ -63,9 +63,8 @@ def test_bom_in_predictions_and_configs(tmp_path, capsys):
     pred = write_lines(tmp_path / "pred.tsv", BOM + b"id\tscore\n0\t5\n1\t1\n2\t3\n3\t2\n")
     assert main(["evaluate", "--gold", str(gold), "--pred", str(pred), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["MAE"] == 0.0
-    from tests.test_cli import _toy_config
 
-    config = _toy_config(tmp_path)
+    config = toy_config(tmp_path)
     config.write_bytes(BOM + config.read_bytes())
     from qe.config import load_config
 
@@ -148,7 +147,7 @@ def test_single_lines_in_another_script_or_emoji_only_are_named():
     ]
 
 
-def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, surface_model, pairs, capsys):  # noqa: F811
+def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, surface_model, pairs, capsys):
     chinese = write_lines(tmp_path / "mt.zh", ["这是一个测试句子，用来检查语言。"] * 600)
     out = tmp_path / "scores.tsv"
     args = ["predict", "--model", str(surface_model), "--src", str(pairs[0]), "--mt", str(chinese), "--quiet"]
@@ -164,7 +163,7 @@ def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, s
     assert not (tmp_path / "strict.tsv").exists()
     assert main([*args, "--out", str(tmp_path / "skip.tsv"), "--strict", "--no-language-check"]) == 0
     # emoji-only lines among Spanish ones: a warning naming the first such line
-    mixed = write_lines(tmp_path / "mt.mixed", [*_sentences(299, ES, 6), "🙂🙂🙂", *_sentences(300, ES, 7)])
+    mixed = write_lines(tmp_path / "mt.mixed", [*sentences(299, ES, 6), "🙂🙂🙂", *sentences(300, ES, 7)])
     args[args.index(str(chinese))] = str(mixed)
     assert main([*args, "--out", str(tmp_path / "mixed.tsv")]) == 0
     assert capsys.readouterr().err.strip() == (

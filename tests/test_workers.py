@@ -18,7 +18,7 @@ import pytest
 from qe.errors import QEInputError
 from qe.streaming import Chunk, ChunkTask, Sink, auto_chunk_size, run_stream
 from qe.workers import connect_dask, forked_workers, inner_parallelism_allowed, local_dask_workers
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 REPO = Path(__file__).resolve().parents[1]
 

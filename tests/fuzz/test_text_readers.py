@@ -230,7 +230,7 @@ def _baseline17_bundle():
     from qe.resources.lm import LanguageModel
     from qe.resources.ngrams import NgramCounts
     from qe.text import TextConfig
-    from tests.test_baseline17 import CORPUS, S2T, SRC_ARPA, TGT_ARPA, TRUECASE, write_arpa
+    from tests.helpers.baseline17 import CORPUS, S2T, SRC_ARPA, TGT_ARPA, TRUECASE, write_arpa
 
     folder = Path(tempfile.mkdtemp(prefix="qe-fuzz-"))
     (folder / "s2t.txt").write_text(S2T)

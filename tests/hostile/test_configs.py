@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from qe.cli import main
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 DEPTH = 5000
 DEEP_TOML = "x = " + "[" * DEPTH + "]" * DEPTH + "\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from qe.cli import main
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 FIGURES = ("scatter", "residual_bands", "selection_path", "importances", "ablation")
 METRICS = {"test": {"MAE": 0.9, "RMSE": 1.0, "DeltaAvg": 0.0, "Spearman": 0.0}}

@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 
 from qe.errors import QEInputError
-from tests.conftest import write_lines
-from tests.test_split_repeats import (  # noqa: F401  (data: the fixture)
+from tests.helpers import write_lines
+from tests.helpers.manual import (
     TEST_SRC,
     TRAIN_SRC,
     build,
     bundle_config,
-    data,
     split_files,
     write_split,
 )
@@ -66,11 +65,11 @@ def with_test_appended(config: dict, root: Path) -> Path:
         (with_test_appended, "[corpora.train] / [edits] src: corpus shares 22 sentence(s)", 6),
     ],
 )
-def test_evaluation_data_in_a_resource_is_refused_naming_it(tmp_path, data, leak, message, line):  # noqa: F811
+def test_evaluation_data_in_a_resource_is_refused_naming_it(tmp_path, manual_data, leak, message, line):
     config = bundle_config()
-    leaked = leak(config, data)
+    leaked = leak(config, manual_data)
     with pytest.raises(QEInputError) as info:
-        build(tmp_path, data, config)
+        build(tmp_path, manual_data, config)
     assert info.value.message.startswith(message)
     assert (info.value.path, info.value.line) == (str(leaked), line)
     if leak in (with_test_edits, with_test_appended):  # the test split as training split, or inside it
@@ -81,4 +80,4 @@ def test_evaluation_data_in_a_resource_is_refused_naming_it(tmp_path, data, leak
     assert "pass --drop-overlap or --allow-overlap" in info.value.message
     assert not (tmp_path / "out").exists()
     # without the leak, the same bundle builds (the training split's repeats are reported, not refused)
-    assert build(tmp_path, data, bundle_config()).manifest["leakage"]["overlaps"] == []
+    assert build(tmp_path, manual_data, bundle_config()).manifest["leakage"]["overlaps"] == []

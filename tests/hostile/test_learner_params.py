@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from qe.cli import main
-from tests.test_cli import _toy_config
+from tests.helpers.toy import toy_config
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ from tests.test_cli import _toy_config
     ],
 )
 def test_learner_parameters_a_config_cannot_pass(tmp_path, capsys, learner, expected):
-    config = _toy_config(tmp_path, learner)
+    config = toy_config(tmp_path, learner)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"qe: error: {config}: {expected}"

@@ -30,7 +30,7 @@ import skops.io as sio
 from qe import __version__
 from qe.cli import main
 from qe.learners.factory import make_learner
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 REPO = Path(__file__).resolve().parents[2]
 N_FEATURES = 72  # the surface family's features, as in the models

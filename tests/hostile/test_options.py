@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 pytest.importorskip("distributed")
 

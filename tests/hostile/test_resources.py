@@ -19,7 +19,7 @@ import pytest
 
 from qe.features.base import MAX_CHARS
 from qe.features.registry import registered_families
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 REPO = Path(__file__).resolve().parents[2]
 HANG = 120  # seconds: a generous guard (on main the first case ran for minutes)

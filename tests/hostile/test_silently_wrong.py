@@ -14,7 +14,7 @@ import pytest
 
 from qe.cli import main
 from qe.errors import QEInputError
-from tests.conftest import write_lines
+from tests.helpers import write_lines
 
 SRC = [f"the {w} sat on the mat number {i} ." for i, w in enumerate(["cat", "dog", "bird", "cow"] * 5)]
 MT = [f"el {w} se sentó en la alfombra {i} ." for i, w in enumerate(["gato", "perro", "pájaro", "vaca"] * 5)]
