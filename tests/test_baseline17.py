@@ -17,7 +17,7 @@ from qe.resources.ibm1 import IBM1Table
 from qe.resources.lm import LanguageModel
 from qe.resources.ngrams import NgramCounts
 from qe.text import TextConfig, TextProcessor
-from tests.helpers.baseline17 import CORPUS, S2T, SRC_ARPA, T2S, TGT_ARPA, TRUECASE, write_arpa
+from tests.helpers.baseline17 import CORPUS, S2T, SRC_ARPA, TGT_ARPA, handmade_bundle, write_arpa
 
 pytest.importorskip("kenlm", reason="kenlm Python module not installed: run scripts/install_kenlm.sh")
 
@@ -27,18 +27,9 @@ MT = "La casa , la casa ."  # tokens: la casa , la casa .
 
 @pytest.fixture()
 def bundle(tmp_path) -> ResourceBundle:
-    (tmp_path / "s2t.txt").write_text(S2T)
-    (tmp_path / "t2s.txt").write_text(T2S)
-    members = {
-        "lm.src": LanguageModel(write_arpa(tmp_path / "src.arpa", SRC_ARPA)),
-        "lm.tgt": LanguageModel(write_arpa(tmp_path / "tgt.arpa", TGT_ARPA)),
-        "ngrams.src": NgramCounts(CORPUS),
-        "unigrams.src": NgramCounts({1: TRUECASE}),
-        "ibm1.s2t": IBM1Table.load(tmp_path / "s2t.txt"),
-        "ibm1.t2s": IBM1Table.load(tmp_path / "t2s.txt"),
-    }
-    text = {"src": TextConfig("en", style="moses"), "tgt": TextConfig("es", style="moses")}
-    return ResourceBundle.in_memory(members, text)
+    return handmade_bundle(
+        tmp_path, {"src": TextConfig("en", style="moses"), "tgt": TextConfig("es", style="moses")}
+    )
 
 
 def features(bundle, src=SRC, mt=MT, **settings) -> np.ndarray:

@@ -225,26 +225,13 @@ def test_jsonl_table(tmp_path, table):
 def _baseline17_bundle():
     """The hand-made resources of tests/test_baseline17.py, with the wmt12 tokenizer and the Moses
     punctuation normaliser on both sides."""
-    from qe.resources.bundle import ResourceBundle
-    from qe.resources.ibm1 import IBM1Table
-    from qe.resources.lm import LanguageModel
-    from qe.resources.ngrams import NgramCounts
     from qe.text import TextConfig
-    from tests.helpers.baseline17 import CORPUS, S2T, SRC_ARPA, TGT_ARPA, TRUECASE, write_arpa
+    from tests.helpers.baseline17 import handmade_bundle
 
-    folder = Path(tempfile.mkdtemp(prefix="qe-fuzz-"))
-    (folder / "s2t.txt").write_text(S2T)
-    members = {
-        "lm.src": LanguageModel(write_arpa(folder / "src.arpa", SRC_ARPA)),
-        "lm.tgt": LanguageModel(write_arpa(folder / "tgt.arpa", TGT_ARPA)),
-        "ngrams.src": NgramCounts(CORPUS),
-        "unigrams.src": NgramCounts({1: TRUECASE}),
-        "ibm1.s2t": IBM1Table.load(folder / "s2t.txt"),
-    }
     text = {
         side: TextConfig(lang, style="wmt12", normalize=True) for side, lang in (("src", "en"), ("tgt", "es"))
     }
-    return ResourceBundle.in_memory(members, text)
+    return handmade_bundle(Path(tempfile.mkdtemp(prefix="qe-fuzz-")), text, t2s=False)
 
 
 @given(src=_file(LINE), mt=_file(LINE))

@@ -31,3 +31,24 @@ def write_arpa(path: Path, probs: dict[str, float]) -> Path:
     lines += ["-3\tzz\t0", "", "\\2-grams:", "-0.1\tzz zz", "", "\\end\\", ""]
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def handmade_bundle(folder: Path, text: dict, t2s: bool = True):
+    """The resources above as an in-memory bundle (files in ``folder``; ``t2s``: with ibm1.t2s)."""
+    from qe.resources.bundle import ResourceBundle
+    from qe.resources.ibm1 import IBM1Table
+    from qe.resources.lm import LanguageModel
+    from qe.resources.ngrams import NgramCounts
+
+    (folder / "s2t.txt").write_text(S2T)
+    members = {
+        "lm.src": LanguageModel(write_arpa(folder / "src.arpa", SRC_ARPA)),
+        "lm.tgt": LanguageModel(write_arpa(folder / "tgt.arpa", TGT_ARPA)),
+        "ngrams.src": NgramCounts(CORPUS),
+        "unigrams.src": NgramCounts({1: TRUECASE}),
+        "ibm1.s2t": IBM1Table.load(folder / "s2t.txt"),
+    }
+    if t2s:
+        (folder / "t2s.txt").write_text(T2S)
+        members["ibm1.t2s"] = IBM1Table.load(folder / "t2s.txt")
+    return ResourceBundle.in_memory(members, text)
