@@ -16,16 +16,11 @@ import pytest
 
 from qe.cli import main
 from qe.resources.crossfit import MEMBER
-from tests.helpers.manual import (
-    REPEATED,
-    build,
-    bundle_config,
-    write_config,
-)
+from tests.helpers.manual import REPEATED, build, bundle_config, bundle_toml
 
 
 def test_the_training_split_builds_reporting_its_repeats(tmp_path, manual_data, capsys):
-    path = write_config(tmp_path, bundle_config())
+    path = bundle_toml(tmp_path, bundle_config())
     argv = ["resources", "build", str(path), "--data-dir", str(manual_data), "--output", str(tmp_path / "b")]
     assert main([*argv, "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -57,7 +52,7 @@ def test_the_repeats_stay_in_every_member_unless_dropped(tmp_path, manual_data):
 def test_drop_overlap_leaves_the_repeated_pairs_out_of_every_member_edits_included(
     tmp_path, manual_data, capsys
 ):
-    path = write_config(tmp_path, bundle_config(drop_overlap=True))
+    path = bundle_toml(tmp_path, bundle_config(drop_overlap=True))
     argv = ["resources", "build", str(path), "--data-dir", str(manual_data), "--output", str(tmp_path / "b")]
     assert main([*argv, "--quiet"]) == 0
     out = capsys.readouterr().out

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tomli_w
-
 from qe.resources.bundle import build_bundle
-from tests.helpers import write_lines
+from tests.helpers import write_config, write_lines
 
 # A software manual's training and test splits. The test split repeats two training sources word
 # for word (training lines 6 and 12 = test lines 4 and 9) and one with another number and a final
@@ -100,13 +98,13 @@ def bundle_config(**leakage) -> dict:
     }
 
 
-def write_config(tmp_path: Path, config: dict) -> Path:
-    path = tmp_path / "bundle.toml"
-    path.write_text(tomli_w.dumps(config), encoding="utf-8")
-    return path
+def bundle_toml(tmp_path: Path, config: dict) -> Path:
+    """The bundle config written as tmp_path/bundle.toml."""
+    return write_config(tmp_path / "bundle.toml", config)
 
 
 def build(tmp_path: Path, data: Path, config: dict, **options):
+    """Build ``config`` over ``data`` into tmp_path/out."""
     return build_bundle(
-        write_config(tmp_path, config), tmp_path / "out", data_dir=data, progress=False, **options
+        bundle_toml(tmp_path, config), tmp_path / "out", data_dir=data, progress=False, **options
     )

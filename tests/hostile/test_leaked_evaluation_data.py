@@ -16,14 +16,7 @@ import pytest
 
 from qe.errors import QEInputError
 from tests.helpers import write_lines
-from tests.helpers.manual import (
-    TEST_SRC,
-    TRAIN_SRC,
-    build,
-    bundle_config,
-    split_files,
-    write_split,
-)
+from tests.helpers.manual import TEST_SRC, TRAIN_SRC, build, bundle_config, split_files, write_split
 
 
 def with_corpus(config: dict, root: Path) -> Path:
