@@ -13,14 +13,14 @@ from qe.config import dump_config
 from qe.errors import QEInputError
 from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluate
 from qe.io import atomic_write, write_text_atomic
-from qe.metrics import paired_bootstrap
+from qe.metrics import HEADLINE_METRICS, paired_bootstrap
 from qe.outputs import staged_dir
 from qe.published import summary_columns
 from qe.schema import is_count
 from qe.splits import has_dev
 from qe.workers import exit_with_parent_everywhere
 
-BOOTSTRAP_METRICS = ("MAE", "DeltaAvg")
+BOOTSTRAP_METRICS = HEADLINE_METRICS
 # p-values come in steps of 1 / samples: with fewer than 20 none could fall below 0.05.
 MIN_BOOTSTRAP_SAMPLES = 20
 MAX_BOOTSTRAP_SAMPLES = 1_000_000  # beyond this the test runs for hours to move the fourth decimal
@@ -134,12 +134,13 @@ def run_ablation(
 def ablation_table(result: dict[str, Any]) -> str:
     """Markdown: CV and test metrics per system, and the bootstrap p-value against the full system."""
     shown = summary_columns(result.get("dataset"))
-    head = "| system | features | CV MAE | CV DeltaAvg | " + " | ".join(f"test {t}" for t, _ in shown)
-    head += " | p (MAE vs full) | p (DeltaAvg vs full) |"
-    lines = [head, "|---" * (4 + len(shown) + 2) + "|"]
+    head = "| system | features | " + " | ".join(f"CV {m}" for m in HEADLINE_METRICS) + " | "
+    head += " | ".join(f"test {t}" for t, _ in shown)
+    head += "".join(f" | p ({m} vs full)" for m in BOOTSTRAP_METRICS) + " |"
+    lines = [head, "|---" * (2 + len(HEADLINE_METRICS) + len(shown) + len(BOOTSTRAP_METRICS)) + "|"]
     for name, system in result["systems"].items():
         cv, test = system["cv"], system.get("test", {})
-        cells = [name, str(system["n_features"]), f"{cv['MAE']:.3f}", f"{cv['DeltaAvg']:.3f}"]
+        cells = [name, str(system["n_features"]), *(f"{cv[m]:.3f}" for m in HEADLINE_METRICS)]
         cells += [f"{test[k]:.3f}" if k in test else "n/a" for _, k in shown]
         boot = system.get("bootstrap_vs_full", {})
         # p_value: share of resamples where this system is not better than the full one.

@@ -24,7 +24,7 @@ from qe.errors import QEInputError
 from qe.io import atomic_write, read_lines, sha256_file, write_text_atomic
 from qe.learners.factory import AUTO, auto_choice, describe, make_learner
 from qe.learners.progress import reporting, say
-from qe.metrics import evaluate, paired_bootstrap
+from qe.metrics import BOOTSTRAPPED, HEADLINE_METRICS, METRICS, evaluate, paired_bootstrap
 from qe.model import QEModel
 from qe.outputs import staged_dir
 from qe.published import bootstrap_key, comparison_table, summary_columns
@@ -42,7 +42,7 @@ from qe.splits import (
 from qe.workers import exit_with_parent_everywhere
 
 MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
-BOOTSTRAP_METRICS = ("MAE", "RMSE", "DeltaAvg", "Spearman", "Spearman_scipy", "Pearson")
+BOOTSTRAP_METRICS = BOOTSTRAPPED
 
 
 @dataclass
@@ -170,7 +170,12 @@ def bound_families(
     return families, lines
 
 
-RANK_SCORINGS = ("DeltaAvg", "Spearman", "Spearman_scipy", "Pearson")
+TESTED_AGAINST = (
+    *BOOTSTRAPPED,
+    *(n for n, m in METRICS.items() if m.higher_is_better is not None and not m.bootstrap),
+)
+"""The test metrics kept of each ``[[report.against]]`` system: every quality metric, bootstrapped first."""
+RANK_SCORINGS = tuple(name for name, metric in METRICS.items() if metric.ranking and metric.scorer)
 """Scorings that rank a fold's predictions: a fold of fewer than MIN_SCORED rows scores NaN."""
 
 
@@ -562,8 +567,8 @@ def compare_against(
     for entry in config["report"].get("against", []):
         _, _, other, _ = fit_config(against_config(config, entry), progress)
         result[entry["name"]] = {
-            "cv": {m: other.metrics["cv"][m] for m in ("MAE", "DeltaAvg")},
-            "test": {m: other.metrics["test"][m] for m in (*BOOTSTRAP_METRICS, "MAE_exact", "RMSE_exact")},
+            "cv": {m: other.metrics["cv"][m] for m in HEADLINE_METRICS},
+            "test": {m: other.metrics["test"][m] for m in TESTED_AGAINST},
             "bootstrap": {
                 metric: paired_bootstrap(gold, predictions, other.test_pred, metric).as_dict()
                 for metric in BOOTSTRAP_METRICS

@@ -1,9 +1,10 @@
 """What a qe model file may contain, and the check of a skops file against it before anything is built.
 
 The list is exact: the classes every learner of :func:`qe.learners.factory.make_learner` holds once
-fitted (found by saving each of them; ``tests/test_hostile_models.py`` saves them all again), plus
-the numpy / scikit-learn internals of their trees. No module prefix is trusted and no callable is
-ever accepted as a value: a skops function, method or partial node is refused wherever it is.
+fitted, as each learner's record lists them (``LearnerRecord.saves``, found by saving each of them;
+``tests/test_hostile_models.py`` saves them all again), plus containers, numpy values and the pipeline
+around every learner. No module prefix is trusted and no callable is ever accepted as a value: a skops
+function, method or partial node is refused wherever it is.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import zipfile
 from typing import Any
 
+from qe.learners.factory import LEARNERS
 from qe.plaincheck import BadModel
 
 # Classes (module.class as skops records them) that may appear as objects or arrays in a model file.
@@ -29,48 +31,11 @@ MODEL_TYPES = frozenset(
         "numpy.uint64",
         "numpy.random._generator.Generator",
         "numpy.random.mtrand.RandomState",
-        # qe learners
-        "qe.learners.aux.AuxTargetStack",
-        "qe.learners.ensemble.AveragingRegressor",
-        "qe.learners.ensemble.StackedRegressor",
-        "qe.learners.fast.NystroemSVR",
-        "qe.learners.gp.GPRegressor",
-        "qe.learners.m5p.M5P",
-        # scikit-learn estimators and what their fitted trees hold
+        # what the factory wraps every learner in
         "sklearn.pipeline.Pipeline",
         "sklearn.preprocessing._data.StandardScaler",
-        "sklearn.svm._classes.SVR",
-        "sklearn.svm._classes.LinearSVR",
-        "sklearn.kernel_approximation.Nystroem",
-        "sklearn.dummy.DummyRegressor",
-        "sklearn.kernel_ridge.KernelRidge",
-        "sklearn.linear_model._ridge.RidgeCV",
-        "sklearn.tree._classes.DecisionTreeRegressor",
-        "sklearn.tree._classes.ExtraTreeRegressor",
-        "sklearn.tree._tree.Tree",
-        "sklearn.ensemble._forest.RandomForestRegressor",
-        "sklearn.ensemble._forest.ExtraTreesRegressor",
-        "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingRegressor",
-        "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
-        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
-        "sklearn._loss.link.IdentityLink",
-        "sklearn._loss.link.LogLink",
-        "sklearn._loss.link.Interval",
-        "sklearn._loss.loss.HalfSquaredError",
-        "sklearn._loss.loss.AbsoluteError",
-        "sklearn._loss.loss.PinballLoss",
-        "sklearn._loss.loss.HalfPoissonLoss",
-        "sklearn._loss._loss.CyHalfSquaredError",
-        "sklearn._loss._loss.CyAbsoluteError",
-        "sklearn._loss._loss.CyPinballLoss",
-        "sklearn._loss._loss.CyHalfPoissonLoss",
-        "sklearn.gaussian_process._gpr.GaussianProcessRegressor",
-        "sklearn.gaussian_process.kernels.ConstantKernel",
-        "sklearn.gaussian_process.kernels.DotProduct",
-        "sklearn.gaussian_process.kernels.Product",
-        "sklearn.gaussian_process.kernels.RBF",
-        "sklearn.gaussian_process.kernels.Sum",
-        "sklearn.gaussian_process.kernels.WhiteKernel",
+        # each learner's own classes: qe.learners.factory.LEARNERS, LearnerRecord.saves
+        *(name for record in LEARNERS.values() for name in record.saves),
     }
 )
 

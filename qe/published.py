@@ -9,6 +9,8 @@ the exact MAE / RMSE (the WMT12 scorer rounds each error to 2 decimals).
 
 from __future__ import annotations
 
+from qe.metrics import METRICS, SUMMARY_TABLE, WMT12_TABLE, reported_in
+
 # system -> {metric: value}; None where a system took part in only one of the two tasks.
 WMT12_PUBLISHED: dict[str, dict[str, float | None]] = {
     "SDLLW_M5PbestDeltaAvg (winner)": {"MAE": 0.61, "RMSE": 0.75, "DeltaAvg": 0.63, "Spearman": 0.64},
@@ -19,29 +21,21 @@ WMT12_PUBLISHED: dict[str, dict[str, float | None]] = {
 }
 PUBLISHED: dict[str, dict[str, dict[str, float | None]]] = {"wmt12-en-es": WMT12_PUBLISHED}
 
-METRICS_SHOWN = ("MAE", "RMSE", "DeltaAvg", "Spearman")  # the published WMT12 columns
+METRICS_SHOWN = tuple(next(iter(WMT12_PUBLISHED.values())))  # the published WMT12 columns
 
-# (column title, metrics.json key)
-WMT12_COLUMNS = (
-    ("MAE", "MAE"),
-    ("RMSE", "RMSE"),
-    ("DeltaAvg", "DeltaAvg"),
-    ("Spearman (WMT12)", "Spearman"),
-    ("Spearman (scipy)", "Spearman_scipy"),
-    ("Pearson", "Pearson"),
-)
-COLUMNS = (
-    ("MAE", "MAE_exact"),
-    ("RMSE", "RMSE_exact"),
-    ("DeltaAvg", "DeltaAvg"),
-    ("Spearman", "Spearman_scipy"),
-    ("Pearson", "Pearson"),
-)
+# (column title, metrics.json key), from the metric records (qe.metrics.METRICS)
+WMT12_COLUMNS = reported_in(WMT12_TABLE)
+COLUMNS = reported_in(SUMMARY_TABLE)
 
 
 def bootstrap_key(key: str) -> str:
-    """The paired-bootstrap entry of a summary column (the bootstrap's MAE / RMSE are unrounded)."""
-    return {"MAE_exact": "MAE", "RMSE_exact": "RMSE"}.get(key, key)
+    """The paired-bootstrap entry of a summary column: the bootstrapped metric of the same function
+    (the bootstrap's MAE / RMSE are unrounded, so ``MAE_exact`` is tested as ``MAE``)."""
+    metric = METRICS.get(key)
+    if metric is None or metric.bootstrap:
+        return key
+    same = (other.name for other in METRICS.values() if other.bootstrap and other.function is metric.function)
+    return next(same, key)
 
 
 def summary_columns(dataset: str | None) -> tuple[tuple[str, str], ...]:

@@ -9,8 +9,8 @@ from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV
 
 from qe.metrics import (
+    METRICS,
     delta_avg,
-    delta_avg_scorer,
     evaluate,
     mae,
     paired_bootstrap,
@@ -103,5 +103,7 @@ def test_delta_avg_scorer_in_grid_search():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(120, 3))
     y = x @ np.array([1.0, 0.5, 0.0]) + rng.normal(0, 0.1, 120)
-    search = GridSearchCV(Ridge(), {"alpha": [0.01, 1e6]}, scoring=delta_avg_scorer, cv=3).fit(x, y)
+    search = GridSearchCV(
+        Ridge(), {"alpha": [0.01, 1e6]}, scoring=METRICS["DeltaAvg"].sklearn_scorer(), cv=3
+    ).fit(x, y)
     assert search.best_params_["alpha"] == 0.01

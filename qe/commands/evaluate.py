@@ -28,9 +28,10 @@ import numpy as np
 from qe.data import parse_label
 from qe.errors import QEInputError
 from qe.io import MAX_SCORE, is_score, read_lines
+from qe.metrics import METRICS, evaluate
 
 MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles
-RANKING_METRICS = ("DeltaAvg", "Spearman", "Spearman_scipy", "n")
+RANKING_METRICS = tuple(name for name, metric in METRICS.items() if metric.ranking)
 
 
 @dataclass
@@ -186,8 +187,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.metrics import evaluate
-
     gold = read_gold(args.gold)
     scored = read_predictions(args.pred)
     pred = align(gold, scored, args.gold, args.pred)

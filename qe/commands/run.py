@@ -29,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from qe.config import apply_overrides, load_config
     from qe.experiment import run_experiment, summary_table
+    from qe.metrics import HEADLINE_METRICS
 
     config = load_config(args.config)
     apply_overrides(config, args.data_dir, args.jobs)
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     cv = metrics["cv"]
     print(f"# {config['name']}")
-    print(f"cv ({cv['folds']}-fold on train): MAE {cv['MAE']:.3f}  DeltaAvg {cv['DeltaAvg']:.3f}")
+    print(f"cv ({cv['folds']}-fold on train): " + "  ".join(f"{m} {cv[m]:.3f}" for m in HEADLINE_METRICS))
     if "test" in metrics:
         print(summary_table(config, metrics))
     print(f"signature: {metrics['signature']}")

@@ -5,21 +5,17 @@ ridge, averaging / stacking and aux-target stacking."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from numbers import Real
-from typing import Any
-
-from sklearn.base import BaseEstimator
-from sklearn.dummy import DummyRegressor
-from sklearn.ensemble import RandomForestRegressor
-from sklearn.model_selection import GridSearchCV, KFold
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVR
+from typing import TYPE_CHECKING, Any
 
 from qe.errors import QEInputError
-from qe.learners.search import ScaledGridSearchCV
-from qe.metrics import delta_avg_scorer, spearman_scorer
+from qe.metrics import METRICS
 from qe.schema import register_names
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
 # Default SVR grid: brackets QuEst's published choice (C=10, gamma=0.0034, epsilon=0.18) in WMT12's
 # units; at fit time C and epsilon scale with the labels' sd, gamma with 17 / the number of features
@@ -37,19 +33,14 @@ DEFAULT_FAST_GRID: dict[str, list[float]] = {
     "gamma": [0.001, 0.0034, 0.01],
     "epsilon": [0.2],
 }
-DEFAULT_GRIDS = {"svr": DEFAULT_SVR_GRID, "svr_fast": DEFAULT_FAST_GRID}
 RELATIVE_UNITS = {"C": "label_sd", "epsilon": "label_sd", "gamma": "per_feature"}
 """How the default grids' values follow the training data (see :mod:`qe.learners.search`)."""
 AUTO = "auto"
 FAST_ABOVE = 5000
 """``auto`` fits the exact SVR up to this many training rows and ``svr_fast`` above (docs/learners.md)."""
 
-SCORINGS = {
-    "MAE": "neg_mean_absolute_error",
-    "RMSE": "neg_root_mean_squared_error",
-    "DeltaAvg": delta_avg_scorer,
-    "Spearman": spearman_scorer,
-}
+SCORINGS = tuple(name for name, metric in METRICS.items() if metric.scorer is not None)
+"""A learner's ``scoring``: the metrics that can choose hyperparameters (``Metric.sklearn_scorer``)."""
 
 
 def _m5p(**params: Any) -> BaseEstimator:
@@ -59,6 +50,8 @@ def _m5p(**params: Any) -> BaseEstimator:
 
 
 def _svr(**params: Any) -> BaseEstimator:
+    from sklearn.svm import SVR
+
     return SVR(kernel=params.pop("kernel", "rbf"), **params)
 
 
@@ -69,6 +62,8 @@ def _svr_fast(**params: Any) -> BaseEstimator:
 
 
 def _random_forest(**params: Any) -> BaseEstimator:
+    from sklearn.ensemble import RandomForestRegressor
+
     params.setdefault("n_estimators", 500)
     params.setdefault("min_samples_leaf", 5)
     params.setdefault("max_features", 0.33)
@@ -79,6 +74,8 @@ def _random_forest(**params: Any) -> BaseEstimator:
 def _mean(**params: Any) -> BaseEstimator:
     if params:
         raise QEInputError(f"learner 'mean' takes no parameters (got {', '.join(params)})")
+    from sklearn.dummy import DummyRegressor
+
     return DummyRegressor(strategy="mean")
 
 
@@ -192,51 +189,122 @@ def _aux_stack(
     return AuxTargetStack(final_estimator, aux_estimator, random_state=random_state, **params)
 
 
-LEARNERS = {
-    "svr": _svr,
-    "svr_fast": _svr_fast,
-    "random_forest": _random_forest,
-    "m5p": _m5p,
-    "mean": _mean,
-    "extra_trees": _extra_trees,
-    "gradient_boosting": _gradient_boosting,
-    "kernel_ridge": _kernel_ridge,
-    "ridge": _ridge,
-    "gp": _gp,
-    "average": _average,
-    "stack": _stack,
-    "aux_stack": _aux_stack,
-}
+_TREE = "sklearn.tree._tree.Tree"
+_GP = (
+    "qe.learners.gp.GPRegressor",
+    "sklearn.gaussian_process._gpr.GaussianProcessRegressor",
+    "sklearn.gaussian_process.kernels.ConstantKernel",
+    "sklearn.gaussian_process.kernels.DotProduct",
+    "sklearn.gaussian_process.kernels.Product",
+    "sklearn.gaussian_process.kernels.RBF",
+    "sklearn.gaussian_process.kernels.Sum",
+    "sklearn.gaussian_process.kernels.WhiteKernel",
+)
+_BOOSTING = (
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingRegressor",
+    "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    # the losses of its ``loss`` choices and their links
+    "sklearn._loss.link.IdentityLink",
+    "sklearn._loss.link.LogLink",
+    "sklearn._loss.link.Interval",
+    "sklearn._loss.loss.HalfSquaredError",
+    "sklearn._loss.loss.AbsoluteError",
+    "sklearn._loss.loss.PinballLoss",
+    "sklearn._loss.loss.HalfPoissonLoss",
+    "sklearn._loss._loss.CyHalfSquaredError",
+    "sklearn._loss._loss.CyAbsoluteError",
+    "sklearn._loss._loss.CyPinballLoss",
+    "sklearn._loss._loss.CyHalfPoissonLoss",
+)
+
+
+@dataclass(frozen=True)
+class LearnerRecord:
+    """One learner a config can name: how it is built and what qe knows of it.
+
+    ``build(**params)`` makes the estimator (a ``nested`` learner, made of other learners, also takes
+    ``where``, the config key its errors name); ``scaled``: features are standardized first unless the
+    config's ``scale`` says otherwise; ``seeded``: it has randomness or inner CV folds, so its
+    ``random_state`` defaults to the run's seed; ``grid``: what ``grid = "default"`` searches (in the
+    units of :data:`RELATIVE_UNITS`); ``saves``: the classes (module.class, as skops records them) its
+    fitted model holds besides its members' and every model's, which :mod:`qe.model_types` allows.
+    """
+
+    name: str
+    build: Callable[..., BaseEstimator]
+    scaled: bool = False
+    seeded: bool = False
+    nested: bool = False
+    grid: Mapping[str, list[float]] | None = None
+    saves: tuple[str, ...] = ()
+
+
+def _register(*records: LearnerRecord) -> dict[str, LearnerRecord]:
+    names = [record.name for record in records]
+    if len(set(names)) != len(names) or AUTO in names:
+        raise ValueError(f"learner names must be distinct and not {AUTO!r}: {names}")
+    return {record.name: record for record in records}
+
+
+LEARNERS: dict[str, LearnerRecord] = _register(
+    LearnerRecord("svr", _svr, scaled=True, grid=DEFAULT_SVR_GRID, saves=("sklearn.svm._classes.SVR",)),
+    LearnerRecord(
+        "svr_fast",
+        _svr_fast,
+        scaled=True,
+        seeded=True,
+        grid=DEFAULT_FAST_GRID,
+        saves=(
+            "qe.learners.fast.NystroemSVR",
+            "sklearn.kernel_approximation.Nystroem",
+            "sklearn.svm._classes.LinearSVR",
+        ),
+    ),
+    LearnerRecord(
+        "random_forest",
+        _random_forest,
+        seeded=True,
+        saves=(
+            "sklearn.ensemble._forest.RandomForestRegressor",
+            "sklearn.tree._classes.DecisionTreeRegressor",
+            _TREE,
+        ),
+    ),
+    LearnerRecord("m5p", _m5p, saves=("qe.learners.m5p.M5P",)),
+    LearnerRecord("mean", _mean, saves=("sklearn.dummy.DummyRegressor",)),
+    LearnerRecord(
+        "extra_trees",
+        _extra_trees,
+        seeded=True,
+        saves=(
+            "sklearn.ensemble._forest.ExtraTreesRegressor",
+            "sklearn.tree._classes.ExtraTreeRegressor",
+            _TREE,
+        ),
+    ),
+    LearnerRecord("gradient_boosting", _gradient_boosting, seeded=True, saves=_BOOSTING),
+    LearnerRecord("kernel_ridge", _kernel_ridge, scaled=True, saves=("sklearn.kernel_ridge.KernelRidge",)),
+    LearnerRecord("ridge", _ridge, scaled=True, saves=("sklearn.linear_model._ridge.RidgeCV",)),
+    LearnerRecord("gp", _gp, scaled=True, seeded=True, saves=_GP),
+    # members scale themselves
+    LearnerRecord(
+        "average", _average, seeded=True, nested=True, saves=("qe.learners.ensemble.AveragingRegressor",)
+    ),
+    LearnerRecord(
+        "stack", _stack, seeded=True, nested=True, saves=("qe.learners.ensemble.StackedRegressor",)
+    ),
+    LearnerRecord(
+        "aux_stack",
+        _aux_stack,
+        seeded=True,
+        nested=True,
+        saves=("qe.learners.aux.AuxTargetStack", "sklearn.svm._classes.SVR"),  # SVR: its default members
+    ),
+)
+"""Every learner a config can name (besides ``auto``), by name."""
 register_names("learner", lambda: [*LEARNERS, AUTO])
 register_names("scoring", SCORINGS)
-SCALED_BY_DEFAULT = {
-    "svr": True,
-    "svr_fast": True,
-    "random_forest": False,
-    "m5p": False,
-    "mean": False,
-    "extra_trees": False,
-    "gradient_boosting": False,
-    "kernel_ridge": True,
-    "ridge": True,
-    "gp": True,
-    "average": False,  # members scale themselves
-    "stack": False,
-    "aux_stack": False,
-}
-# Learners with randomness or inner CV folds: their ``random_state`` defaults to the run's seed.
-SEEDED = {
-    "svr_fast",
-    "random_forest",
-    "extra_trees",
-    "gradient_boosting",
-    "gp",
-    "average",
-    "stack",
-    "aux_stack",
-}
-# Learners made of other learners: their factories name nested parameters in errors (``where``).
-NESTED = {"average", "stack", "aux_stack"}
 
 
 def check_params(estimator: BaseEstimator, params: dict[str, Any], where: str) -> None:
@@ -311,23 +379,30 @@ def make_learner(
         raise QEInputError(f"{where}.name: unknown learner {name!r} (allowed: {allowed})")
     if scoring not in SCORINGS:
         raise QEInputError(f"{where}.scoring: unknown scoring {scoring!r} (allowed: {', '.join(SCORINGS)})")
+    from sklearn.model_selection import KFold
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from qe.learners.search import ScaledGridSearchCV
+
+    record = LEARNERS[name]
     params = dict(params or {})
-    if name in SEEDED:
+    if record.seeded:
         params.setdefault("random_state", seed)
-    nested = {"where": f"{where}.params"} if name in NESTED else {}
+    nested = {"where": f"{where}.params"} if record.nested else {}
     try:
-        estimator = LEARNERS[name](**params, **nested)
+        estimator = record.build(**params, **nested)
     except TypeError as exc:
         raise QEInputError(f"{where}.params: bad parameter for learner {name!r}: {exc}") from None
     check_params(estimator, params, f"{where}.params")
     steps = []
-    if SCALED_BY_DEFAULT[name] if scale is None else scale:
+    if record.scaled if scale is None else scale:
         steps.append(("scale", StandardScaler()))
     steps.append(("model", estimator))
     pipeline = Pipeline(steps)
     units = {}
     if grid == "default":
-        grid = DEFAULT_GRIDS.get(name)
+        grid = record.grid
         units = {f"model__{key}": unit for key, unit in RELATIVE_UNITS.items() if key in (grid or {})}
     if not grid:
         return pipeline
@@ -341,7 +416,7 @@ def make_learner(
         pipeline,
         {f"model__{key}": list(values) for key, values in grid.items()},
         units=units or None,
-        scoring=SCORINGS[scoring],
+        scoring=METRICS[scoring].sklearn_scorer(),
         cv=cv if cv is not None else KFold(cv_folds, shuffle=True, random_state=seed),
         n_jobs=n_jobs,
         refit=True,
@@ -356,6 +431,9 @@ def _short(value: Any) -> str:
 
 def describe(estimator: BaseEstimator) -> str:
     """A compact description of a fitted estimator for signatures: learner name and chosen parameters."""
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+
     chosen = ""
     if isinstance(estimator, GridSearchCV):
         chosen = ",".join(

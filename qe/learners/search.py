@@ -27,12 +27,13 @@ from sklearn.model_selection import GridSearchCV, ParameterGrid
 from sklearn.utils.validation import check_array
 
 from qe.learners import progress
+from qe.metrics import METRICS
 
 REFERENCE_LABEL_SD = 0.8750057070753468  # WMT12 en-es training labels (1-5 effort), population sd
 REFERENCE_FEATURES = 17  # the WMT12 official baseline features
 UNITS = ("label_sd", "per_feature")
 # How scorers are shown in progress lines (negated losses as the positive loss).
-SHOWN = {"neg_mean_absolute_error": "MAE", "neg_root_mean_squared_error": "RMSE"}
+SHOWN = {metric.scorer: name for name, metric in METRICS.items() if isinstance(metric.scorer, str)}
 
 
 def label_spread(y: Any) -> float:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
+from qe.metrics import HEADLINE_METRICS, METRICS
 from qe.outputs import REPORT_FIGURE_NAMES, REPORT_FIGURES
 from qe.published import PUBLISHED, bootstrap_key, summary_columns
 from qe.report.analyses import label_bands, model_importances, residuals_by_band
@@ -30,21 +31,7 @@ from qe.report.run import RunDir, error_reason, gold_labels, load_run
 
 FIGURES_DIR = REPORT_FIGURES
 FIGURE_NAMES = REPORT_FIGURE_NAMES
-DETAIL_METRICS = (
-    "MAE",
-    "RMSE",
-    "DeltaAvg",
-    "Spearman",
-    "Pearson",
-    "MAE_exact",
-    "RMSE_exact",
-    "Spearman_scipy",
-    "share_errors_ge_1",
-    "share_errors_le_0.1",
-    "prediction_min",
-    "prediction_max",
-    "n",
-)
+DETAIL_METRICS = tuple(METRICS)
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -325,7 +312,7 @@ def _ablation_section(run: RunDir, figures: dict[str, bytes]) -> list[Block]:
         ),
         Table(header, rows, {i for i, n in enumerate(systems) if n == "full"}),
     ]
-    tested = [n for n, s in systems.items() if all(m in s.get("test", {}) for m in ("MAE", "DeltaAvg"))]
+    tested = [n for n, s in systems.items() if all(m in s.get("test", {}) for m in HEADLINE_METRICS)]
     if tested:
         shown = {n: systems[n] for n in tested}
         figure, axes = new_figure(10.0, 1.5 + 0.4 * len(shown), ncols=2)

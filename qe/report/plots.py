@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
+from qe.metrics import HEADLINE_METRICS, METRICS
 
 TOP_IMPORTANCES = 20
 
@@ -101,7 +102,7 @@ def plot_importances(ax: Any, names: list[str], values: np.ndarray, top: int = T
 
 
 def plot_ablation(
-    axes: Any, systems: dict[str, dict[str, Any]], metrics: tuple[str, ...] = ("MAE", "DeltaAvg")
+    axes: Any, systems: dict[str, dict[str, Any]], metrics: tuple[str, ...] = HEADLINE_METRICS
 ) -> None:
     """One panel per metric: each system's test score as a dot, joined to the full system's score."""
     names = [name for name, system in systems.items() if "test" in system]
@@ -116,7 +117,7 @@ def plot_ablation(
         ax.scatter(values, y, color=colours, zorder=3)
         ax.set_yticks(y, names)
         ax.invert_yaxis()
-        better = "lower" if metric in ("MAE", "RMSE") else "higher"
+        better = "higher" if METRICS[metric].higher_is_better else "lower"
         ax.set_title(f"test {metric} ({better} is better)")
         ax.grid(axis="x", alpha=0.3)
 

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOp
 
 from qe.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
-from qe.metrics import HIGHER_IS_BETTER
+from qe.metrics import METRICS
 from qe.selection.base import PathSelector
 
 DIRECTIONS = ("forward", "backward")
@@ -125,7 +125,7 @@ class SequentialSelector(PathSelector):
 
     def _metric(self, score: float) -> float:
         """A greater-is-better scorer value in the metric's own units (MAE positive)."""
-        return float(score if HIGHER_IS_BETTER.get(self.scoring, True) else -score)
+        return float(score if METRICS[self.scoring].higher_is_better else -score)
 
     # ------------------------------------------------------------------ search
 
@@ -136,9 +136,7 @@ class SequentialSelector(PathSelector):
         if X.shape[0] < 2 * self.cv:
             raise ValueError(f"{X.shape[0]} rows are too few for {self.cv}-fold cross-validation")
         estimator = self._make_estimator()
-        scorer = SCORINGS[self.scoring]
-        if isinstance(scorer, str):
-            scorer = get_scorer(scorer)
+        scorer = get_scorer(METRICS[self.scoring].sklearn_scorer())
         folds = list(KFold(self.cv, shuffle=True, random_state=self.random_state).split(X))
         self.n_evaluations_ = 0
 
