@@ -143,6 +143,7 @@ def test_bundle_config_refuses_edits_from_the_test_split(tmp_path, small_data):
 
 
 @pytest.mark.data
+@pytest.mark.slow  # all 1,832 WMT12 training pairs; the edit model is built and scored by hand above
 def test_bundle_builds_edits_from_the_wmt12_training_post_edits(tmp_path, small_data, data_dir):
     # The toy corpora plus the real WMT12 training split (the data dir must hold both: link them).
     (small_data / "wmt12-qe").symlink_to(data_dir / "wmt12-qe")
