@@ -68,3 +68,24 @@ def test_at_most_two_imports_climb_and_the_readme_names_them() -> None:
     for climb in climbs:  # "upward: A (floor 1) -> B (floor 3)"
         source, target = climb[1], climb[5]
         assert f"`{source}`" in architecture and f"`{target}`" in architecture, climb
+
+
+def test_each_config_reader_registers_the_names_it_checks_against(tmp_path: Path) -> None:
+    # registries hand their names to the schema when imported: a reader used first thing in a fresh
+    # process must import them itself (read_bundle_config raised "no dataset names are registered")
+    bundle = tmp_path / "bundle.toml"
+    bundle.write_text('[languages]\nsrc = "en"\ntgt = "es"\n\n[edits]\ndataset = "nope"\n', encoding="utf-8")
+    experiment = tmp_path / "run.toml"
+    experiment.write_text('[data]\ndataset = "nope"\n', encoding="utf-8")
+    readers = {
+        bundle: "from qe.resources.bundle import read_bundle_config as read",
+        experiment: "from qe.config import load_config as read",
+    }
+    for config, imports in readers.items():
+        script = f"{imports}\nfrom qe.errors import QEInputError\ntry:\n    read({str(config)!r})\n"
+        script += "except QEInputError as exc:\n    print(exc)\n"
+        result = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode == 0, result.stderr
+        assert "nope" in result.stdout and "dataset" in result.stdout, result.stdout

@@ -456,6 +456,8 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         raise QEInputError(f"invalid TOML: {exc}", config_path) from None
     if "languages" not in config:
         raise QEInputError('[languages] needs src = LANG and tgt = LANG (e.g. "en")', config_path)
+    from qe import data  # noqa: F401  (registers the dataset names [corpora] are checked against)
+
     check(BUNDLE, config, config_path)
     if "mt2" in config:
         from qe.resources.mt2 import check_direction
