@@ -154,6 +154,29 @@ def markdown(table: dict) -> str:
     return "\n".join(lines)
 
 
+README_PAIRS = ("ro-en", "et-en", "ne-en", "si-en", "ru-en", "en-de", "en-zh")  # into English first
+
+
+def readme_table(table: dict) -> str:
+    """The README's summary: per pair the best systems' DA and HTER Pearson beside the goals,
+    OpenKiwi and the NMT model's ``lp_mean`` (written by ``scripts/update_readme.py``)."""
+    lines = [
+        "| pair | DA Pearson | goal | OpenKiwi | NMT `lp_mean` alone | HTER Pearson | goal | OpenKiwi |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def ref(values: dict, pair: str, digits: int) -> str:
+        return f"{values[pair]:.{digits}f}" if pair in values else ""
+
+    for pair in README_PAIRS:
+        da, hter = table[pair]["da"]["pearson"], table[pair]["hter"]["pearson"]
+        cells = [pair, f"**{da:.3f}**", ref(GOALS["da"], pair, 2), ref(OPENKIWI["da"], pair, 3)]
+        cells += [f"{table['lp_mean'][pair]['da']:.3f}", f"{hter:.3f}"]
+        cells += [ref(GOALS["hter"], pair, 2), ref(OPENKIWI["hter"], pair, 3)]
+        lines.append("|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|")
+    return "\n".join(lines)
+
+
 def git_commit() -> str:
     """The checkout's commit, with ``+dirty`` when tracked files differ from it (``unknown`` outside git)."""
 
