@@ -7,8 +7,11 @@ examples every property ran, so ``make fuzz`` prints how many were tried.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -34,6 +37,22 @@ EXAMPLES: Counter[str] = Counter()
 def count_example(reader: str) -> None:
     """Record one example tried against ``reader`` (printed in the summary)."""
     EXAMPLES[reader] += 1
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: int, what: str) -> Iterator[None]:
+    """Fail the example (an AssertionError, which Hypothesis shrinks) if ``what`` runs past ``seconds``."""
+
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError(f"{what} ran for more than {seconds} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

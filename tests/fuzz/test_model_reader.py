@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import signal
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from hypothesis import strategies as st
 from qe import __version__
 from qe.errors import QEInputError
 from qe.model import QEModel, prediction_only, skops_io
-from tests.fuzz.conftest import count_example
+from tests.fuzz.conftest import count_example, hang_guard
 
 FEATURES = ["a", "b", "c"]
 ROWS = pd.DataFrame([[0.5, -1.0, 2.0], [10.0, 0.0, -3.0]], columns=FEATURES)
@@ -199,20 +198,6 @@ def mutated(draw: st.DrawFn, models: dict[str, dict[str, bytes]]) -> tuple[str, 
     return name, buffer.getvalue()
 
 
-@contextlib.contextmanager
-def _hang_guard(seconds: int) -> Iterator[None]:
-    def hung(signum: int, frame: object) -> None:
-        raise AssertionError(f"the model reader took over {seconds} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("fuzz") / "model.skops"
@@ -223,7 +208,7 @@ def test_a_mutated_model_scores_finite_numbers_or_is_refused_in_one_line(data, m
     name, raw = data.draw(mutated(models), label="model")
     count_example("model reader")
     model_path.write_bytes(raw)
-    with _hang_guard(HANG_GUARD):
+    with hang_guard(HANG_GUARD, "the model reader"):
         try:
             scores, _ = QEModel.load(model_path).checked_scores(ROWS)
         except QEInputError as exc:

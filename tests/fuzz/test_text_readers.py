@@ -9,13 +9,10 @@ caught by a generous alarm per example, not by timing.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
-import signal
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +23,7 @@ from hypothesis import strategies as st
 from qe.data import load_parallel, load_table, read_labels
 from qe.errors import QEInputError
 from qe.features.extractor import extract_features
-from tests.fuzz.conftest import count_example
+from tests.fuzz.conftest import count_example, hang_guard
 
 HANG_SECONDS = 120  # one example; generous: the slowest legal example takes about a second
 
@@ -87,20 +84,6 @@ def _file(lines: st.SearchStrategy[str]) -> st.SearchStrategy[bytes]:
 # ---------------------------------------------------------------- the checks
 
 
-@contextlib.contextmanager
-def _hang_guard() -> Iterator[None]:
-    def fail(signum, frame):
-        raise AssertionError(f"an example ran for more than {HANG_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(HANG_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _refused_well(exc: QEInputError, files: list[Path]) -> None:
     """One line, naming one of ``files``."""
     text = str(exc)
@@ -132,7 +115,7 @@ def test_parallel_files(tmp_path, src, mt, labels, bounded):
         _write(tmp_path, "mt.txt", mt),
         _write(tmp_path, "labels.txt", labels),
     ]
-    with _hang_guard():
+    with hang_guard(HANG_SECONDS, "an example"):
         try:
             data = load_parallel(*files, label_range=(0.0, 1.0) if bounded else None)
         except QEInputError as exc:
@@ -149,7 +132,7 @@ def test_parallel_files(tmp_path, src, mt, labels, bounded):
 def test_labels(tmp_path, labels, bounded):
     count_example("labels")
     path = _write(tmp_path, "labels.txt", labels)
-    with _hang_guard():
+    with hang_guard(HANG_SECONDS, "an example"):
         try:
             values = read_labels(path, (-1.0, 1.0) if bounded else None)
         except QEInputError as exc:
@@ -194,7 +177,7 @@ JSONL = st.lists(JSONL_LINE, max_size=5).map(lambda ls: ("\n".join(ls) + "\n").e
 
 
 def _check_table(path: Path) -> None:
-    with _hang_guard():
+    with hang_guard(HANG_SECONDS, "an example"):
         try:
             data = load_table(path)
         except QEInputError as exc:
@@ -245,7 +228,7 @@ def test_text_through_the_families(tmp_path, src, mt):
     count_example("text and families")
     files = [_write(tmp_path, "src.txt", src), _write(tmp_path, "mt.txt", mt)]
     bundle = _baseline17_bundle()
-    with _hang_guard():
+    with hang_guard(HANG_SECONDS, "an example"):
         try:
             data = load_parallel(*files)
             families = [SurfaceFamily(), Baseline17()]
