@@ -106,6 +106,11 @@ def _library() -> ctypes.CDLL:
         lib.Hunspell_spell.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.Hunspell_get_dic_encoding.restype = ctypes.c_char_p
         lib.Hunspell_get_dic_encoding.argtypes = [ctypes.c_void_p]
+        word_list = ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p))
+        lib.Hunspell_analyze.restype = ctypes.c_int
+        lib.Hunspell_analyze.argtypes = [ctypes.c_void_p, word_list, ctypes.c_char_p]
+        lib.Hunspell_free_list.restype = None
+        lib.Hunspell_free_list.argtypes = [ctypes.c_void_p, word_list, ctypes.c_int]
         return lib
     raise QEInputError("the Hunspell library is not installed: install the Debian package hunspell")
 
@@ -171,6 +176,26 @@ class SpellChecker:
         with self._lock:
             handle = self._handle or self._open()
             return bool(_library().Hunspell_spell(handle, encoded))
+
+    def analyses(self, word: str) -> list[list[str]]:
+        """Hunspell's morphological analyses of ``word``, each as its fields (``st:stem``, ``fl:flags``,
+        ...); none for a word the dictionary's encoding cannot hold or that holds a NUL."""
+        if "\x00" in word:
+            return []
+        with self._lock:
+            handle = self._handle or self._open()
+            try:
+                encoded = word.encode(self._encoding)
+            except UnicodeEncodeError:
+                return []
+            lib = _library()
+            result = ctypes.POINTER(ctypes.c_char_p)()
+            n = lib.Hunspell_analyze(handle, ctypes.byref(result), encoded)
+            try:
+                return [result[k].decode(self._encoding, "replace").split() for k in range(n)]
+            finally:
+                if n > 0:
+                    lib.Hunspell_free_list(handle, ctypes.byref(result), n)
 
     def misspelled(self, tokens: Iterable[str]) -> list[bool]:
         """One flag per token: True where the dictionary does not know it."""

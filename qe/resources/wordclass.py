@@ -18,7 +18,6 @@ Only languages whose dictionary's flags are described in ``CLASSES`` are tagged 
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import re
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from qe.errors import QEInputError
 from qe.nlp import language_of
-from qe.resources.spelling import SpellChecker, _library, find_dictionary
+from qe.resources.spelling import SpellChecker, find_dictionary
 
 
 @dataclass(frozen=True)
@@ -67,25 +66,6 @@ def missing(lang: str) -> str | None:
     except QEInputError:
         return f"the Hunspell dictionary {classes.dictionary}: apt-get install {classes.package}"
     return None
-
-
-@functools.cache
-def _analyze_library() -> ctypes.CDLL:
-    """Hunspell's library with the two calls ``qe.resources.spelling`` does not declare."""
-    lib = _library()
-    lib.Hunspell_analyze.restype = ctypes.c_int
-    lib.Hunspell_analyze.argtypes = [
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
-        ctypes.c_char_p,
-    ]
-    lib.Hunspell_free_list.restype = None
-    lib.Hunspell_free_list.argtypes = [
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
-        ctypes.c_int,
-    ]
-    return lib
 
 
 @functools.cache
@@ -140,27 +120,13 @@ class HunspellTagger:
 
     def _analyses(self, word: str) -> list[tuple[str, str]]:
         """(stem, applied flags) of each Hunspell analysis of ``word``."""
-        checker = self._checker
-        try:
-            encoded = word.encode(checker._encoding)
-        except UnicodeEncodeError:
-            return []
-        lib = _analyze_library()
-        out: list[tuple[str, str]] = []
-        with checker._lock:
-            handle = checker._handle or checker._open()
-            result = ctypes.POINTER(ctypes.c_char_p)()
-            n = lib.Hunspell_analyze(handle, ctypes.byref(result), encoded)
-            try:
-                for k in range(n):
-                    fields = result[k].decode(checker._encoding, "replace").split()
-                    stem = next((f[3:] for f in fields if f.startswith("st:")), "")
-                    applied = "".join(f[3:] for f in fields if f.startswith("fl:"))
-                    out.append((stem, applied))
-            finally:
-                if n > 0:
-                    lib.Hunspell_free_list(handle, ctypes.byref(result), n)
-        return out
+        return [
+            (
+                next((f[3:] for f in fields if f.startswith("st:")), ""),
+                "".join(f[3:] for f in fields if f.startswith("fl:")),
+            )
+            for fields in self._checker.analyses(word)
+        ]
 
     def word_class(self, word: str, first: bool = False) -> str:
         """The class of one token (``first``: the sentence's first token, capitalized by position)."""
