@@ -153,7 +153,7 @@ def test_plain_numbers_are_read_as_float_reads_them(text, value):
 
 
 def test_a_feature_table_cell_is_a_plain_number(tmp_path):
-    from qe.tables import read_feature_table
+    from qe.data import read_feature_table
 
     path = write_lines(tmp_path / "t.tsv", ["a\tb", "1\t2", "3\t1_000"])
     with pytest.raises(QEInputError, match="non-numeric value '1_000'") as info:
