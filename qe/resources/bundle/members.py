@@ -98,8 +98,8 @@ class BuildContext:
         return entry
 
 
-Table = dict[str, Any]
-Build = Callable[[BuildContext, str, Table, dict[str, Path]], dict[str, dict[str, Any]]]
+ConfigTable = dict[str, Any]
+Build = Callable[[BuildContext, str, ConfigTable, dict[str, Path]], dict[str, dict[str, Any]]]
 """``build(context, key, table, outputs)``: write each member file of ``outputs`` (member name -> path),
 return each member's manifest entry."""
 Load = Callable[[Path, dict[str, Any], dict[str, Any]], Any]
@@ -126,12 +126,12 @@ class MemberKind:
     rule: Rule | None = None
     per_side: bool = False
     reads_corpora: bool = False
-    files: Callable[[str, Table], dict[str, str]] | None = None
+    files: Callable[[str, ConfigTable], dict[str, str]] | None = None
     build: Build | None = None
-    check: Callable[[dict[str, Any], str, Table, Path], None] | None = None
-    inputs: Callable[[Table], list[str]] | None = None
+    check: Callable[[dict[str, Any], str, ConfigTable, Path], None] | None = None
+    inputs: Callable[[ConfigTable], list[str]] | None = None
 
-    def tables(self, config: dict[str, Any]) -> list[tuple[str, Table]]:
+    def tables(self, config: dict[str, Any]) -> list[tuple[str, ConfigTable]]:
         """``(key, table)`` of each member table of this kind in a config (key "" for a single table)."""
         if self.section is None or self.section not in config:
             return []
