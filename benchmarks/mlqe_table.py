@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from qe.config import load_config  # noqa: E402
-from qe.data import MLQE_PAIRS  # noqa: E402
+from qe.data.sets.wmt20_mlqe import MLQE_PAIRS  # noqa: E402
 from qe.experiment import build_split, open_bundle_of, refit_with_dev, signature  # noqa: E402
 from qe.learners.factory import describe, make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402

@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy import stats
 
-from qe.data import MLQE_PAIRS, load_registered
+from qe.data import load_registered
+from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 

@@ -2,8 +2,9 @@
 
 ``EXPERIMENT`` describes an experiment config (``qe run`` / ``qe ablate``: data, features, learner,
 selection, cv, report) and ``BUNDLE`` a resource-bundle config (``qe resources build``: languages,
-text, leakage, corpora and the members lm, poslm, ngrams, unigrams, ibm1, edits). A mistake is
-one line naming the config file, the key and what is allowed, e.g.
+text, leakage, corpora, and the member tables lm, poslm, ngrams, ... whose rules the bundle-member
+kinds hand in, ``register_tables``). A mistake is one line naming the config file, the key and what
+is allowed, e.g.
 ``configs/x.toml: cv.folds = 0: expected an integer >= 2``.
 
 Values checked elsewhere, on purpose: ``[features.settings]`` (each feature family checks its own
@@ -23,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.resources.lm import MAX_ORDER as LM_MAX_ORDER
-from qe.resources.lm import MIN_ORDER as LM_MIN_ORDER
 
 MAX_SEED = 2**32 - 1  # numpy's RandomState accepts seeds 0 .. 2**32 - 1
 
@@ -479,8 +478,30 @@ EXPERIMENT = Table(
 # ====================================================================== resource-bundle configs
 
 
-SIDE = Str(["src", "tgt"])
-CORPUS_LIST = List(Str())
+_TABLES: dict[str, dict[str, Rule]] = {}
+"""Kind (``"bundle member"``) -> the config tables a registry owns, by name, with their rules."""
+
+
+def register_tables(kind: str, tables: dict[str, Rule]) -> None:
+    """A registry hands in the rules of the config tables it owns (each bundle-member kind its section,
+    ``qe.resources.bundle.members``), so that the schema checks them without importing the registry."""
+    _TABLES.setdefault(kind, {}).update(tables)
+
+
+class WithTables(Table):
+    """A table of fixed ``fields`` plus the tables a registry hands in as ``kind`` (looked up when a
+    config is checked)."""
+
+    def __init__(self, fields: dict[str, Rule], kind: str) -> None:
+        self.own, self.kind, self.required = fields, kind, ()
+
+    @property
+    def fields(self) -> dict[str, Rule]:  # type: ignore[override]
+        if self.kind not in _TABLES:  # a programming error: the checker did not import the registry
+            raise RuntimeError(f"no {self.kind} tables are registered: import their registry before checking")
+        return {**self.own, **_TABLES[self.kind]}
+
+
 TEXT_FIELDS: dict[str, Rule] = {
     "style": Str(registered("text style")),
     "case": Str(registered("text case")),
@@ -488,9 +509,7 @@ TEXT_FIELDS: dict[str, Rule] = {
     "truecase_model": Str(),
     "segmenter": Str(registered("segmenter")),
 }
-LM = Table({"side": SIDE, "order": Int(LM_MIN_ORDER, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
-POSLM = Table({"side": SIDE, "order": Int(3, LM_MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()})
-BUNDLE = Table(
+BUNDLE = WithTables(
     {
         "name": Str(),
         "description": Str(),
@@ -520,27 +539,6 @@ BUNDLE = Table(
                 }
             )
         ),
-        "lm": TablesOf(LM),
-        "poslm": TablesOf(POSLM),
-        "ngrams": TablesOf(Table({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST})),
-        "unigrams": TablesOf(Table({"side": SIDE, "truecase_model": Str()}, required=("truecase_model",))),
-        "ibm1": Table(
-            {
-                "iterations": Int(1),
-                "directions": List(Str(["s2t", "t2s"]), min_len=1),
-                "corpora": CORPUS_LIST,
-                "min_prob": Number(0.0, 1.0, open_high=True),
-            }
-        ),
-        "edits": Table(
-            {
-                "dataset": Str(registered("dataset"), noun="dataset"),
-                "split": Str(),
-                "folds": Int(2),
-                "seed": SEED,
-                **{role: Str() for role in ("src", "mt", "post_edits", "labels")},  # or the user's files
-            }
-        ),
-        "mt2": MT2,
-    }
+    },
+    "bundle member",  # the member tables ([lm.KEY], [ibm1], [edits], ...): qe.resources.bundle.kinds
 )

@@ -5,7 +5,7 @@
 files: ``src`` + ``mt`` (+ ``labels``, ``post_edits``, ``references``) line-aligned text, or a
 ``table`` (TSV with a header, or JSONL) whose columns ``src_column`` / ``mt_column`` /
 ``label_column`` / ``id_column`` name (defaults ``src``, ``mt``, ``score``, ``id``; a
-``post_edit_column`` only when named), and/or a ``features`` table (CSV / TSV / parquet, see ``qe.tables``).
+``post_edit_column`` only when named), and/or a ``features`` table (CSV/TSV/parquet, ``qe.data.features``).
 A split with only a ``features`` table needs no text at all: its labels come from its
 ``label_column`` (or a ``labels`` file). See ``docs/own-data.md``.
 """
@@ -24,8 +24,8 @@ from qe.data import (
     load_table,
     read_labels,
 )
+from qe.data.features import FeatureTable, read_feature_table
 from qe.errors import QEInputError
-from qe.tables import FeatureTable, read_feature_table
 
 TABLE_DEFAULTS = {"src_column": "src", "mt_column": "mt", "label_column": "score", "id_column": "id"}
 

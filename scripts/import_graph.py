@@ -23,13 +23,11 @@ PACKAGE = ROOT / "qe"
 FLOORS: dict[str, int] = {
     # 0 foundations: errors, safe file I/O and outputs, metrics
     **dict.fromkeys(("qe", "qe.errors", "qe.io", "qe.outputs", "qe.workers", "qe.metrics"), 0),
-    **dict.fromkeys(("qe.textmetrics", "qe.mlqe_checksums", "qe.plaincheck"), 0),
+    **dict.fromkeys(("qe.textmetrics", "qe.plaincheck"), 0),
     # 1 config rules: rule types, predicates, the names registries hand in
     "qe.schema": 1,
     # 2 data and text: datasets, tables, splits, tokenization
-    **dict.fromkeys(
-        ("qe.data", "qe.tables", "qe.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2
-    ),
+    **dict.fromkeys(("qe.data", "qe.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2),
     # 3 parts: feature families, learners, selectors, bundle members, model readers, report pieces
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
     **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.plainmodel", "qe.plainpredictors", "qe.plaintrees"), 3),

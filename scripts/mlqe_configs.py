@@ -20,7 +20,7 @@ import tomli_w
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qe.data import MLQE_PAIRS
+from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.embeddings.encoder import LANGUAGES
 
 OUT = Path(__file__).resolve().parents[1] / "configs" / "mlqe"

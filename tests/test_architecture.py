@@ -37,6 +37,18 @@ def test_imports_inside_functions_count() -> None:
     assert not any(line.startswith("qe.schema -> qe.data") for line in edges)
 
 
+def test_bundle_members_import_no_feature_code() -> None:
+    # the resources families read (floor 3) import no family code: cross-fitting cuts a batch by fold
+    # without importing qe.features (a batch of the batch's own class); only the floor-4 checks that
+    # look at an experiment's families do. The member kinds register themselves: the registry finds
+    # them by module name and imports none.
+    edges = [line.split(" -> ") for line in _run("--edges").stdout.splitlines() if " -> " in line]
+    assembly = ("qe.resources.check", "qe.resources.tagless")
+    parts = [(a, b) for a, b in edges if a.startswith("qe.resources.") and a not in assembly]
+    assert not [(a, b) for a, b in parts if b.startswith("qe.features")]
+    assert not [(a, b) for a, b in parts if a == "qe.resources.bundle.members" and ".kinds." in b]
+
+
 def test_a_loop_closed_inside_a_function_is_found(tmp_path: Path) -> None:
     # the script run on a copy of itself beside a small package whose loop is closed in a function body
     package = tmp_path / "qe"

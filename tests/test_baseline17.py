@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from qe.data import BF17_NAMES
+from qe.data.sets.wmt12 import BF17_NAMES
 from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.baseline17 import Baseline17, punctuation_count, quest_punctuation_count

@@ -21,8 +21,8 @@ from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, FeatureSpec, PairBatch
 from qe.features.extractor import extract_features
 from qe.resources.bundle import build_bundle
-from qe.resources.crossfit import assign_folds
 from qe.resources.edits import EditModel, pair_key
+from qe.resources.folds import assign_folds
 from tests.helpers import write_lines
 from tests.helpers.bundles import needs_kenlm
 

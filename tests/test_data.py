@@ -153,9 +153,61 @@ def test_plain_numbers_are_read_as_float_reads_them(text, value):
 
 
 def test_a_feature_table_cell_is_a_plain_number(tmp_path):
-    from qe.tables import read_feature_table
+    from qe.data import read_feature_table
 
     path = write_lines(tmp_path / "t.tsv", ["a\tb", "1\t2", "3\t1_000"])
     with pytest.raises(QEInputError, match="non-numeric value '1_000'") as info:
         read_feature_table(path)
     assert info.value.line == 3
+
+
+@pytest.fixture()
+def toy_dataset(tmp_path):
+    """A dataset registered from outside ``qe.data.sets`` for one test: its files in a local archive."""
+    import hashlib
+
+    from qe.data import DATASETS, RegisteredDataset, register_dataset
+
+    files = {
+        ("train", "src"): b"a small house .\nthe cat .\n",
+        ("train", "mt"): b"una casa .\nel gato .\n",
+        ("train", "labels"): b"0.25\n0.5\n",
+        ("test", "src"): b"a dog .\n",
+        ("test", "mt"): b"un perro .\n",
+        ("test", "labels"): b"1\n",
+    }
+    archive = tmp_path / "upstream.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for (split, role), payload in files.items():
+            info = tarfile.TarInfo(f"toy/{split}.{role}")
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    splits: dict = {}
+    for (split, role), payload in files.items():
+        url = f"{archive.as_uri()}#{split}.{role}"
+        entry = RegisteredFile(f"{split}.{role}", hashlib.sha256(payload).hexdigest(), url)
+        splits.setdefault(split, {})[role] = entry
+    record = RegisteredDataset("toy/en-es", ("en", "es"), (0.0, 1.0), splits, folder="toy")
+    yield register_dataset(record)
+    DATASETS.pop(record.name)
+
+
+def test_a_dataset_registered_from_outside_is_fetched_loaded_and_known_to_the_configs(tmp_path, toy_dataset):
+    from qe.resources.bundle import read_bundle_config
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    train = load_registered("toy/en-es", "train", data_dir)  # fetched from the archive, sha256 checked
+    assert (train.src, train.mt, list(train.labels)) == (
+        ["a small house .", "the cat ."],
+        ["una casa .", "el gato ."],
+        [0.25, 0.5],
+    )
+    assert (data_dir / "toy" / "train.src").is_file() and not (data_dir / "toy" / "test.src").exists()
+    config = tmp_path / "bundle.toml"
+    config.write_text('[languages]\nsrc = "en"\ntgt = "es"\n[edits]\ndataset = "toy/en-es"\nsplit = "test"\n')
+    with pytest.raises(QEInputError, match="must learn from a training split"):
+        read_bundle_config(config)
+    config.write_text('[languages]\nsrc = "en"\ntgt = "de"\n[edits]\ndataset = "toy/en-es"\n')
+    with pytest.raises(QEInputError, match=r"\[edits\] dataset toy/en-es is en-es, but the bundle's"):
+        read_bundle_config(config)

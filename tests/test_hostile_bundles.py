@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import qe.resources.bundle as bundle_module
+import qe.resources.bundle.runtime as bundle_runtime
 from qe.cli import main
 from qe.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, clear_loaded_members
@@ -28,10 +28,10 @@ SECRET_LINE = f"house casa {SECRET}"
 @pytest.fixture(autouse=True)
 def _fresh_process_caches():
     clear_loaded_members()
-    bundle_module.clear_verified_members()
+    bundle_runtime.clear_verified_members()
     yield
     clear_loaded_members()
-    bundle_module.clear_verified_members()
+    bundle_runtime.clear_verified_members()
 
 
 @pytest.fixture()
@@ -173,8 +173,8 @@ def test_a_swapped_ngram_table_is_refused(bundle_dir):
 
 def test_each_member_is_hashed_once_per_process_and_file_version(bundle_dir, monkeypatch):
     calls = []
-    real = bundle_module.sha256_file
-    monkeypatch.setattr(bundle_module, "sha256_file", lambda path: calls.append(path) or real(path))
+    real = bundle_runtime.sha256_file
+    monkeypatch.setattr(bundle_runtime, "sha256_file", lambda path: calls.append(path) or real(path))
     for _ in range(3):  # new bundle objects (as a worker gets per batch) and options: hashed once
         bundle = ResourceBundle(bundle_dir)
         bundle.get("ngrams.src")

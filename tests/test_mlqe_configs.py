@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from qe.config import load_config
-from qe.data import MLQE_PAIRS
+from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.resources.bundle import read_bundle_config
 
 REPO = Path(__file__).resolve().parents[1]

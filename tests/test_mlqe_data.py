@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from qe.cli import main
-from qe.data import DATASETS, MLQE_PAIRS, load_registered, read_da_table
+from qe.data import DATASETS, load_registered, read_da_table
+from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.errors import QEInputError
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families

@@ -15,9 +15,9 @@ from sklearn.svm import SVR
 
 from qe.cli import main
 from qe.config import load_config
+from qe.data import read_feature_table
 from qe.errors import QEInputError
 from qe.experiment import build_split, summary_table
-from qe.tables import read_feature_table
 from tests.helpers import write_lines
 
 SRC = [f"the {w} sat on the mat number {i} ." for i, w in enumerate(["cat", "dog", "bird", "cow"] * 5)]

@@ -25,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from qe.data import parse_label
 from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score, read_lines
+from qe.io import MAX_SCORE, is_score, parse_label, read_lines
 from qe.metrics import METRICS, evaluate
 
 MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles

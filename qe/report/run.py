@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score, parse_bounded, read_lines
+from qe.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
 from qe.published import METRICS_SHOWN
 from qe.schema import is_number
 
@@ -44,8 +44,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 
 def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
     """Read ``predictions.tsv`` (header ``id<TAB>score``) as ids and scores."""
-    from qe.data import parse_label
-
     lines = read_lines(path)
     if lines[0] != "id\tscore":
         raise QEInputError("expected the header 'id<TAB>score'", path, 1)

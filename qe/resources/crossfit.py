@@ -14,12 +14,15 @@ pair, or its target equals that pair's MT or post-edit. That covers the QE corpu
 repeated in two folds, and an external corpus that happens to contain training sentences
 (``cross_fit = true`` on a plain corpus).
 
-The bundle keeps the pair key -> fold map in its ``cross_fit`` member (gzip JSON, no code).
+The bundle keeps the pair key -> fold map in its ``cross_fit`` member (gzip JSON, no code). This
+module holds that map and cuts a batch by fold at scoring time; the folds are planned and the members
+rebuilt per fold while the bundle is built (``qe.resources.bundle.crossfitting``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +30,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
-from qe.resources.folds import assign_folds, pair_key  # noqa: F401 (assign_folds: the folds used, re-exported)
-from qe.resources.leakage import normalize_for_overlap
+from qe.resources.folds import pair_key
 
 FORMAT = "qe-cross-fit/1"
 MEMBER = "cross_fit"
@@ -68,41 +70,6 @@ class FoldMap:
             raise QEInputError(f"not a readable fold map ({exc.__class__.__name__})", path) from None
 
 
-# ====================================================================== building
-
-
-class SentenceFolds:
-    """The folds each training sentence belongs to, as bit masks, to mask corpus lines by text."""
-
-    def __init__(
-        self,
-        fold_of: dict[str, int],
-        keys: Sequence[str],
-        src: Sequence[str],
-        targets: Sequence[Sequence[str]],
-    ) -> None:
-        self.src: dict[str, int] = {}
-        self.tgt: dict[str, int] = {}
-        for i, key in enumerate(keys):
-            bit = 1 << fold_of[key]
-            text = normalize_for_overlap(src[i])
-            self.src[text] = self.src.get(text, 0) | bit
-            for lines in targets:  # the MT and the post-edit of the pair
-                text = normalize_for_overlap(lines[i])
-                self.tgt[text] = self.tgt.get(text, 0) | bit
-
-    def masks(self, lines: dict[str, Sequence[str]]) -> np.ndarray:
-        """One mask per corpus line (bit k: the line shares a sentence with a fold-k training pair)."""
-        n = len(next(iter(lines.values())))
-        out = np.zeros(n, dtype=np.int64)
-        for side, table in (("src", self.src), ("tgt", self.tgt)):
-            if side in lines:
-                out |= np.fromiter(
-                    (table.get(normalize_for_overlap(line), 0) for line in lines[side]), np.int64, count=n
-                )
-        return out
-
-
 # ====================================================================== scoring
 
 
@@ -128,12 +95,11 @@ def split_by_fold(batch: Any, resources: Any, reads_bundle: bool) -> list[tuple[
     groups = fold_groups(resources, batch.src, batch.mt)
     if len(groups) == 1 and groups[0][0] is None:
         return [(None, batch, resources)]
-    from qe.features.base import PairBatch
-
     return [
         (
             rows,
-            PairBatch(
+            replace(  # a batch of the same class (qe.features.base.PairBatch), its annotations made anew
+                batch,
                 ids=[batch.ids[i] for i in rows],
                 src=[batch.src[i] for i in rows],
                 mt=[batch.mt[i] for i in rows],

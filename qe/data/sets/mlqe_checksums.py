@@ -1,4 +1,4 @@
-"""sha256 of every registered MLQE-PE file, keyed ``"<pair> <split> <role>"`` (see ``qe.data.MLQE_ROLES``).
+"""sha256 of every registered MLQE-PE file, keyed ``"<pair> <split> <role>"`` (``qe.data.sets.wmt20_mlqe``).
 
 Computed from upstream ``sheffieldnlp/mlqe-pe`` at commit ``2a670a1140416cf80507b5a829659383c878feb8``
 (the tarballs extracted as-is, the direct-assessment test folders renamed ``<pair>`` -> ``<pair>-test20``).

@@ -16,12 +16,15 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from qe.errors import QEInputError
 from qe.io import parse_label, plain_float, read_lines, require_file, sha256_file
+
+if TYPE_CHECKING:  # pandas is imported when a table is read: importing qe.data needs no pandas
+    import pandas as pd
 
 
 @dataclass
@@ -59,7 +62,9 @@ def _rows(path: Path) -> list[list[str]]:
     return [line.rstrip("\t").split("\t") for line in lines]
 
 
-def _parquet(path: Path) -> tuple[list[str], list[list[str]] | pd.DataFrame]:
+def _parquet(path: Path) -> tuple[list[str], pd.DataFrame]:
+    import pandas as pd
+
     require_file(path)
     try:
         frame = pd.read_parquet(path)
@@ -82,6 +87,8 @@ def read_feature_table(
     Errors name the file and line: a mixed first row, a ragged row, a non-numeric or non-finite
     value, a label outside ``label_range``, a named column that is absent.
     """
+    import pandas as pd
+
     path = Path(path)
     if path.suffix.lower() == ".parquet":
         header, frame = _parquet(path)
@@ -149,4 +156,8 @@ def read_feature_table(
     )
 
 
-__all__ = ["FeatureTable", "read_feature_table"]
+def load_feature_table(path: str | Path, names: list[str] | None = None) -> pd.DataFrame:
+    """Read a numeric feature table: CSV, TSV (with or without a header) or parquet, one row per
+    sentence (headerless files such as the official ``*.qe.baseline.tsv`` get ``names`` or
+    ``f1..fk``)."""
+    return read_feature_table(path, names=names).features

@@ -1,0 +1,87 @@
+"""The corpora a bundle is built from, read once and checked: plain text (one or both sides) or a QE
+training split (a registered dataset's split or the user's files) as a parallel corpus of its sources
+and post-edits (or MT)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.data import QEDataset, load_parallel, load_registered
+from qe.errors import QEInputError
+from qe.io import read_text_lines
+
+SIDES = ("src", "tgt")
+
+
+@dataclass
+class Corpus:
+    """One ``[corpora.NAME]``: its files and lines per side, tokenized per side once a member needs it."""
+
+    name: str
+    files: dict[str, Path]  # side -> path
+    lines: dict[str, list[str]]
+    tokens: dict[str, list[list[str]]] = field(default_factory=dict)  # side -> tokenized lines
+    qe: QEDataset | None = None  # the QE training split when the corpus is one
+    masks: np.ndarray | None = None  # cross-fitting: bit k set = the line repeats a fold-k sentence
+
+
+def is_qe_corpus(table: dict[str, Any]) -> bool:
+    """Whether a ``[corpora.NAME]`` table is a QE training split (a dataset, or src / mt files)."""
+    return "dataset" in table or "mt" in table
+
+
+def resolve(root: Path, value: str) -> Path:
+    """A config path: absolute, or relative to the data directory ``root``."""
+    path = Path(value)
+    return path if path.is_absolute() else root / path
+
+
+def shown_path(root: Path, path: Path) -> str:
+    """A corpus path as the manifest shows it: relative to the data directory when inside it."""
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def read_corpora(config: dict[str, Any], root: Path) -> dict[str, Corpus]:
+    """Every ``[corpora.NAME]`` of a checked config, read; the two sides of a parallel corpus must
+    have the same number of lines."""
+    corpora: dict[str, Corpus] = {}
+    for name, table in config["corpora"].items():
+        if is_qe_corpus(table):
+            corpora[name] = _qe_corpus(name, table, root)
+            continue
+        files = {side: resolve(root, table[side]) for side in SIDES if side in table}
+        lines = {side: read_text_lines(path) for side, path in files.items()}
+        if len(lines) == 2 and len(lines["src"]) != len(lines["tgt"]):
+            raise QEInputError(
+                f"parallel corpus {name!r}: {len(lines['src'])} source lines but {len(lines['tgt'])} "
+                f"target lines in {files['tgt']}",
+                files["src"],
+            )
+        corpora[name] = Corpus(name, files, lines)
+    return corpora
+
+
+def _qe_corpus(name: str, table: dict[str, Any], root: Path) -> Corpus:
+    """A QE training split as a parallel corpus: its sources and its post-edits (or MT)."""
+    if "dataset" in table:
+        dataset = load_registered(table["dataset"], table["split"], root)
+    else:
+        post_edits = resolve(root, table["post_edits"]) if "post_edits" in table else None
+        dataset = load_parallel(
+            resolve(root, table["src"]), resolve(root, table["mt"]), post_edits=post_edits, name=name
+        )
+    target = table.get("target") or ("post_edits" if dataset.post_edits is not None else "mt")
+    if target == "post_edits" and dataset.post_edits is None:
+        raise QEInputError(f'[corpora.{name}]: {dataset.name} has no post-edits (set target = "mt")')
+    table["target"] = target  # resolved: the manifest's config says which text was used
+    first = next(iter(dataset.files.values()))
+    files = {"src": Path(dataset.files.get("src", first)), "tgt": Path(dataset.files.get(target, first))}
+    tgt = dataset.post_edits if target == "post_edits" else dataset.mt
+    return Corpus(name, files, {"src": list(dataset.src), "tgt": list(tgt)}, qe=dataset)

@@ -1,0 +1,46 @@
+"""``[ngrams.KEY]``: n-gram counts up to ``max_order`` of one side's tokenized corpora
+(``ngrams.KEY.npz``), loaded as ``qe.resources.ngrams.NgramCounts``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from qe.resources.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
+from qe.resources.ngrams import NgramCounts
+from qe.schema import Int, Table
+
+
+def load_counts(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> NgramCounts:
+    """An n-gram count table (``.npz``, or the ``.tsv.gz`` of older bundles)."""
+    return NgramCounts.load(path, **options)
+
+
+def _build(
+    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+) -> dict[str, dict[str, Any]]:
+    side = table.get("side", key)
+    names = context.corpus_names(table, (side,))
+    max_order = int(table.get("max_order", 3))
+    counts = NgramCounts.from_sentences(
+        (tokens for name in names for tokens in context.tokens(name, side) if tokens), max_order=max_order
+    )
+    out = outputs[f"ngrams.{key}"]
+    counts.save_binary(out)
+    entry = context.entry("ngrams", out, side, names, {"max_order": max_order})
+    entry["summary"] = counts.info()
+    return {f"ngrams.{key}": entry}
+
+
+register_member(
+    MemberKind(
+        kind="ngrams",
+        load=load_counts,
+        section="ngrams",
+        rule=Table({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST}),
+        per_side=True,
+        reads_corpora=True,
+        files=lambda key, table: {f"ngrams.{key}": f"ngrams.{key}.npz"},
+        build=_build,
+    )
+)
