@@ -1,6 +1,6 @@
 """``qe features``: print the feature catalogue, or extract feature families from raw text to a table.
 
-Extraction streams (see ``qe.streaming``): the inputs are read ``--chunk-size`` pairs at a time,
+Extraction streams (see ``qe.stream``): the inputs are read ``--chunk-size`` pairs at a time,
 extracted on ``--jobs`` processes or a Dask cluster, and the table is written as chunks finish
 (TSV appended; parquet one row group per chunk), so memory stays flat; ``--resume`` continues
 an interrupted run.
@@ -25,7 +25,7 @@ from qe.errors import QEInputError
 from qe.io import parse_bounded
 from qe.outputs import check_output_file
 from qe.schema import first_repeated
-from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
+from qe.stream import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

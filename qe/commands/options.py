@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from qe.streaming import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK
+from qe.stream import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,7 @@
 
 The input is read and scored chunk by chunk (``--chunk-size`` pairs) on ``--jobs`` processes or a
 Dask cluster (``--backend dask [--scheduler ADDRESS]``), and the output is written as chunks
-finish, so memory does not grow with the input (see ``qe.streaming``). With ``--out`` an
+finish, so memory does not grow with the input (see ``qe.stream``). With ``--out`` an
 interrupted run continues with ``--resume``.
 
 The ``wmt12`` format ranks every sentence against all others, so for that format alone the scores
@@ -30,7 +30,7 @@ from qe.commands.options import (
 from qe.io import atomic_write, sha256_file
 from qe.langid import check_language, script_findings
 from qe.outputs import check_output_file
-from qe.streaming import (
+from qe.stream import (
     AppendSink,
     Chunk,
     ChunkTask,
