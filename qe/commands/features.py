@@ -9,6 +9,7 @@ an interrupted run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +181,6 @@ def run(args: argparse.Namespace) -> int:
     tagless.say(tagless.family_losses(families, resources))  # once, before any extraction
     check_line_inputs(families, lines, resources)
     check_unread_inputs(families, lines)
-    check_ids_of_input(families, args.src)
     columns = [column for family in families for column in family.column_names()]
     output = "parquet" if args.out.suffix == ".parquet" else "tsv"
     task = FeatureTask(
@@ -208,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         task,
         sink,
         job=job,
+        check_count=functools.partial(check_ids_of_input, families),
         desc="features " + ",".join(names),
         **streaming_options(args),
     )
