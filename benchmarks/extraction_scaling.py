@@ -201,10 +201,10 @@ _BUSY: list[Path] = []  # the folder where each process running chunks notes its
 
 
 def _timed_chunk(task: Any, chunk: Any) -> Any:
-    """``qe.streaming.run_chunk``, then note this process's CPU seconds (a file per process id)."""
-    from qe import streaming
+    """``qe.stream.tasks.run_chunk``, then note this process's CPU seconds (a file per process id)."""
+    from qe.stream import tasks
 
-    result = streaming.untimed_run_chunk(task, chunk)
+    result = tasks.untimed_run_chunk(task, chunk)
     (_BUSY[0] / str(os.getpid())).write_text(repr(time.process_time()))
     return result
 
@@ -212,14 +212,15 @@ def _timed_chunk(task: Any, chunk: Any) -> Any:
 def _one(argv: list[str], count_tags: bool) -> None:
     """Import the CLI, then time one command. ``critical_cpu_seconds``: this process's CPU during
     the command plus that of its busiest worker."""
-    from qe import cli, streaming
+    from qe import cli
     from qe.resources import pos
+    from qe.stream import tasks
 
     cli.build_parser()  # imports every command module, outside the timed part
     _import_libraries()
     _BUSY.append(Path(tempfile.mkdtemp(prefix="qe-scaling-busy-")))
-    streaming.untimed_run_chunk = streaming.run_chunk
-    streaming.run_chunk = _timed_chunk  # forked workers inherit it
+    tasks.untimed_run_chunk = tasks.run_chunk
+    tasks.run_chunk = _timed_chunk  # forked workers inherit it
     own, cpu = time.process_time(), _cpu_seconds()
     start = time.perf_counter()
     code = cli.main(argv)

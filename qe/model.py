@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import io
 import json
@@ -165,16 +166,16 @@ def _open_model(path: Path) -> tuple[BinaryIO, int]:
     return handle, size
 
 
-def _read_checked(path: Path) -> tuple[bytes, list[str]]:
-    """The model file's bytes, checked whole, and the types it names: the bytes checked are the bytes
-    skops builds from."""
+def _read_checked(path: Path) -> tuple[bytes, PlainModel, list[str]]:
+    """The model file's bytes (read once, whole), its model checked by :mod:`qe.plainmodel` and the
+    types it names: the bytes checked are the bytes hashed and the bytes skops builds from."""
     handle, size = _open_model(path)
     with handle:
         data = handle.read(size + 1)
     if len(data) != size:
         raise QEInputError("the model file changed while it was read", path)
-    _, present = _inspect(io.BytesIO(data), len(data), path)
-    return data, present
+    plain, present = _inspect(io.BytesIO(data), len(data), path)
+    return data, plain, present
 
 
 def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str], dict[str, Any]]:
@@ -212,6 +213,10 @@ def _string_map(value: Any, allow_none: bool = False) -> bool:
     )
 
 
+def _absent_or(manifest: dict[str, Any], key: str, kind: type) -> bool:
+    return manifest.get(key) is None or isinstance(manifest[key], kind)
+
+
 def manifest_problem(manifest: dict[str, Any]) -> str | None:
     """What is wrong with the types of the manifest fields scoring reads (None when nothing is), so a
     damaged or crafted model file is refused with one line instead of failing half-way."""
@@ -220,6 +225,9 @@ def manifest_problem(manifest: dict[str, Any]) -> str | None:
     settings = manifest.get("family_settings", {})
     checks = {
         "qe_version is not a string": isinstance(manifest.get("qe_version", "0"), str),
+        "signature is not a string": _absent_or(manifest, "signature", str),
+        "label_kind is not a string": _absent_or(manifest, "label_kind", str),
+        "higher_is_better is not true or false": _absent_or(manifest, "higher_is_better", bool),
         "families is not a list of names": _strings(manifest.get("families", [])),
         "feature_sets is not a list of names": _strings(manifest.get("feature_sets", [])),
         "family_settings is not a table of tables": isinstance(settings, dict)
@@ -246,7 +254,7 @@ def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
     callable and any content :mod:`qe.plainmodel` refuses before anything in the file is imported
     or built."""
     path = Path(path)
-    data, present = _read_checked(path)
+    data, _, present = _read_checked(path)
     return _built(data, present, path)
 
 
@@ -272,6 +280,7 @@ class QEModel:
         self.feature_names = feature_names
         self.manifest = manifest
         self.path: Path | None = None  # the file it was loaded from (for error messages)
+        self.sha256: str | None = None  # the SHA-256 of that file's bytes
 
     @property
     def estimator(self) -> Any:
@@ -286,17 +295,17 @@ class QEModel:
         """Load a model file, refusing untrusted types, content the checker refuses and models of
         another major version.
 
-        The model is read and scored by :mod:`qe.plainmodel` without scikit-learn (about 1 s less
-        start-up); the estimator itself is built by skops, from the file read and checked again,
-        only if :attr:`estimator` is asked for.
+        The file is read once, whole (its bytes are checked and hashed: :attr:`sha256`), and the model
+        is scored by :mod:`qe.plainmodel` without scikit-learn (about 1 s less start-up); the
+        estimator itself is built by skops, from the file read and checked again, only if
+        :attr:`estimator` is asked for.
         """
         path = Path(path)
-        handle, size = _open_model(path)
-        with handle:
-            plain, _ = _inspect(handle, size, path)
+        data, plain, _ = _read_checked(path)
         manifest = _manifest(plain.manifest_json, path)
         model = cls(None, plain.feature_names, manifest, plain=plain, build=lambda: load_model(path)[0])
         model.path = path
+        model.sha256 = hashlib.sha256(data).hexdigest()
         theirs = str(model.manifest.get("qe_version", "0")).split(".")[0]
         ours = __version__.split(".")[0]
         if theirs != ours:

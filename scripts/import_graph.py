@@ -35,9 +35,9 @@ FLOORS: dict[str, int] = {
     "qe.report.render": 3,
     # 4 assembly: configs, bundles, extraction, saved models, streaming
     **dict.fromkeys(("qe.config", "qe.resources.bundle", "qe.resources.check", "qe.resources.tagless"), 4),
-    **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.streaming"), 4),
-    # 5 workflows: experiments, ablations, reports
-    **dict.fromkeys(("qe.experiment", "qe.ablation", "qe.report"), 5),
+    **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.stream"), 4),
+    # 5 workflows: experiments, ablations, reports, the scoring context
+    **dict.fromkeys(("qe.experiment", "qe.ablation", "qe.report", "qe.scoring"), 5),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }

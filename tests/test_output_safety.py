@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from qe.cli import main
-from qe.streaming import state_path
+from qe.stream.state import state_path
 from tests.helpers import write_config, write_lines
 from tests.helpers.bundles import SRC, TGT, small_config
 from tests.helpers.toy import EN, ES, sentences, toy_config

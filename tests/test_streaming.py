@@ -15,14 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from qe import streaming
 from qe.cli import main
 from qe.commands.predict import PredictTask
 from qe.errors import QEInputError
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.model import QEModel
-from qe.streaming import iter_chunks, scan_input, state_path
+from qe.stream import inputs
+from qe.stream.chunks import iter_chunks
+from qe.stream.inputs import scan_input
+from qe.stream.state import state_path
 from tests.helpers import write_lines
 from tests.helpers.toy import EN, ES, sentences
 
@@ -84,7 +86,7 @@ def test_bad_input_is_refused_naming_file_and_line(tmp_path, content, message, l
 def test_scan_in_blocks_agrees_with_reading_line_by_line(
     tmp_path, monkeypatch, block, content, message, line
 ):
-    monkeypatch.setattr(streaming, "SCAN_BLOCK", block)
+    monkeypatch.setattr(inputs, "SCAN_BLOCK", block)
     path = tmp_path / "in.txt"
     path.write_bytes(content)
     if message is None:

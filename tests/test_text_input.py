@@ -12,7 +12,8 @@ from qe.data import load_parallel, load_table
 from qe.errors import QEInputError
 from qe.io import read_lines, read_text_lines
 from qe.langid import script_findings, script_of
-from qe.streaming import iter_chunks, scan_input
+from qe.stream.chunks import iter_chunks
+from qe.stream.inputs import scan_input
 from tests.helpers import write_lines
 from tests.helpers.bundles import build, small_config
 from tests.helpers.toy import ES, sentences, toy_config
@@ -175,7 +176,7 @@ def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, s
 def test_a_line_with_nothing_visible_is_blank(tmp_path, line):
     """NUL, zero-width spaces or control characters alone were scored as a sentence."""
     from qe.io import read_lines
-    from qe.streaming import scan_input
+    from qe.stream.inputs import scan_input
 
     path = tmp_path / "mt.txt"
     path.write_text(f"una casa\n{line}\nel gato\n", encoding="utf-8")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from qe.errors import QEInputError
-from qe.streaming import Chunk, ChunkTask, Sink, auto_chunk_size, run_stream
+from qe.stream import Chunk, ChunkTask, Sink, run_stream
+from qe.stream.chunks import auto_chunk_size
 from qe.workers import connect_dask, forked_workers, inner_parallelism_allowed, local_dask_workers
 from tests.helpers import write_lines
 
@@ -126,7 +127,7 @@ def test_a_stream_forks_its_workers_from_a_clean_process(tmp_path: Path) -> None
     lines = write_lines(tmp_path / "in.txt", [f"line {i}" for i in range(4000)])
     script = f"""
 import json, os, qe
-from qe.streaming import run_stream
+from qe.stream import run_stream
 from tests.test_workers import FlagTask, ListSink
 qe._probe = os.getpid()
 sink = ListSink()
@@ -166,7 +167,7 @@ def test_forked_workers_share_the_state_the_parent_set_up(tmp_path: Path) -> Non
     lines = write_lines(tmp_path / "in.txt", [f"line {i}" for i in range(4000)])
     script = f"""
 import json, os
-from qe.streaming import run_stream
+from qe.stream import run_stream
 from tests.test_workers import SetupTask, ListSink
 sink = ListSink()
 run_stream({{"src": {str(lines)!r}}}, SetupTask(), sink, n_jobs=2, progress=False)

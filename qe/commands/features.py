@@ -1,6 +1,6 @@
 """``qe features``: print the feature catalogue, or extract feature families from raw text to a table.
 
-Extraction streams (see ``qe.streaming``): the inputs are read ``--chunk-size`` pairs at a time,
+Extraction streams (see ``qe.stream``): the inputs are read ``--chunk-size`` pairs at a time,
 extracted on ``--jobs`` processes or a Dask cluster, and the table is written as chunks finish
 (TSV appended; parquet one row group per chunk), so memory stays flat; ``--resume`` continues
 an interrupted run.
@@ -9,6 +9,7 @@ an interrupted run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from qe.errors import QEInputError
 from qe.io import parse_bounded
 from qe.outputs import check_output_file
 from qe.schema import first_repeated
-from qe.streaming import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
+from qe.stream import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -180,7 +181,6 @@ def run(args: argparse.Namespace) -> int:
     tagless.say(tagless.family_losses(families, resources))  # once, before any extraction
     check_line_inputs(families, lines, resources)
     check_unread_inputs(families, lines)
-    check_ids_of_input(families, args.src)
     columns = [column for family in families for column in family.column_names()]
     output = "parquet" if args.out.suffix == ".parquet" else "tsv"
     task = FeatureTask(
@@ -208,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         task,
         sink,
         job=job,
+        check_count=functools.partial(check_ids_of_input, families),
         desc="features " + ",".join(names),
         **streaming_options(args),
     )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from qe.streaming import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK
+from qe.stream import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -32,20 +33,14 @@ def given_inputs(args: argparse.Namespace) -> dict[str, Path]:
     }
 
 
-def check_ids_of_input(families: list[Any], src: Path) -> None:
-    """Each family's whole-input id check (a decoder log must cover exactly the input's lines), done
-    once before streaming, since a chunk only sees its own ids. The lines are counted, not kept."""
+def check_ids_of_input(families: Sequence[Any], count: int) -> None:
+    """Each family's whole-input id check (a decoder log must cover exactly the input's ``count``
+    lines), done once before streaming (``run_stream``'s ``check_count``, with the line count of its
+    scan), since a chunk only sees its own ids."""
     from qe.features.base import FeatureFamily
 
     checking = [f for f in families if type(f).check_ids is not FeatureFamily.check_ids]
-    if not checking or not Path(src).is_file():
-        return
-    count, last = 0, b"\n"
-    with Path(src).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            count, last = count + block.count(b"\n"), block[-1:]
-    count += last != b"\n"  # a last line without a newline
-    ids = [str(i) for i in range(count)]
+    ids = [str(i) for i in range(count)] if checking else []
     for family in checking:
         family.check_ids(ids)
 

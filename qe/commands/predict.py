@@ -2,8 +2,12 @@
 
 The input is read and scored chunk by chunk (``--chunk-size`` pairs) on ``--jobs`` processes or a
 Dask cluster (``--backend dask [--scheduler ADDRESS]``), and the output is written as chunks
-finish, so memory does not grow with the input (see ``qe.streaming``). With ``--out`` an
+finish, so memory does not grow with the input (see ``qe.stream``). With ``--out`` an
 interrupted run continues with ``--resume``.
+
+The model file is read once and the families bound once per process, in one ``qe.scoring``
+context: the parent builds it for its checks and scores with it; forked workers inherit it, other
+workers build their own once. Each input is read twice: scanned whole, then chunk by chunk.
 
 The ``wmt12`` format ranks every sentence against all others, so for that format alone the scores
 are kept until the end (as 8-byte floats in the partial file, not in memory) and the ranked lines
@@ -13,12 +17,13 @@ are written once the last chunk is scored: N floats are read back, nothing else.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from qe.commands.options import (
     add_input_options,
@@ -27,22 +32,23 @@ from qe.commands.options import (
     given_inputs,
     streaming_options,
 )
-from qe.io import atomic_write, sha256_file
+from qe.io import atomic_write
 from qe.langid import check_language, script_findings
 from qe.outputs import check_output_file
-from qe.streaming import (
+from qe.stream import (
     AppendSink,
     Chunk,
     ChunkTask,
     Sink,
     TextSink,
-    clear_text_memos,
     preload_state,
     run_stream,
 )
 
 if TYPE_CHECKING:  # numpy, the model and the metrics (scikit-learn) are imported when scoring
     import numpy as np
+
+    from qe.scoring import Scored, ScoringContext
 
 TSV_HEADER = "id\tscore\n"
 
@@ -85,15 +91,6 @@ def format_tsv_rows(start: int, scores) -> str:
     return "".join(f"{start + k}\t{s:.6f}\n" for k, s in enumerate(scores))
 
 
-@dataclass(frozen=True)
-class ScoredChunk:
-    """One chunk's scores (each checked to be a finite number, then clipped to the training label
-    range) and how many of them the range clipped."""
-
-    scores: np.ndarray
-    clipped: int
-
-
 @dataclass
 class Tally:
     """The scores written by this run and how many of them were clipped (counted as chunks are written)."""
@@ -101,7 +98,7 @@ class Tally:
     scored: int = 0
     clipped: int = 0
 
-    def scores(self, result: ScoredChunk) -> np.ndarray:
+    def scores(self, result: Scored) -> np.ndarray:
         """``result``'s scores, counted."""
         self.scored += len(result.scores)
         self.clipped += result.clipped
@@ -110,24 +107,20 @@ class Tally:
 
 @dataclass(frozen=True)
 class PredictTask(ChunkTask):
-    """Score chunks with a saved model: the model and its resources load once per worker process."""
+    """Score chunks with a saved model: its scoring context is built once per worker process."""
 
     model: str
     resources: str | None = None
-    file_inputs_json: str = "{}"
+    inputs_json: str = "{}"  # the declared inputs given (input name -> file)
     input_paths_json: str = "{}"  # src, mt and line input name -> file, so families can name a bad line
     strict_json: str = ""  # with --strict: {"src"/"mt": [language, what, file]}, checked on every chunk
 
-    def setup(self) -> Any:
-        from qe.model import QEModel
+    def setup(self) -> ScoringContext:
+        from qe.scoring import ScoringContext
 
-        model = QEModel.load(self.model)
-        resources = model.open_resources(self.resources)
-        families = [f.bind(resources) for f in model.make_families(json.loads(self.file_inputs_json))]
-        return model, resources, families
+        return ScoringContext.open(self.model, resources=self.resources, inputs=json.loads(self.inputs_json))
 
-    def process(self, state: Any, chunk: Chunk) -> ScoredChunk:
-        model, resources, families = state
+    def process(self, context: ScoringContext, chunk: Chunk) -> Scored:
         for role, (language, what, path) in (
             json.loads(self.strict_json) if self.strict_json else {}
         ).items():
@@ -136,18 +129,13 @@ class PredictTask(ChunkTask):
                 raise findings[0]
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
         paths = json.loads(self.input_paths_json)
-        table = model.features(
+        return context.score(
             chunk.lines["src"],
             chunk.lines["mt"],
-            ids=chunk.ids,
-            resources=resources,
-            families=families,
             extra=extra,
+            start=chunk.start,
             origins={name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths},
-            whole=False,
         )
-        clear_text_memos(families, resources)
-        return ScoredChunk(*model.checked_scores(table, first_line=chunk.start + 1))
 
 
 class RankedScoresSink(AppendSink):
@@ -162,7 +150,7 @@ class RankedScoresSink(AppendSink):
         self.block = block
         self._memory: list[np.ndarray] = []  # standard output only: N floats
 
-    def write(self, chunk: Chunk, result: ScoredChunk) -> int:
+    def write(self, chunk: Chunk, result: Scored) -> int:
         import numpy as np
 
         scores = np.asarray(self.tally.scores(result), dtype="<f8")
@@ -196,25 +184,21 @@ class RankedScoresSink(AppendSink):
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.features.registry import check_line_inputs, check_unread_inputs, route_inputs
-    from qe.model import QEModel
+    from qe.features.registry import check_line_inputs, check_unread_inputs
+    from qe.scoring import ScoringContext
 
-    if args.out is not None:
-        check_output_file(args.out, [args.model, args.src, args.mt, *given_inputs(args).values()])
-    model = QEModel.load(args.model)
     given = given_inputs(args)
-    lines, _ = route_inputs(model.manifest.get("families", []), given, {})
-    file_inputs = {name: str(path) for name, path in given.items() if name not in lines}
-    # refuses a model trained on precomputed tables, and bad inputs, before any work
-    families = model.make_families(file_inputs)
-    resources = model.open_resources(args.resources)  # checks the bundle's signature once, here
+    if args.out is not None:
+        check_output_file(args.out, [args.model, args.src, args.mt, *given.values()])
+    # refuses a bad model, a model trained on precomputed tables, a bundle of another signature and
+    # bad inputs before any work
+    context = ScoringContext.open(args.model, resources=args.resources, inputs=given)
+    model, resources, lines = context.model, context.resources, context.line_inputs
     if args.out is not None and model.manifest.get("resources"):
         check_output_file(args.out, [resources.path])  # never write into the bundle being read
-    bound = [f.bind(resources) for f in families]
-    check_line_inputs(bound, lines, resources)
-    check_unread_inputs(bound, lines)
-    check_ids_of_input(families, args.src)
-    langs = model.manifest.get("languages") or {}
+    check_line_inputs(context.families, lines, resources)
+    check_unread_inputs(context.families, lines)
+    langs = context.languages
 
     def check_first(chunk: Chunk) -> None:
         """The language checks on the first chunk: another known language refuses; another script
@@ -249,24 +233,25 @@ def run(args: argparse.Namespace) -> int:
     task = PredictTask(
         str(args.model.resolve()),
         None if args.resources is None else str(args.resources.resolve()),
-        json.dumps(file_inputs, sort_keys=True),
+        json.dumps({name: str(path) for name, path in given.items()}, sort_keys=True),
         json.dumps({name: str(path) for name, path in {"src": args.src, "mt": args.mt, **lines}.items()}),
         json.dumps(strict) if args.strict and not args.no_language_check else "",
     )
-    preload_state(task, (model, resources, bound))  # what task.setup() would load again
+    preload_state(task, context)  # what task.setup() would build again
     job = {
         "command": "predict",
-        "model_sha256": sha256_file(args.model),
-        "resources": resources.signature() if resources is not None else None,
+        "model_sha256": context.model_sha256,
+        "resources": context.bundle_signature,
         "format": args.format,
         "method": args.method if args.format == "wmt12" else None,
-        "file_inputs": file_inputs,
+        "file_inputs": {name: str(path) for name, path in given.items() if name not in lines},
     }
     run_stream(
         {"src": args.src, "mt": args.mt, **lines},
         task,
         sink,
         job=job,
+        check_count=functools.partial(check_ids_of_input, context.families),
         check_first=check_first,
         **streaming_options(args),
     )
