@@ -1,0 +1,86 @@
+"""The registry of ``qe`` commands: each module of this package holds one :class:`Command` record, which
+registers itself when the module is imported, so adding a command is adding one file.
+
+A command is imported only when it runs: ``qe --help`` lists the commands by reading each record's
+``name`` and ``help`` from its module's source (:func:`summaries`) instead of importing the modules,
+whose imports (numpy, the streaming machinery, bundles) are most of a command's start-up. That is
+why a record spells its ``name`` and ``help`` as plain strings in the ``Command(...)`` call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``qe`` command: its name (that of its module), the one-line ``help`` of ``qe --help``, the
+    ``description`` of its own ``--help``, ``arguments(parser)`` adding its options, and
+    ``handler(args)`` running it (returns the exit code). A command without a handler (one made of
+    sub-commands that set their own) prints its help and exits 2 when none is named."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int] | None = None
+    description: str | None = None
+
+    def add_to(self, subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        """Add this command's parser (with its arguments and handler) to ``qe``'s sub-parsers."""
+        parser = subparsers.add_parser(self.name, help=self.help, description=self.description)
+        parser.set_defaults(func=self.handler or (lambda args: (parser.print_help(), 2)[1]))
+        self.arguments(parser)
+        return parser
+
+
+_REGISTRY: dict[str, Command] = {}
+
+
+def register_command(command: Command) -> Command:
+    """Add a command to the registry (each command module calls it once, on import)."""
+    if _REGISTRY.get(command.name, command) is not command:
+        raise ValueError(f"command {command.name!r} registered twice")
+    _REGISTRY[command.name] = command
+    return command
+
+
+def load_command(name: str) -> Command | None:
+    """The command ``name``: its module is imported (and nothing else); None if there is no such
+    command (no module of that name, or a module that is not a command, e.g. ``options``)."""
+    module = f"{__name__}.{name}"
+    if name.startswith("_") or not name.isidentifier() or importlib.util.find_spec(module) is None:
+        return None
+    importlib.import_module(module)
+    return _REGISTRY.get(name)
+
+
+def summaries() -> dict[str, str]:
+    """Every command's name -> its one-line help, in name order, read from the records in the
+    modules' source: no command module is imported."""
+    found: dict[str, str] = {}
+    for module in pkgutil.iter_modules(__path__):
+        folder = Path(module.module_finder.path)
+        path = folder / module.name / "__init__.py" if module.ispkg else folder / f"{module.name}.py"
+        record = _record(path)
+        if record is not None:
+            found[record[0]] = record[1]
+    return dict(sorted(found.items()))
+
+
+def _record(path: Path) -> tuple[str, str] | None:
+    """The ``name`` and ``help`` of the ``Command(...)`` record in a module's source, if it has one."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Command":
+            given = {keyword.arg: keyword.value for keyword in node.keywords}
+            try:
+                return ast.literal_eval(given["name"]), ast.literal_eval(given["help"])
+            except (KeyError, ValueError):
+                raise ValueError(f"{path}: a Command gives its name and help as plain strings") from None
+    return None
