@@ -13,18 +13,17 @@ import argparse
 import ast
 import importlib
 import importlib.util
-import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """One ``qe`` command: its name (that of its module), the one-line ``help`` of ``qe --help``, the
     ``description`` of its own ``--help``, ``arguments(parser)`` adding its options, and
     ``handler(args)`` running it (returns the exit code). A command without a handler (one made of
-    sub-commands that set their own) prints its help and exits 2 when none is named."""
+    sub-commands that set their own) prints its help and exits 2 when none is named. (A named tuple
+    rather than a dataclass: ``qe --help`` imports this module, and dataclasses costs it a third.)"""
 
     name: str
     help: str
@@ -63,14 +62,12 @@ def load_command(name: str) -> Command | None:
 
 def summaries() -> dict[str, str]:
     """Every command's name -> its one-line help, in name order, read from the records in the
-    modules' source: no command module is imported."""
+    modules' source: no command module is imported (nor ``pkgutil``, which imports ``inspect``)."""
     found: dict[str, str] = {}
-    for module in pkgutil.iter_modules(__path__):
-        folder = Path(module.module_finder.path)
-        path = folder / module.name / "__init__.py" if module.ispkg else folder / f"{module.name}.py"
-        record = _record(path)
-        if record is not None:
-            found[record[0]] = record[1]
+    for folder in __path__:
+        for path in Path(folder).glob("*.py"):
+            if not path.stem.startswith("_") and (record := _record(path)) is not None:
+                found[record[0]] = record[1]
     return dict(sorted(found.items()))
 
 

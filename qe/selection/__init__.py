@@ -129,7 +129,7 @@ def make_selector(name: str, **params: Any) -> PathSelector:
     selectors = registered_selectors()
     if name not in selectors:
         raise QEInputError(f"unknown selector {name!r} (known: {', '.join(selectors)})")
-    cls, fixed = selectors[name].cls, selectors[name].fixed
+    cls, fixed = selectors[name].cls, dict(selectors[name].fixed)
     clash = sorted(set(params) & set(fixed))
     if clash:
         raise QEInputError(f"selector {name!r} fixes parameter(s) {', '.join(clash)}")
