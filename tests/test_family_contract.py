@@ -106,7 +106,8 @@ def case_of(name: str, request: pytest.FixtureRequest, folder: Path) -> Case:
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_every_family_declares_an_example(name: str) -> None:
-    assert isinstance(registered_families()[name].example, FamilyExample)
+    cls = registered_families()[name]
+    assert cls.name == name and isinstance(cls.example, FamilyExample)
 
 
 # ---------------------------------------------------------------------- the contract, one check at a time
