@@ -68,7 +68,9 @@ def test_a_new_command_is_one_file(plugin_folder, capsys):
 
 def test_a_record_whose_help_is_not_a_plain_string_is_named(plugin_folder):
     (plugin_folder / "hello.py").write_text(HELLO.replace('help="say hello"', "help=HELP"), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"hello\.py: a Command gives its name and help as plain strings"):
+    with pytest.raises(
+        ValueError, match=r"hello\.py: COMMAND = Command\(\.\.\.\) gives its name and help as plain"
+    ):
         summaries()
 
 
