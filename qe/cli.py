@@ -3,52 +3,31 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import threading
 from collections.abc import Callable
 
 from qe import __version__
+from qe.commands import load_command, summaries
 from qe.errors import QEInputError, Terminated
-
-# Each module in qe/commands/ defines ``register(subparsers)`` which adds its parser and sets
-# ``func`` (taking the parsed namespace, returning an exit code). The top-level parser lists every
-# command from this table (name -> the one-line help its module gives) and imports only the module
-# of the command being run, so ``qe --help`` and each command start without the others' imports.
-COMMANDS: dict[str, str] = {
-    "run": "train on the training split (choices by CV), evaluate on test, write a run directory",
-    "evaluate": "score predictions against gold labels (MAE, RMSE, DeltaAvg, Spearman, ...)",
-    "compare": "print the test metrics of runs beside the published table",
-    "predict": "score new source / MT pairs with a saved model",
-    "ablate": "for every feature family: the system without it and the family alone (CV, test, bootstrap)",
-    "report": "write report.md and report.html (metrics, published systems, figures) into a run directory",
-    "features": "list the feature catalogue, or extract features from source / MT files",
-    "resources": "build or inspect language-resource bundles",
-    "init": "write a working experiment config for your own files (no Python needed)",
-}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The top-level parser listing every command; only ``command``'s module is imported, to build
-    its full sub-parser (the others are names with their help, enough for ``qe --help``)."""
+    """The top-level parser listing every command (``qe.commands``' records, read without importing
+    them); only ``command``'s module is imported, to build its full sub-parser."""
     parser = argparse.ArgumentParser(
         prog="qe",
         description="Sentence-level quality estimation for machine translation.",
     )
     parser.add_argument("--version", action="version", version=f"qe {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, help_text in COMMANDS.items():
-        if name == command:
-            try:
-                module = importlib.import_module(f"qe.commands.{name}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"qe.commands.{name}":
-                    raise
-            else:
-                module.register(subparsers)
-                continue
-        subparsers.add_parser(name, help=help_text, add_help=False)
+    chosen = load_command(command) if command else None
+    for name, help_text in summaries().items():
+        if chosen is not None and name == chosen.name:
+            chosen.add_to(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
     return parser
 
 

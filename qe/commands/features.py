@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qe.commands import Command, register_command
 from qe.commands.options import (
     add_input_options,
     add_streaming_options,
@@ -29,13 +30,8 @@ from qe.schema import first_repeated
 from qe.stream import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "features",
-        help="list the feature catalogue, or extract features from source / MT files",
-        description="With --list: print every feature (family, name, definition, resource). Otherwise "
-        "extract the given families for line-aligned --src / --mt files into --out (TSV or parquet).",
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe features``."""
     parser.add_argument("--list", action="store_true", help="print the feature catalogue and exit")
     parser.add_argument("--markdown", action="store_true", help="with --list: a markdown table")
     parser.add_argument("--src", type=Path, help="source sentences, one per line")
@@ -57,7 +53,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=int, default=1000, help="pairs per family call within a chunk")
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="features",
+        help="list the feature catalogue, or extract features from source / MT files",
+        description="With --list: print every feature (family, name, definition, resource). Otherwise "
+        "extract the given families for line-aligned --src / --mt files into --out (TSV or parquet).",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def parse_settings(items: list[str]) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qe.commands import Command, register_command
 from qe.errors import QEInputError
 from qe.io import write_text_atomic
 from qe.outputs import check_output_file
@@ -28,13 +29,8 @@ WRITTEN_BY = "# Written by `qe init`"
 """The first line of every file qe init writes: how it recognises a resources config of its own."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "init",
-        help="write a working experiment config for your own files (no Python needed)",
-        description="Check your files and write an experiment config that `qe run` accepts: training "
-        "and test sentences (and labels), the language pair, an SVR on the surface features.",
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe init``."""
     parser.add_argument("--src", type=Path, required=True, help="training source sentences, one per line")
     parser.add_argument("--mt", type=Path, required=True, help="training machine translations, one per line")
     parser.add_argument("--labels", type=Path, required=True, help="training labels, one number per line")
@@ -57,7 +53,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replace an existing --out file, and a resources config beside it that qe init wrote "
         "(one qe init did not write is never replaced)",
     )
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="init",
+        help="write a working experiment config for your own files (no Python needed)",
+        description="Check your files and write an experiment config that `qe run` accepts: training "
+        "and test sentences (and labels), the language pair, an SVR on the surface features.",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def _toml(value: object) -> str:

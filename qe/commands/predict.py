@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qe.commands import Command, register_command
 from qe.commands.options import (
     add_input_options,
     add_streaming_options,
@@ -53,14 +54,8 @@ if TYPE_CHECKING:  # numpy, the model and the metrics (scikit-learn) are importe
 TSV_HEADER = "id\tscore\n"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "predict",
-        help="score new source / MT pairs with a saved model",
-        description="Compute the features a saved model needs from raw text and write one score per "
-        "sentence (tsv: id<TAB>score with a header; wmt12: the official submission lines with ranks). "
-        "Streams: memory stays flat however large the input.",
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe predict``."""
     parser.add_argument("--model", type=Path, required=True, help="model file written by qe run / qe train")
     parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
     parser.add_argument("--mt", type=Path, required=True, help="machine translations, one per line")
@@ -83,7 +78,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_input_options(parser)
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="predict",
+        help="score new source / MT pairs with a saved model",
+        description="Compute the features a saved model needs from raw text and write one score per "
+        "sentence (tsv: id<TAB>score with a header; wmt12: the official submission lines with ranks). "
+        "Streams: memory stays flat however large the input.",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def format_tsv_rows(start: int, scores) -> str:

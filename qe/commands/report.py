@@ -6,14 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from qe.commands import Command, register_command
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "report",
-        help="write report.md and report.html (metrics, published systems, figures) into a run directory",
-        description="Read a run directory written by `qe run` (or `qe ablate`) and write report.md, "
-        "report.html and PNG figures in report_files/ into it.",
-    )
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe report``."""
     parser.add_argument("run_dir", type=Path, help="run directory written by `qe run` or `qe ablate`")
     parser.add_argument(
         "--data-dir",
@@ -27,7 +24,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help="write the report into DIR instead of the run directory"
     )
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="report",
+        help="write report.md and report.html (metrics, published systems, figures) into a run directory",
+        description="Read a run directory written by `qe run` (or `qe ablate`) and write report.md, "
+        "report.html and PNG figures in report_files/ into it.",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,15 +6,15 @@ import argparse
 import json
 import re
 
+from qe.commands import Command, register_command
 from qe.errors import QEInputError
 from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.leakage import describe_repeats
 from qe.schema import check_jobs
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``qe resources build`` and ``qe resources info``."""
-    parser = subparsers.add_parser("resources", help="build or inspect language-resource bundles")
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """``qe resources build``, ``check`` and ``info``, each with its own arguments and handler."""
     sub = parser.add_subparsers(dest="resources_command", metavar="ACTION")
 
     build = sub.add_parser(
@@ -67,7 +67,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("bundle", metavar="DIR", help="bundle directory")
     info.set_defaults(func=_info)
 
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+COMMAND = register_command(
+    Command(name="resources", help="build or inspect language-resource bundles", arguments=arguments)
+)
 
 
 def _build(args: argparse.Namespace) -> int:

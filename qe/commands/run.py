@@ -6,16 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
+from qe.commands import Command, register_command
 from qe.errors import naming
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run",
-        help="train on the training split (choices by CV), evaluate on test, write a run directory",
-        description="Run an experiment config: writes config.toml, signature.txt, metrics.json, "
-        "predictions.tsv and model.skops to the output directory.",
-    )
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``qe run``."""
     parser.add_argument("config", type=Path, help="TOML experiment config (see configs/)")
     parser.add_argument("--output-dir", type=Path, required=True, help="run directory to create")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
@@ -23,7 +19,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--jobs", type=int, help="parallel jobs for CV and extraction (default from config)")
     parser.add_argument("--json", action="store_true", help="print metrics.json instead of the table")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.set_defaults(func=run)
+
+
+COMMAND = register_command(
+    Command(
+        name="run",
+        help="train on the training split (choices by CV), evaluate on test, write a run directory",
+        description="Run an experiment config: writes config.toml, signature.txt, metrics.json, "
+        "predictions.tsv and model.skops to the output directory.",
+        arguments=arguments,
+        handler=lambda args: run(args),  # defined below
+    )
+)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,13 +13,19 @@ point) holding one ``FeatureFamily`` subclass decorated with ``@register_family`
   that lacks one is refused by ``bind`` before any work;
 - ``annotations``: the shared annotations of a batch it reads (``qe.features.annotations``: tokens,
   UPOS tags), so that families extracted together compute them once;
-- ``fresh_state()``: per-process caches, left out when the family is pickled for a worker.
+- ``fresh_state()``: per-process caches, left out when the family is pickled for a worker;
+- what it needs installed (``requires``, ``missing_pieces``) and what it loses for a language no
+  POS tagger covers (``tagger_loss``, ``word_classes``, ``asks_tagger``, ``bundle_losses``), which
+  ``qe.resources.check`` and ``qe.resources.tagless`` ask every family for;
+- ``example``: the small case the family contract test runs it on (``FamilyExample``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -205,6 +211,29 @@ class PairInput:
         return self.setting or self.name
 
 
+# ====================================================================== the contract's example
+
+
+@dataclass(frozen=True)
+class FamilyExample:
+    """The small case the family contract (``tests/test_family_contract.py``) runs a family on, so that
+    every registered family, an installed plug-in's too, is checked on its own declared terms.
+
+    ``settings``: the family's settings. ``bundle``: bind it to the contract's toy resource bundle
+    (English-Spanish, Moses-tokenized; members ``lm.src``, ``lm.tgt``, ``ngrams.src``, ``ibm1.s2t``,
+    ``ibm1.t2s``, ``edits``), else to none. ``inputs(src, mt)``: its per-pair inputs for the
+    contract's source and MT sentences (each a list of one line per pair). ``files``: file name ->
+    text, written into a scratch folder that is the working directory while the contract runs (for
+    settings naming a log). ``requires``: Python modules without which the case is skipped.
+    """
+
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    bundle: bool = False
+    inputs: Callable[[list[str], list[str]], dict[str, list[str]]] | None = None
+    files: Mapping[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+
+
 # ====================================================================== the family
 
 
@@ -238,6 +267,16 @@ class FeatureFamily(ABC):
     needs_bundle: ClassVar[bool] = False
     limits: ClassVar[TextLimits] = TextLimits()
     """The longest text of one pair the family reads (every family declares its own)."""
+    requires: ClassVar[dict[str, str]] = {}
+    """Python modules the family needs that qe does not install, each with how to install it
+    (``{"kenlm": "pip install 'qe[lm]'"}``): ``missing_pieces`` names a missing one."""
+    tagger_loss: ClassVar[str | None] = None
+    """What the family loses for a language no installed POS tagger covers (None: it tags nothing);
+    ``qe.resources.tagless`` says it once per config, with what would bring the tags back."""
+    word_classes: ClassVar[bool] = False
+    """Whether Hunspell word classes (``qe.resources.wordclass``) stand in for spaCy's tags."""
+    example: ClassVar[FamilyExample | None] = None
+    """The case the family contract runs the family on (every family declares one)."""
 
     def __init__(self, **settings: Any) -> None:
         self.settings = self.validate_settings(settings)
@@ -345,6 +384,49 @@ class FeatureFamily(ABC):
                     f"{self.name}: {name} for sentence {batch.ids[i]!r} is not text ({type(value).__name__})"
                 )
         return values
+
+    # ------------------------------------------------------------------ installed pieces
+
+    def pair_languages(self, pair: Mapping[str, str]) -> dict[str, str | None]:
+        """Each side's language: the family's ``src_lang`` / ``tgt_lang`` setting, else ``pair``'s."""
+        return {side: self.settings.get(f"{side}_lang") or pair.get(side) for side in ("src", "tgt")}
+
+    def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
+        """What the family, with these settings, needs for the language ``pair`` (side -> language)
+        and this machine or ``resources`` lacks: one line each, ``"who: what is missing, and how to
+        get it"``, nothing loaded (``qe resources check``, ``qe run`` before any work). Here: the
+        ``requires`` modules; families needing more (spaCy pipelines, dictionaries, taggers) add it.
+        The bundle members are ``bind``'s to check."""
+        return [
+            f"{self.name}: the {module} Python module ({how})"
+            for module, how in self.requires.items()
+            if importlib.util.find_spec(module) is None
+        ]
+
+    def tagger_pieces(
+        self, pair: Mapping[str, str], resources: Any, members: tuple[str, ...] = ()
+    ) -> list[str]:
+        """What POS tags of both sides need and lack (for ``missing_pieces`` with ``pos = true``):
+        with a bundle, its taggers and the bundle ``members`` the POS features read; without one, a
+        tagger for each side whose language is known."""
+        from qe.resources import pos
+
+        if resources is not None:
+            return pos.pos_pieces(resources, members)
+        return [
+            problem
+            for side, lang in self.pair_languages(pair).items()
+            if lang and (problem := pos.missing_language_tagger(lang, pos.SIDE_NAMES[side]))
+        ]
+
+    def asks_tagger(self, resources: Any) -> bool:
+        """Whether, bound to ``resources``, the family's POS features depend on the installed taggers
+        (used where one is, silently left out elsewhere: ``tagger_loss`` says so once)."""
+        return False
+
+    def bundle_losses(self, resources: Any) -> list[str]:
+        """What the family, asking for a tagger, loses to a member ``resources`` lacks (one line each)."""
+        return []
 
     # ------------------------------------------------------------------ length limits
 

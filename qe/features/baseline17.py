@@ -38,12 +38,22 @@ once per occurrence.
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, flag, integer, string, toml_table
+from qe.features.base import (
+    FamilyExample,
+    FeatureFamily,
+    FeatureSpec,
+    PairBatch,
+    choice,
+    flag,
+    integer,
+    string,
+    toml_table,
+)
 from qe.features.registry import register_family
 from qe.resources.ngrams import DEFAULT_MIN_COUNT, NgramCounts
 from qe.text import TextConfig, TextProcessor
@@ -154,6 +164,8 @@ class Baseline17(FeatureFamily):
     member_kinds = MEMBER_KINDS
     needs_bundle = True
     annotations = ("tokens",)
+    requires: ClassVar[dict[str, str]] = {"kenlm": "pip install 'qe[lm]'"}
+    example = FamilyExample({"ngram_counts": "corpus"}, bundle=True)
 
     def fresh_state(self) -> dict[str, Any]:
         """Lookups prepared for one bundle (rebuilt in each worker)."""

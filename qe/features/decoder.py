@@ -28,6 +28,7 @@ from qe.decoder.search_graph import (
 from qe.decoder.trace import TraceStats, count_untranslated, read_trace_phrases, summarize_trace
 from qe.errors import QEInputError
 from qe.features.base import (
+    FamilyExample,
     FeatureFamily,
     FeatureSpec,
     PairBatch,
@@ -164,6 +165,17 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den else math.nan
 
 
+EXAMPLE_NBEST = """\
+0 ||| la casa es pequeña  ||| d: -2 lm: -18.5 w: -4 tm: -3.1 -5.2 -2.7 -4.9 2.99959 ||| -6.25
+0 ||| la casa es pequeño  ||| d: -2 lm: -20.5 w: -4 tm: -3.5 -5.0 -2.9 -4.7 2.99959 ||| -6.75
+0 ||| una casa pequeña  ||| d: 0 lm: -15.0 w: -3 tm: -4.0 -6.0 -3.0 -5.0 1.99973 ||| -7.5
+1 ||| el gato y el perro  ||| d: -1 lm: -22.0 w: -5 tm: -6.0 -7.0 -5.5 -6.5 2.99959 ||| -9.0
+2 ||| buenos días  ||| d: -1 -0.5 0 0 -0.25 0 0 lm: -10.0 -12.0 w: -2 tm: -1.0 -2.0 -1.5 -2.5 0.99995 ||| -3.0
+2 ||| buenos días días  ||| d: 0 -1 0 0 0 0 0 lm: -14.0 -13.0 w: -3 tm: -2.0 -3.0 -2.5 -3.5 1.99990 ||| -4.0
+"""
+"""A Moses n-best list (old feature format) of sentences 0 to 2: the contract's example log."""
+
+
 @register_family
 class DecoderFamily(FeatureFamily):
     """Glass-box features from Moses logs; see ``docs/decoder.md``.
@@ -180,6 +192,9 @@ class DecoderFamily(FeatureFamily):
 
     setting_specs = SETTINGS
     inputs = INPUTS
+    example = FamilyExample(
+        {"nbest": "example.nbest", "missing": "nan"}, files={"example.nbest": EXAMPLE_NBEST}
+    )
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch
 from qe.features.registry import register_family
 from qe.resources.edits import N_FEATURES
 
@@ -54,6 +54,7 @@ class EditFeatures(FeatureFamily):
     name = "edits"
 
     needs_bundle = True
+    example = FamilyExample(bundle=True)
 
     def required_members(self) -> list[str]:
         """The bundle's post-editing statistics."""

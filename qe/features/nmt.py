@@ -30,6 +30,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.features.base import (
+    FamilyExample,
     FeatureFamily,
     FeatureSpec,
     PairBatch,
@@ -169,6 +170,18 @@ SETTINGS = {
 }
 
 
+def example_inputs(src: list[str], mt: list[str]) -> dict[str, list[str]]:
+    """The contract's line inputs: the MT as the model's tokens, one log-probability per token plus
+    ``</s>``, a sentence score per pair."""
+    return {
+        "nmt_logprobs": [
+            " ".join(f"-{k % 7 / 10 + 0.05:.2f}" for k in range(len(t.split()) + 1)) for t in mt
+        ],
+        "nmt_score": [f"-{(k + 1) / 4:g}" for k in range(len(mt))],
+        "nmt_tokens": list(mt),
+    }
+
+
 @register_family
 class NMTFamily(FeatureFamily):
     """Token log-probability statistics of the NMT model that produced the translation."""
@@ -177,6 +190,7 @@ class NMTFamily(FeatureFamily):
 
     setting_specs = SETTINGS
     inputs = (LOGPROBS, SCORE, TOKENS, FAIRSEQ, MARIAN)
+    example = FamilyExample(inputs=example_inputs)
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)

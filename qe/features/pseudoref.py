@@ -31,7 +31,16 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, PairInput, TextLimits, flag, string
+from qe.features.base import (
+    FamilyExample,
+    FeatureFamily,
+    FeatureSpec,
+    PairBatch,
+    PairInput,
+    TextLimits,
+    flag,
+    string,
+)
 from qe.features.registry import register_family
 
 RESOURCE = "pseudo_ref"
@@ -123,6 +132,7 @@ class PseudoRefFamily(FeatureFamily):
 
     setting_specs = SETTINGS
     limits = LIMITS
+    example = FamilyExample(inputs=lambda src, mt: {RESOURCE: list(src)})  # any text will do: the source
     inputs = (
         PairInput(
             RESOURCE,

@@ -13,12 +13,13 @@ mostly names. Copied words the target dictionary does not know are counted apart
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, language
+from qe.errors import QEInputError, refusal
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, language
 from qe.features.registry import register_family
 from qe.text import TextConfig, TextProcessor
 
@@ -50,6 +51,7 @@ class SpellingFamily(FeatureFamily):
 
     name = "spelling"
     setting_specs = SETTINGS
+    example = FamilyExample({"src_lang": "en", "tgt_lang": "es"})
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -58,6 +60,16 @@ class SpellingFamily(FeatureFamily):
     def fresh_state(self) -> dict[str, Any]:
         """Dictionaries and tokenizers (loaded again in each worker)."""
         return {"_tools": None}
+
+    def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
+        """The Hunspell dictionary of each side's language."""
+        from qe.resources.spelling import find_dictionary
+
+        return super().missing_pieces(pair, resources) + [
+            f"spelling: {problem}"
+            for lang in self.pair_languages(pair).values()
+            if lang and (problem := refusal(lambda x=lang: find_dictionary(x)))
+        ]
 
     def bind(self, resources: Any) -> SpellingFamily:
         """Resolve the two languages and check their dictionaries are installed."""

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
 from qe.features.registry import register_family
 from qe.text import STYLES, TextConfig, TextProcessor
 
@@ -345,6 +345,7 @@ class SurfaceFamily(FeatureFamily):
     name = "surface"
 
     setting_specs = SETTINGS
+    example = FamilyExample()
 
     def fresh_state(self) -> dict[str, Any]:
         """Tokenizers by side and settings (rebuilt in each worker)."""

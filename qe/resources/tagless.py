@@ -1,14 +1,15 @@
 """What the POS-based features lose for a language no installed tagger covers, said once per config.
 
-``lm`` (its POS-LM features) and ``ibm1`` (its POS-agreement features) need tags on both sides, so
-one language without a tagger turns them off for the pair (``pos = "auto"``; ``pos = true`` is
-refused by ``bind``); ``linguistic`` parses both sides with spaCy and refuses such a pair. Instead of
-a warning from each family while features are extracted, ``losses`` gives one line per language
-without a tagger: which families lose what, and what would bring it back (a pipeline's pip command
-when PyPI has it, else "none offline"), or that Hunspell word classes stand in for it
-(``qe.resources.wordclass``). ``qe run`` and ``qe features`` print the lines for their families
-once, before any extraction (``config_losses``, ``family_losses``); ``qe init`` prints them for
-the languages it is given.
+Each feature family declares what it loses there (``FeatureFamily.tagger_loss``): ``lm`` its POS-LM
+features and ``ibm1`` its POS-agreement features (they need tags on both sides, so one language
+without a tagger turns them off for the pair with ``pos = "auto"``; ``pos = true`` is refused by
+``bind``), ``linguistic`` the whole family (it parses both sides with spaCy and refuses such a pair).
+Instead of a warning from each family while features are extracted, ``losses`` gives one line per
+language without a tagger: which families lose what, and what would bring it back (a pipeline's pip
+command when PyPI has it, else "none offline"), or that Hunspell word classes stand in for it
+(``FeatureFamily.word_classes``, ``qe.resources.wordclass``). ``qe run`` and ``qe features`` print
+the lines for their families once, before any extraction (``config_losses``, ``family_losses``);
+``qe init`` prints them for the languages it is given.
 """
 
 from __future__ import annotations
@@ -22,16 +23,6 @@ from qe import nlp
 
 ROLE = {"src": "source", "tgt": "target"}
 
-LOSSES: dict[str, str] = {
-    "lm": "its POS-LM features (src_pos_*, mt_pos_*)",
-    "ibm1": "its 4 POS-agreement features (o2o_pos_agree_*)",
-    "linguistic": "the whole family (it parses both sides: refused)",
-}
-"""Family -> what it loses when a language of the pair has no tagger."""
-
-WORD_CLASS_FAMILIES = ("lm", "ibm1")
-"""The families whose POS features take Hunspell word classes where spaCy has no pipeline."""
-
 
 def remedy(lang: str) -> str:
     """What would bring a language's POS tags back: pip commands, or why none works offline."""
@@ -44,23 +35,27 @@ def remedy(lang: str) -> str:
     return hint
 
 
-def losses(pair: Mapping[str, str], families: Iterable[str] = tuple(LOSSES)) -> list[str]:
+def losses(pair: Mapping[str, str], families: Iterable[str] | None = None) -> list[str]:
     """One line per language of ``pair`` (side -> language) without an installed spaCy pipeline,
-    naming what each of ``families`` loses there (or tags with Hunspell word classes instead) and
-    what would bring spaCy's tags back (nothing if no family of ``families`` uses them)."""
+    naming what each of ``families`` (default: every registered family that tags) loses there (or
+    tags with Hunspell word classes instead) and what would bring spaCy's tags back (nothing if no
+    family of ``families`` uses them)."""
+    from qe.features.registry import family_class, registered_families
     from qe.resources import wordclass
 
-    names = [f for f in dict.fromkeys(families) if f in LOSSES]
+    names = sorted(registered_families()) if families is None else dict.fromkeys(families)
+    tagging = [cls for cls in map(family_class, names) if cls.tagger_loss]
     lines = []
     for side, lang in pair.items():
-        if not names or nlp.missing_pipeline(lang, ROLE.get(side, side)) is None:
+        if not tagging or nlp.missing_pipeline(lang, ROLE.get(side, side)) is None:
             continue
-        replaced = [f for f in names if f in WORD_CLASS_FAMILIES and wordclass.available(lang)]
-        parts = [f"{family} loses {LOSSES[family]}" for family in names if family not in replaced]
+        replaced = [cls for cls in tagging if cls.word_classes and wordclass.available(lang)]
+        parts = [f"{cls.name} loses {cls.tagger_loss}" for cls in tagging if cls not in replaced]
         if replaced:
             dictionary = wordclass.CLASSES[nlp.language_of(lang)].dictionary
             verb = "uses" if len(replaced) == 1 else "use"
-            parts.insert(0, f"{' and '.join(replaced)} {verb} Hunspell word classes ({dictionary}) instead")
+            named = " and ".join(cls.name for cls in replaced)
+            parts.insert(0, f"{named} {verb} Hunspell word classes ({dictionary}) instead")
         where = f"{ROLE[side]} language" if side in ROLE else side
         lines.append(
             f"no spaCy POS tagger for {lang!r} ({where}): {'; '.join(parts)}; "
@@ -71,33 +66,19 @@ def losses(pair: Mapping[str, str], families: Iterable[str] = tuple(LOSSES)) -> 
 
 def asked_families(families: Iterable[Any], resources: Any) -> list[str]:
     """The names of the families (``FeatureFamily`` objects) whose POS features depend on the
-    installed taggers: ``lm`` / ``ibm1`` with ``pos = "auto"`` and a bundle (``lm`` only when the
-    bundle has one of its POS LMs: without them it never asked for POS features)."""
-    asked = []
-    for family in families:
-        settings = family.settings
-        if family.name not in WORD_CLASS_FAMILIES or settings.get("pos") != "auto" or resources is None:
-            continue
-        members = [settings[f"{side}_poslm"] for side in ROLE] if family.name == "lm" else []
-        if not members or any(name in resources for name in members):
-            asked.append(family.name)
-    return asked
+    installed taggers with this bundle (``FeatureFamily.asks_tagger``: ``lm`` / ``ibm1`` with
+    ``pos = "auto"``)."""
+    return [family.name for family in families if family.asks_tagger(resources)]
 
 
 def family_losses(families: Iterable[Any], resources: Any) -> list[str]:
     """``losses`` for the languages of a bundle and the families that would tag them, after what
-    ``lm`` loses to a POS LM missing from the bundle."""
+    they lose to bundle members the bundle lacks (``lm``'s POS LMs)."""
     families = list(families)
     asked = asked_families(families, resources)
     if not asked:
         return []
-    lines = [
-        f"lm loses {LOSSES['lm']}: the bundle has no {name} (a [poslm.{side}] section builds it)"
-        for family in families
-        if family.name == "lm" and "lm" in asked
-        for side in ROLE
-        if (name := family.settings[f"{side}_poslm"]) not in resources
-    ]
+    lines = [line for family in families if family.name in asked for line in family.bundle_losses(resources)]
     pair = {side: resources.text_config(side).lang for side in ROLE if f"tagger.{side}" not in resources}
     return lines + losses(pair, asked)  # a bundle's own tagger member tags its side
 

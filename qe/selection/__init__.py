@@ -1,13 +1,18 @@
 """Feature selection: correlation ranking, CFS (Weka-style search) and greedy CV selection.
 
 All selectors are scikit-learn estimators (``fit`` / ``get_support`` / ``transform``) with a
-``path_`` recording the search; :func:`make_selector` builds one by name from a config.
+``path_`` recording the search. Each module of this package that defines one registers a
+:class:`SelectorRecord` per name a config can give it (``register_selector``), so adding a selector is
+adding one file; :func:`make_selector` builds one by name from a config.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +25,10 @@ if TYPE_CHECKING:
     from qe.selection.base import PathSelector
 
 __all__ = [
-    "SELECTORS",
     "CFSSelector",
     "CorrelationSelector",
     "PathSelector",
+    "SelectorRecord",
     "SequentialSelector",
     "cfs_merit",
     "correlations",
@@ -31,6 +36,8 @@ __all__ = [
     "hall_merit",
     "make_selector",
     "parallel_backend_context",
+    "register_selector",
+    "registered_selectors",
     "selection_report",
     "write_selection_path",
 ]
@@ -50,39 +57,79 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SELECTORS":
-        return _selectors()
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _selectors() -> dict[str, tuple[type[PathSelector], dict[str, Any]]]:
-    """Config name -> (selector class, fixed parameters)."""
-    from qe.selection.cfs import CFSSelector
-    from qe.selection.correlation import CorrelationSelector
-    from qe.selection.sequential import SequentialSelector
+# ====================================================================== the registry
 
-    return {
-        "correlation": (CorrelationSelector, {}),
-        "cfs": (CFSSelector, {}),
-        "forward": (SequentialSelector, {"direction": "forward"}),
-        "backward": (SequentialSelector, {"direction": "backward"}),
-    }
+RUN_VALUES = ("random_state", "cv", "n_jobs")
+"""The selector parameters a run can fill in (``SelectorRecord.from_run``): its seed, its number of CV
+folds, its parallel jobs."""
 
 
-register_names("selector", lambda: list(_selectors()))
+@dataclass(frozen=True)
+class SelectorRecord:
+    """One selector a config can name (``[selection] name``): its class (a ``PathSelector``, whose
+    scikit-learn ``_parameter_constraints`` check the config's ``selection.params``), the parameters
+    the name fixes (``forward`` and ``backward`` are one class searching in two directions), and
+    ``from_run``: the parameters (among :data:`RUN_VALUES`) it takes from the run when the config
+    leaves them unset, so that a selector with a learner in the loop is seeded, cross-validated and
+    parallel as the run is."""
+
+    name: str
+    cls: type[PathSelector]
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    from_run: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.from_run) - set(RUN_VALUES))
+        if unknown:
+            raise ValueError(f"selector {self.name!r}: a run has no value for {', '.join(unknown)}")
+
+    def run_defaults(self, seed: int, folds: int, n_jobs: int | None) -> dict[str, Any]:
+        """The parameters this selector takes from a run with this seed, CV folds and jobs."""
+        values = {"random_state": seed, "cv": folds, "n_jobs": n_jobs}
+        return {param: values[param] for param in self.from_run}
+
+
+_REGISTRY: dict[str, SelectorRecord] = {}
+_INFRASTRUCTURE = {"base", "backend"}
+_loaded = False
+
+
+def register_selector(record: SelectorRecord) -> SelectorRecord:
+    """Add a selector to the registry (its module calls this once per name, on import)."""
+    if _REGISTRY.get(record.name, record) != record:
+        raise ValueError(f"selector {record.name!r} registered twice")
+    _REGISTRY[record.name] = record
+    return record
+
+
+def registered_selectors() -> dict[str, SelectorRecord]:
+    """Every selector by name: the modules of ``qe.selection`` are imported (once) to register theirs."""
+    global _loaded
+    if not _loaded:
+        for module in pkgutil.iter_modules(__path__):
+            if module.name not in _INFRASTRUCTURE and not module.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{module.name}")
+        _loaded = True
+    return dict(sorted(_REGISTRY.items()))
+
+
+register_names("selector", lambda: list(registered_selectors()))
 
 
 def make_selector(name: str, **params: Any) -> PathSelector:
-    """A selector by config name (correlation, cfs, forward, backward) with keyword parameters, checked
-    against its constraints: a bad one is a ``QEInputError`` naming ``selection.params.NAME``."""
+    """A selector by config name (``registered_selectors``) with keyword parameters, checked against
+    its constraints: a bad one is a ``QEInputError`` naming ``selection.params.NAME``."""
     from qe.learners.factory import check_params
 
-    selectors = _selectors()
+    selectors = registered_selectors()
     if name not in selectors:
         raise QEInputError(f"unknown selector {name!r} (known: {', '.join(selectors)})")
-    cls, fixed = selectors[name]
+    cls, fixed = selectors[name].cls, dict(selectors[name].fixed)
     clash = sorted(set(params) & set(fixed))
     if clash:
         raise QEInputError(f"selector {name!r} fixes parameter(s) {', '.join(clash)}")

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from qe.selection import SelectorRecord, register_selector
 from qe.selection.base import PathSelector
 
 SEARCHES = ("best_first", "greedy")
@@ -197,3 +198,6 @@ class CFSSelector(PathSelector):
                 selected.add(feature)
                 merit = hall_merit(r_cf, r_ff, tuple(selected))
                 self._record(feature, merit, frozenset(selected), locally_predictive=True)
+
+
+register_selector(SelectorRecord("cfs", CFSSelector))

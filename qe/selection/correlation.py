@@ -9,6 +9,7 @@ import numpy as np
 from scipy import stats
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from qe.selection import SelectorRecord, register_selector
 from qe.selection.base import PathSelector
 
 METHODS = ("pearson", "spearman")
@@ -85,3 +86,6 @@ class CorrelationSelector(PathSelector):
             kept, f"no feature has |{self.method} r| above {self.threshold:g} among the top {self.k}"
         )
         return self
+
+
+register_selector(SelectorRecord("correlation", CorrelationSelector))

@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOp
 from qe.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
 from qe.metrics import METRICS
+from qe.selection import SelectorRecord, register_selector
 from qe.selection.base import PathSelector
 
 DIRECTIONS = ("forward", "backward")
@@ -200,3 +201,13 @@ class SequentialSelector(PathSelector):
             current = scores[best]
             self.path_.append(self._step(dropped, current, len(selected)))
         return selected, current
+
+
+FROM_RUN = ("random_state", "cv", "n_jobs")
+"""What both searches take from the run when the config leaves it unset: its seed, CV folds and jobs."""
+register_selector(
+    SelectorRecord("forward", SequentialSelector, fixed={"direction": "forward"}, from_run=FROM_RUN)
+)
+register_selector(
+    SelectorRecord("backward", SequentialSelector, fixed={"direction": "backward"}, from_run=FROM_RUN)
+)
