@@ -26,9 +26,9 @@ FLOORS: dict[str, int] = {
     **dict.fromkeys(("qe.textmetrics", "qe.mlqe_checksums", "qe.plaincheck"), 0),
     # 1 config rules: rule types, predicates, the names registries hand in
     "qe.schema": 1,
-    # 2 data and text: datasets, tables, splits, tokenization
+    # 2 data and text: datasets, tables, a config's splits, tokenization
     **dict.fromkeys(
-        ("qe.data", "qe.tables", "qe.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2
+        ("qe.data", "qe.tables", "qe.run.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2
     ),
     # 3 parts: feature families, learners, selectors, bundle members, model readers, report pieces
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
@@ -38,8 +38,8 @@ FLOORS: dict[str, int] = {
     # 4 assembly: configs, bundles, extraction, saved models, streaming
     **dict.fromkeys(("qe.config", "qe.resources.bundle", "qe.resources.check", "qe.resources.tagless"), 4),
     **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.streaming"), 4),
-    # 5 workflows: experiments, ablations, reports
-    **dict.fromkeys(("qe.experiment", "qe.ablation", "qe.report"), 5),
+    # 5 workflows: a run's stages, ablations, reports
+    **dict.fromkeys(("qe.run", "qe.ablation", "qe.report"), 5),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }
