@@ -131,3 +131,19 @@ def test_run_experiment_writes_the_fitted_models_predictions_metrics_and_model(t
     assert model.feature_names == ["a", "b"]
     np.testing.assert_allclose(model.score(pd.DataFrame(x_test, columns=["a", "b"])), expected, rtol=1e-10)
     assert (tmp_path / "run" / "signature.txt").read_text() == metrics["signature"] + "\n"
+
+
+def test_the_systems_of_a_run_share_its_splits_families_and_learner(tmp_path: Path) -> None:
+    config = _toy_run_config(tmp_path, {"name": "svr", "params": {"C": 10.0}})
+    config["features"]["families"] = ["surface"]
+    ctx = RunContext(config)
+    settings = {"surface": {"style": "wmt12"}}
+    other = ctx.system({**config, "features": {**config["features"], "settings": settings}})
+    assert other.dataset("train") is ctx.dataset("train") and other.loaded("test") is ctx.loaded("test")
+    (ours,), _ = ctx.families("train")
+    assert ctx.families("test")[0] == [ours]  # the same settings on both splits: one family
+    (theirs,), _ = other.families("train")
+    assert theirs is not ours and (ours.settings["style"], theirs.settings["style"]) == ("moses", "wmt12")
+    first, second = ctx.learner(40), other.learner(40)
+    assert first is not second and first.get_params()["model__C"] == second.get_params()["model__C"] == 10.0
+    assert not hasattr(first, "n_features_in_")  # each fit gets its own unfitted copy

@@ -92,10 +92,11 @@ class RunContext:
             self.made.fingerprints[key] = self.dataset(split).fingerprint()
         return self.made.fingerprints[key]
 
-    def data_key(self, split: str, extra: dict[str, list[Any]]) -> str:
+    def data_key(self, split: str, extra: dict[str, list[Any]], files: dict[str, str]) -> str:
         """The feature cache's hash of the split's ids, sentences and the ``extra`` inputs read with them
-        (``qe.features.cache.sentences_hash``); once per split and set of inputs."""
-        key = _key(self._split_key(split), sorted(extra))
+        (``qe.features.cache.sentences_hash``), the dataset's own or, by name, from ``files``; once per
+        split and set of inputs."""
+        key = _key(self._split_key(split), sorted(extra), files)
         if key not in self.made.data_keys:
             dataset = self.dataset(split)
             self.made.data_keys[key] = sentences_hash(dataset.ids, dataset.src, dataset.mt, extra)

@@ -108,7 +108,7 @@ def _extract_families(
         n_jobs=ctx.config["cv"]["n_jobs"],
         progress=ctx.progress,
         bind=False,
-        data_hash=ctx.data_key(split, extra),
+        data_hash=ctx.data_key(split, extra, inputs),
     )
 
 
