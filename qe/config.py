@@ -183,11 +183,17 @@ def config_learner(
     config: dict[str, Any], *, n_jobs: int | None = None, cv: Any = None, n_rows: int | None = None
 ) -> Any:
     """The config's learner, unfitted (``qe.learners.factory.make_learner`` with its ``[learner]``,
-    ``[cv]`` folds and seed); ``cv``: another tuning splitter, ``n_rows``: the training size (for
-    ``auto``). A bad name or parameter raises ``QEInputError``."""
-    from qe.learners.factory import make_learner
+    ``[cv]`` folds and seed); ``cv``: another tuning splitter, ``n_rows``: the training size, which
+    decides what ``auto`` stands for (its parameters are checked for both choices all the same). A bad
+    name or parameter raises ``QEInputError``."""
+    from qe.learners.factory import AUTO, auto_choice, make_learner
 
     learner = config["learner"]
+    if learner["name"] == AUTO:  # its parameters must suit both learners it may stand for
+        if auto_choice(n_rows, learner.get("fast_above")) == auto_choice(None):
+            n_rows = None  # the same learner; built without the size, it is checked for both
+        else:
+            config_learner(config)  # checked for both without the size, then built for it
     return make_learner(
         learner["name"],
         learner.get("params"),
