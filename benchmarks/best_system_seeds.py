@@ -1,8 +1,8 @@
 """Benchmark: how much the frozen best WMT12 system moves with the random seed.
 
 Runs ``configs/wmt12-best.toml`` (or ``--config``) with three seeds: the features are built once
-(``qe.experiment.build_split``; they do not depend on the seed), then for each seed the config's
-learner is fitted exactly as ``qe run`` fits it (``qe.experiment.fit_and_evaluate``: seeded CV
+(``qe.run.features.build_split``; they do not depend on the seed), then for each seed the config's
+learner is fitted exactly as ``qe run`` fits it (``qe.run.evaluate.fit_and_evaluate``: seeded CV
 folds, seeded learners and inner folds) and scored on the WMT12 test set.
 
 Usage: python benchmarks/best_system_seeds.py [--config FILE] [--seeds 1,2,3] [--data-dir DIR]
@@ -23,7 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qe.config import load_config  # noqa: E402
-from qe.experiment import build_split, fit_and_evaluate  # noqa: E402
+from qe.run.context import RunContext  # noqa: E402
+from qe.run.evaluate import fit_and_evaluate  # noqa: E402
+from qe.run.features import build_split  # noqa: E402
 
 
 def main() -> int:
@@ -36,13 +38,14 @@ def main() -> int:
     config = load_config(args.config)
     if args.data_dir:
         config["data"]["data_dir"] = str(args.data_dir)
-    train, test = build_split(config, "train", False), build_split(config, "test", False)
+    ctx = RunContext(config)
+    train, test = build_split(ctx, "train"), build_split(ctx, "test")
     seeds = [int(s) for s in args.seeds.split(",")]
     maes = []
     for seed in seeds:
         seeded = copy.deepcopy(config)
         seeded["seed"] = seed
-        fitted = fit_and_evaluate(seeded, train, test)
+        fitted = fit_and_evaluate(ctx.system(seeded), train, test)
         maes.append(round(fitted.metrics["test"]["MAE"], 6))
     print(json.dumps({"seeds": seeds, "test_MAE": maes, "max_diff": round(max(maes) - min(maes), 6)}))
     return 0

@@ -38,10 +38,13 @@ import numpy as np  # noqa: E402
 
 from qe.config import load_config  # noqa: E402
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS  # noqa: E402
-from qe.experiment import build_split, open_bundle_of, refit_with_dev, signature  # noqa: E402
 from qe.learners.factory import describe, make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402
-from qe.splits import has_dev, label_range  # noqa: E402
+from qe.run.context import RunContext  # noqa: E402
+from qe.run.features import build_split  # noqa: E402
+from qe.run.fit import refit_with_dev  # noqa: E402
+from qe.run.persist import signature  # noqa: E402
+from qe.run.splits import has_dev, label_range  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix
@@ -87,10 +90,9 @@ def run_system(config: dict) -> tuple[dict[str, float | str], float, dict[str, f
     """Fit on train (and dev), predict test20: (metrics and the run's signature, lp_mean-alone
     Pearson or nan, seconds per step)."""
     started = time.perf_counter()
-    bundle = open_bundle_of(config)
-    train = build_split(config, "train", progress=False, resources=bundle)
-    test = build_split(config, "test", progress=False, resources=bundle)
-    dev = build_split(config, "dev", progress=False, resources=bundle) if has_dev(config) else None
+    ctx = RunContext(config)
+    train, test = build_split(ctx, "train"), build_split(ctx, "test")
+    dev = build_split(ctx, "dev") if has_dev(config) else None
     extracted = time.perf_counter()
     learner = config["learner"]
     if learner.get("grid"):
@@ -98,7 +100,7 @@ def run_system(config: dict) -> tuple[dict[str, float | str], float, dict[str, f
     model = make_learner(
         learner["name"], learner.get("params"), scale=learner.get("scale"), seed=config["seed"], n_jobs=1
     )
-    sig = signature(config, describe(model), train.dataset, bundle, dev=dev.dataset if dev else None)
+    sig = signature(ctx, describe(model))
     if dev is not None and config["data"].get("fit_on") == "train+dev":  # as `qe run` (dev repeats left out)
         model, _ = refit_with_dev(learner, model, model, train, dev, train.dataset.labels)
     else:

@@ -141,7 +141,7 @@ def write_cycled(lines: list[bytes], n: int, path: Path) -> Path:
 
 def train_model(data_dir: Path, families: list[str], folder: Path, bundle: Path) -> Path:
     from qe.config import load_config
-    from qe.experiment import run_experiment
+    from qe.run.pipeline import run_experiment
 
     lines = ['name = "predict-scale"', "seed = 42", "[data]", 'dataset = "wmt12-en-es"']
     lines += [f'data_dir = "{data_dir}"', "[features]", f"families = {json.dumps(families)}"]

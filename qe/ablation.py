@@ -11,13 +11,16 @@ import numpy as np
 
 from qe.config import dump_config
 from qe.errors import QEInputError
-from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluate
 from qe.io import atomic_write, write_text_atomic
 from qe.metrics import HEADLINE_METRICS, paired_bootstrap
 from qe.outputs import staged_dir
 from qe.published import summary_columns
+from qe.run.context import RunContext
+from qe.run.evaluate import fit_and_evaluate
+from qe.run.features import SplitData, build_split
+from qe.run.persist import config_inputs
+from qe.run.splits import has_dev
 from qe.schema import is_count
-from qe.splits import has_dev
 from qe.workers import exit_with_parent_everywhere
 
 BOOTSTRAP_METRICS = HEADLINE_METRICS
@@ -70,7 +73,8 @@ def run_ablation(
     bootstrap_samples: int = 1000,
     inputs: Iterable[str | Path] = (),
 ) -> dict[str, Any]:
-    """Fit every variant (hyperparameters by CV on train), test each against the full system.
+    """Fit every variant (hyperparameters by CV on train), test each against the full system. The
+    variants share one run context: the splits, bundle, families and learner are made once.
 
     ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
     """
@@ -89,7 +93,8 @@ def run_ablation(
     exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]
     with staged_dir(output_dir, "ablation", overwrite=overwrite, inputs=protected) as staging:
-        train, test = build_split(config, "train", progress), build_split(config, "test", progress)
+        ctx = RunContext(config, progress)
+        train, test = build_split(ctx, "train"), build_split(ctx, "test")
         groups = family_groups(list(train.features.columns))
         if len(groups) < 2:
             raise QEInputError(
@@ -107,7 +112,7 @@ def run_ablation(
                 if progress:
                     print(f"ablation: {name} ({len(columns)} features)", flush=True)
                 fitted_by_columns[key] = fit_and_evaluate(
-                    config, _restrict(train, columns), _restrict(test, columns), progress=progress
+                    ctx, _restrict(train, columns), _restrict(test, columns)
                 )
             fitted = fitted_by_columns[key]
             predictions[name] = fitted.test_pred

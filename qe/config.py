@@ -51,8 +51,11 @@ def _load_registries() -> None:
     from qe.learners import aux, factory  # noqa: F401
 
 
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read, validate and complete a config; relative file paths are resolved against its folder."""
+def load_config(path: str | Path, *, check_learner: bool = True) -> dict[str, Any]:
+    """Read, validate and complete a config; relative file paths are resolved against its folder.
+
+    ``check_learner=False`` leaves building the learner (which checks its parameters) to the caller:
+    a run's context makes it once, before any feature is extracted."""
     path = require_file(path, "config file")
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a leading BOM is dropped
@@ -116,7 +119,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
         config["features"]["resources"] = str(Path(resources))
-    _check_learner_and_selector(config, path)
+    _check_learner_and_selector(config, path, check_learner)
     check_family_settings(config["features"], path)
     return config
 
@@ -154,11 +157,10 @@ def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str,
     return resolved
 
 
-def _check_learner_and_selector(config: dict[str, Any], path: Path) -> None:
-    """Build the learner and the selector once (nothing is fitted), so that a bad name or parameter
-    (checked against scikit-learn's parameter constraints) is reported now, naming the config file."""
-    from qe.learners.factory import make_learner
-
+def _check_learner_and_selector(config: dict[str, Any], path: Path, check_learner: bool = True) -> None:
+    """Build the learner (unless the caller will) and the selector once (nothing is fitted), so that a bad
+    name or parameter (checked against scikit-learn's parameter constraints) is reported now, naming the
+    config file."""
     learner = config["learner"]
     both = sorted(set(learner.get("grid") or {}) & set(learner.get("params") or {}))
     if both:
@@ -167,22 +169,44 @@ def _check_learner_and_selector(config: dict[str, Any], path: Path) -> None:
             path,
         )
     try:
-        make_learner(
-            learner["name"],
-            learner.get("params"),
-            learner.get("grid"),
-            scale=learner.get("scale"),
-            cv_folds=config["cv"]["folds"],
-            seed=config["seed"],
-            scoring=learner["scoring"],
-            fast_above=learner.get("fast_above"),
-        )
+        if check_learner:
+            config_learner(config)
         if config.get("selection"):
             from qe.selection import make_selector
 
             make_selector(config["selection"]["name"], **config["selection"].get("params", {}))
     except QEInputError as exc:
         raise QEInputError(exc.message, path) from None
+
+
+def config_learner(
+    config: dict[str, Any], *, n_jobs: int | None = None, cv: Any = None, n_rows: int | None = None
+) -> Any:
+    """The config's learner, unfitted (``qe.learners.factory.make_learner`` with its ``[learner]``,
+    ``[cv]`` folds and seed); ``cv``: another tuning splitter, ``n_rows``: the training size, which
+    decides what ``auto`` stands for (its parameters are checked for both choices all the same). A bad
+    name or parameter raises ``QEInputError``."""
+    from qe.learners.factory import AUTO, auto_choice, make_learner
+
+    learner = config["learner"]
+    if learner["name"] == AUTO:  # its parameters must suit both learners it may stand for
+        if auto_choice(n_rows, learner.get("fast_above")) == auto_choice(None):
+            n_rows = None  # the same learner; built without the size, it is checked for both
+        else:
+            config_learner(config)  # checked for both without the size, then built for it
+    return make_learner(
+        learner["name"],
+        learner.get("params"),
+        learner.get("grid"),
+        scale=learner.get("scale"),
+        cv_folds=config["cv"]["folds"],
+        seed=config["seed"],
+        scoring=learner["scoring"],
+        n_jobs=n_jobs,
+        cv=cv,
+        n_rows=n_rows,
+        fast_above=learner.get("fast_above"),
+    )
 
 
 def _check_split_files(data: dict[str, Any], split: str, path: Path) -> None:

@@ -26,8 +26,8 @@ FLOORS: dict[str, int] = {
     **dict.fromkeys(("qe.textmetrics", "qe.plaincheck"), 0),
     # 1 config rules: rule types, predicates, the names registries hand in
     "qe.schema": 1,
-    # 2 data and text: datasets, tables, splits, tokenization
-    **dict.fromkeys(("qe.data", "qe.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2),
+    # 2 data and text: datasets, tables, a config's splits, tokenization
+    **dict.fromkeys(("qe.data", "qe.run.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2),
     # 3 parts: feature families, learners, selectors, bundle members, model readers, report pieces
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
     **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.plainmodel", "qe.plainpredictors", "qe.plaintrees"), 3),
@@ -36,8 +36,8 @@ FLOORS: dict[str, int] = {
     # 4 assembly: configs, bundles, extraction, saved models, streaming
     **dict.fromkeys(("qe.config", "qe.resources.bundle", "qe.resources.check", "qe.resources.tagless"), 4),
     **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.stream"), 4),
-    # 5 workflows: experiments, ablations, reports, the scoring context
-    **dict.fromkeys(("qe.experiment", "qe.ablation", "qe.report", "qe.scoring"), 5),
+    # 5 workflows: a run's stages, ablations, reports, the scoring context
+    **dict.fromkeys(("qe.run", "qe.ablation", "qe.report", "qe.scoring"), 5),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }

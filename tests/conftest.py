@@ -43,8 +43,8 @@ def manual_data(tmp_path: Path) -> Path:
 def surface_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small SVR on the surface family (no resources), trained from files like `qe run` does."""
     from qe.config import load_config
-    from qe.experiment import run_experiment
     from qe.model import QEModel
+    from qe.run.pipeline import run_experiment
 
     root = tmp_path_factory.mktemp("model")
     lines = ['name = "stream-toy"', "[data]", "label_range = [1, 5]"]

@@ -220,7 +220,7 @@ def test_aux_target_matrix_columns_and_missing_material():
 
 
 def toy_split(n: int, seed: int):
-    from qe.experiment import SplitData
+    from qe.run.features import SplitData
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
@@ -249,7 +249,8 @@ def toy_config(learner: dict) -> dict:
 
 
 def test_fit_and_evaluate_passes_aux_targets_to_an_aux_learner():
-    from qe.experiment import fit_and_evaluate
+    from qe.run.context import RunContext
+    from qe.run.evaluate import fit_and_evaluate
 
     config = toy_config(
         {
@@ -258,18 +259,19 @@ def test_fit_and_evaluate_passes_aux_targets_to_an_aux_learner():
             "aux_targets": ["hter"],
         }
     )
-    fitted = fit_and_evaluate(config, toy_split(60, 0), toy_split(20, 1))
+    fitted = fit_and_evaluate(RunContext(config), toy_split(60, 0), toy_split(20, 1))
     assert fitted.chosen.named_steps["model"].n_aux_ == 1  # the HTER column reached the learner
     assert fitted.test_pred.shape == (20,)
     assert fitted.metrics["cv"]["MAE"] < 0.5
 
 
 def test_aux_targets_refused_for_a_plain_learner():
-    from qe.experiment import fit_and_evaluate
+    from qe.run.context import RunContext
+    from qe.run.evaluate import fit_and_evaluate
 
     config = toy_config({"name": "svr", "aux_targets": ["hter"]})
     with pytest.raises(QEInputError, match="aux-aware"):
-        fit_and_evaluate(config, toy_split(30, 0), toy_split(10, 1))
+        fit_and_evaluate(RunContext(config), toy_split(30, 0), toy_split(10, 1))
 
 
 # --- Gaussian process -------------------------------------------------------------------------

@@ -174,11 +174,11 @@ def test_a_bundle_config_with_missing_pieces_is_refused_naming_each(tmp_path, ca
 def test_families_without_a_bundle_learn_the_pair_from_the_config(tmp_path):
     pytest.importorskip("rjieba")
     from qe.config import load_config
-    from qe.experiment import bound_families
     from qe.features.registry import with_languages
+    from qe.run.context import RunContext
 
     config = load_config(pieces_experiment(tmp_path, ["surface"], {"src": "en", "tgt": "zh"}))
-    (surface,), _ = bound_families(config, "train", None)
+    (surface,), _ = RunContext(config).families("train")
     assert (surface.settings["src_lang"], surface.settings["tgt_lang"]) == ("en", "zh")
     # Chinese MT is segmented into jieba's words (its README's example), not kept as one token.
     assert surface._processor("tgt", None).tokenize("我来到北京清华大学") == [

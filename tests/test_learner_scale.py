@@ -212,6 +212,7 @@ def test_auto_run_below_the_threshold_is_the_exact_svr(tmp_path):
         ('name = "svr_fast"\ngrid = { kernel = ["poly"] }', "learner.grid names unknown parameter(s) of"),
         ('name = "auto"\nparams = { kernel = "poly" }', "bad parameter for learner 'svr_fast'"),
         ('name = "auto"\nparams = { n_components = 10 }', "bad parameter for learner 'svr'"),
+        ('name = "auto"\nfast_above = 10\nparams = { n_components = 10 }', "bad parameter for learner 'svr'"),
         ('name = "svr_fst"', "learner.name: unknown learner 'svr_fst' (allowed: svr, svr_fast, "),
         (
             'name = "average"\nparams = { members = [{ name = "auto" }] }',

@@ -137,7 +137,8 @@ def test_one_new_record_in_qe_metrics_reaches_evaluate_tables_bootstrap_and_scor
     source.write_text(source.read_text().replace(anchor, MEDIAN_AE + anchor))
     code = """
 import json, numpy as np
-from qe import experiment, metrics, published
+from qe import metrics, published
+from qe.run import against
 from qe.commands import evaluate
 from qe.learners import factory
 gold, good, bad = np.arange(12.0), np.arange(12.0) + 0.1, np.arange(12.0)[::-1]
@@ -146,7 +147,7 @@ print(json.dumps({
     "keys": list(metrics.evaluate([1, 2, 3, 4], [1, 2, 5, 8])),
     "value": metrics.evaluate([1, 2, 3, 4], [1, 2, 5, 8])["MedAE"],
     "table": published.comparison_table({"ours": {"MedAE": 0.25}}).splitlines()[::2],
-    "bootstrap": list(experiment.BOOTSTRAP_METRICS),
+    "bootstrap": list(against.BOOTSTRAP_METRICS),
     "a_wins": metrics.paired_bootstrap(gold, good, bad, "MedAE", n_samples=50).a_wins,
     "scoring": "MedAE" in factory.SCORINGS,
     "search": factory.make_learner("kernel_ridge", grid={"alpha": [1.0]}, scoring="MedAE").scoring,

@@ -17,7 +17,10 @@ from qe.cli import main
 from qe.config import load_config
 from qe.data import read_feature_table
 from qe.errors import QEInputError
-from qe.experiment import build_split, summary_table
+from qe.run.against import summary_table
+from qe.run.context import RunContext
+from qe.run.features import build_split
+from qe.data.features import read_feature_table
 from tests.helpers import write_lines
 
 SRC = [f"the {w} sat on the mat number {i} ." for i, w in enumerate(["cat", "dog", "bird", "cow"] * 5)]
@@ -71,10 +74,8 @@ def test_text_files_with_a_dev_split_that_chooses_the_hyperparameters(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["cv"]["grid_chosen_on"] == "dev" and "dev" in metrics
     # the same choice made by hand: fit on train, MAE on dev, pick the best C
-    train, dev = (
-        build_split(load_config(config), "train", False),
-        build_split(load_config(config), "dev", False),
-    )
+    ctx = RunContext(load_config(config))
+    train, dev = build_split(ctx, "train"), build_split(ctx, "dev")
     maes = {}
     for c in (0.01, 1.0, 100.0):
         model = make_pipeline(StandardScaler(), SVR(C=c)).fit(train.features.to_numpy(), train.dataset.labels)
@@ -101,7 +102,7 @@ def test_tables_with_named_columns(tmp_path):
         f'[data.test]\ntable = "test.jsonl"\n{columns}'
         '[features]\nfamilies = ["surface"]\n[learner]\nname = "mean"\n[cv]\nfolds = 3\n'
     )
-    loaded = build_split(load_config(config), "train", False).dataset
+    loaded = build_split(RunContext(load_config(config)), "train").dataset
     assert loaded.ids[:2] == ["s0", "s1"] and loaded.post_edits[0] == f"{MT[0]} ."
     assert loaded.labels.tolist() == [float(h) for h in HTER[:14]]
     assert run(config, tmp_path / "run") == 0
@@ -109,7 +110,7 @@ def test_tables_with_named_columns(tmp_path):
     assert [line.split("\t")[0] for line in predictions[1:]] == [f"s{i}" for i in range(14, 20)]
     config.write_text(config.read_text().replace('label_column = "hter"', 'label_column = "HTER"', 1))
     with pytest.raises(QEInputError, match="no label column 'HTER'"):
-        build_split(load_config(config), "train", False)
+        build_split(RunContext(load_config(config)), "train")
 
 
 # ---------------------------------------------------------------------------------------- feature tables
@@ -138,14 +139,14 @@ def test_a_feature_table_alone_needs_no_text(tmp_path):
         feature_csv(tmp_path / "test.csv", range(14, 20)),
     )
     config = feature_config(tmp_path, "tables", train, test)
-    split = build_split(load_config(config), "train", False)
+    split = build_split(RunContext(load_config(config)), "train")
     assert list(split.features.columns) == ["f_len", "f_ratio"]  # not the label, not the id
     assert split.dataset.labels.tolist() == [float(h) for h in HTER[:14]] and split.dataset.ids[0] == "s0"
     assert run(config, tmp_path / "run") == 0
     families = config.read_text() + '[features]\nfamilies = ["surface"]\n'
     config.write_text(families)
     with pytest.raises(QEInputError, match="families need sentences"):
-        build_split(load_config(config), "train", False)
+        build_split(RunContext(load_config(config)), "train")
 
 
 def test_the_header_is_detected_explicitly(tmp_path):
@@ -520,8 +521,8 @@ def test_fit_on_train_and_dev_refits_the_choice_on_both_without_repeated_pairs(t
     assert metrics["fit_on"] == {"splits": "train+dev", "rows": 16, "dev_rows_left_out": 1}
     assert "|fit:train+dev|" in (out / "signature.txt").read_text()
     # by hand: C chosen on dev by a model fitted on train, then an SVR with it fitted on train + 4 dev pairs
-    loaded = load_config(config)
-    train, dev, test = (build_split(loaded, split, False) for split in ("train", "dev", "test"))
+    ctx = RunContext(load_config(config))
+    train, dev, test = (build_split(ctx, split) for split in ("train", "dev", "test"))
     chosen = metrics["cv"]["grid_best_params"]["C"]
     x = np.vstack([train.features.to_numpy(), dev.features.to_numpy()[:4]])
     y = np.r_[train.dataset.labels, dev.dataset.labels[:4]]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qe.config import load_config
-from qe.experiment import run_experiment
+from qe.run.pipeline import run_experiment
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -137,8 +137,8 @@ def _check(args: argparse.Namespace) -> int:
         raw = {}  # the readers below give the precise error
     if "features" in raw or "data" in raw:
         config = load_config(path)
-        from qe.experiment import languages
         from qe.resources.bundle import open_bundle
+        from qe.run.splits import languages
 
         resources = config["features"].get("resources")
         try:

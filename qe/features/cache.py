@@ -165,15 +165,18 @@ def extract_cached(
     progress: bool = True,
     use_cache: bool = True,
     refresh: bool = False,
+    bind: bool = True,
+    data_hash: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Feature table of all ``families`` (columns in family order) and seconds per family.
 
-    Each family is bound to ``resources``, then loaded from the cache or extracted with
-    ``extract_features`` and stored. ``dataset`` is a readable label for the file name only (the
-    sentences are part of the key). ``refresh`` recomputes and overwrites; ``use_cache=False``
-    neither reads nor writes. The seconds of a cached family are those measured when it was
-    computed; ``table.attrs["cache_hits"]`` lists the families read from the cache. ``origins``
-    (where each extra input was read) only serves error messages.
+    Each family is bound to ``resources`` (``bind=False``: the caller has bound them), then loaded
+    from the cache or extracted with ``extract_features`` and stored. ``dataset`` is a readable label
+    for the file name only (the sentences are part of the key: ``data_hash``, the caller's
+    ``sentences_hash`` of these ids, sentences and ``extra`` inputs, or computed here). ``refresh``
+    recomputes and overwrites; ``use_cache=False`` neither reads nor writes. The seconds of a cached
+    family are those measured when it was computed; ``table.attrs["cache_hits"]`` lists the families
+    read from the cache. ``origins`` (where each extra input was read) only serves error messages.
     """
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(ids)} ids, {len(src)} source sentences and {len(mt)} translations")
@@ -181,13 +184,15 @@ def extract_cached(
     if len(set(names)) != len(names):
         raise QEInputError(f"a feature family is listed twice: {', '.join(names)}")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    data_hash = sentences_hash(ids, src, mt, extra) if use_cache else ""
+    if data_hash is None:
+        data_hash = sentences_hash(ids, src, mt, extra) if use_cache else ""
     frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
     hits: list[str] = []
     missing: list[tuple[FeatureFamily, str, Path | None]] = []
     for family in families:
-        family.bind(resources)
+        if bind:
+            family.bind(resources)
         columns = family.column_names()
         key = family_key(family, resources, data_hash) if use_cache else ""
         path = cache_path(root, family.name, dataset, key) if use_cache else None
@@ -209,6 +214,7 @@ def extract_cached(
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
+            bind=False,
         )
         for family, key, path in missing:
             frame = table[family.column_names()].copy()

@@ -56,6 +56,7 @@ def extract_features(
     n_jobs: int = 1,
     progress: bool = True,
     whole: bool = True,
+    bind: bool = True,
 ) -> pd.DataFrame:
     """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
     where ``src``, ``mt`` and each extra input were read, ``(file, line of the first pair)``, for
@@ -66,14 +67,16 @@ def extract_features(
     family's extraction seconds, summed over the batches.
 
     ``whole=False`` marks one chunk of a longer input: the families' ``check_ids`` (does a decoder
-    log cover exactly the dataset?) is then the caller's, once, with every id.
+    log cover exactly the dataset?) is then the caller's, once, with every id. ``bind=False``: the
+    caller has bound the families to ``resources`` (once per process).
     """
     exit_with_parent_everywhere()  # workers end with this process, even if it is killed
     if not (len(ids) == len(src) == len(mt)):
         raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
     extra = extra or {}
     for family in families:
-        family.bind(resources)
+        if bind:
+            family.bind(resources)
         if whole:
             family.check_ids(ids)
     columns = [column for family in families for column in family.column_names()]

@@ -148,7 +148,7 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     Returns None when the test split has no labels; raises ``QEInputError`` when the data cannot
     be read or does not match the predictions.
     """
-    from qe.experiment import load_split_dataset
+    from qe.run.splits import load_split
 
     if run.config is None or run.predictions is None:
         raise QEInputError("the run directory lacks config.toml or predictions.tsv", run.path)
@@ -157,7 +157,7 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
         config.setdefault("data", {})["data_dir"] = str(data_dir)
     _check_data_paths(config, run.path, data_dir)
     try:
-        dataset = load_split_dataset(config, "test")
+        dataset = load_split(config, "test").dataset
     except KeyError as exc:
         raise QEInputError(
             f"config.toml lacks {exc} to find the test data", run.path / "config.toml"

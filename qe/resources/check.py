@@ -57,18 +57,23 @@ def bundle_pieces(config: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(missing))
 
 
-def experiment_pieces(config: dict[str, Any], bundle: Any = None, *, bind: bool = False) -> list[str]:
+def experiment_pieces(
+    config: dict[str, Any], bundle: Any = None, *, bind: bool = False, families: list[Any] | None = None
+) -> list[str]:
     """What an experiment config's feature families need and this machine (or the bundle) lacks;
-    with ``bind``, also what each family's ``bind`` refuses (bundle members, ...)."""
+    with ``bind``, also what each family's ``bind`` refuses (bundle members, ...). ``families``: the
+    config's families when already made (a run makes them once), not yet bound."""
     from qe.features.registry import make_families
-    from qe.splits import languages
+    from qe.run.splits import languages
 
     features = config["features"]
     pair = languages(config, bundle) or {}
     missing: list[str] = []
     if config.get("mt2") and (problem := _apertium(config["mt2"])):
         missing.append(f"mt2: {problem}")
-    for family in make_families(features["families"], _plain_settings(features.get("settings", {}))):
+    if families is None:
+        families = make_families(features["families"], _plain_settings(features.get("settings", {})))
+    for family in families:
         found = family.missing_pieces(pair, bundle)
         if bind and not found:  # anything else the family's own bind refuses (bundle members, ...)
             found = [p for p in [refusal(lambda f=family: f.bind(bundle))] if p]

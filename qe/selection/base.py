@@ -1,6 +1,6 @@
 """The small base every qe selector shares: input checks, feature labels, the selection path and
 the empty-selection rule. Selectors raise ``ValueError`` like any scikit-learn estimator; the config
-boundary (:func:`qe.selection.make_selector`, :func:`qe.experiment.select_features`) turns that
+boundary (:func:`qe.selection.make_selector`, :func:`qe.run.selection.select_features`) turns that
 into one line."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The run stages of qe.experiment (load the splits, fit, score, write the run) on a toy feature table,
-against scikit-learn used by hand; and per-split family settings."""
+"""The stages of a run, qe.run (load the splits, build the features, fit, evaluate, write the run), on a
+toy feature table, against scikit-learn used by hand; and per-split family settings."""
 
 from __future__ import annotations
 
@@ -18,8 +18,12 @@ from sklearn.svm import SVR
 
 from qe.config import load_config, split_settings
 from qe.errors import QEInputError
-from qe.experiment import build_split, fit_and_evaluate, load_split_dataset, run_experiment
 from qe.model import QEModel
+from qe.run.context import RunContext
+from qe.run.evaluate import fit_and_evaluate
+from qe.run.features import build_split
+from qe.run.pipeline import run_experiment
+from qe.run.splits import load_split
 from tests.helpers import write_config, write_lines
 
 
@@ -72,25 +76,25 @@ def _svr_by_hand(x: np.ndarray, y: np.ndarray) -> Pipeline:
     return make_pipeline(StandardScaler(), SVR(kernel="rbf", C=10.0)).fit(x, y)
 
 
-def test_load_split_dataset_reads_the_labels_written(tmp_path: Path) -> None:
+def test_load_split_reads_the_labels_written(tmp_path: Path) -> None:
     config = _toy_run_config(tmp_path, {"name": "mean"})
-    train = load_split_dataset(config, "train")
+    train = load_split(config, "train").dataset
     assert len(train) == 40
     np.testing.assert_array_equal(train.labels, _rows(40, 0)[1])
 
 
 def test_build_split_reads_the_feature_table_in_order(tmp_path: Path) -> None:
     config = _toy_run_config(tmp_path, {"name": "mean"})
-    test = build_split(config, "test", progress=False)
+    test = build_split(RunContext(config), "test")
     assert list(test.features.columns) == ["a", "b"]
     np.testing.assert_array_equal(test.features.to_numpy(), _rows(12, 100)[0])
     assert test.table_sha256 == hashlib.sha256((tmp_path / "test.tsv").read_bytes()).hexdigest()[:16]
 
 
 def test_fit_and_evaluate_gives_the_predictions_and_metrics_of_scikit_learn_by_hand(tmp_path: Path) -> None:
-    config = _toy_run_config(tmp_path, {"name": "svr", "params": {"C": 10.0}})
-    train, test = build_split(config, "train", False), build_split(config, "test", False)
-    fitted = fit_and_evaluate(config, train, test)
+    ctx = RunContext(_toy_run_config(tmp_path, {"name": "svr", "params": {"C": 10.0}}))
+    train, test = build_split(ctx, "train"), build_split(ctx, "test")
+    fitted = fit_and_evaluate(ctx, train, test)
     (x_train, y_train), (x_test, y_test) = _rows(40, 0), _rows(12, 100)
     expected = np.clip(_svr_by_hand(x_train, y_train).predict(x_test), 1, 5)
     np.testing.assert_allclose(fitted.test_pred, expected, rtol=1e-10)
@@ -106,11 +110,11 @@ def test_fit_and_evaluate_gives_the_predictions_and_metrics_of_scikit_learn_by_h
 
 
 def test_fit_and_evaluate_refuses_a_test_split_too_small_to_score(tmp_path: Path) -> None:
-    config = _toy_run_config(tmp_path, {"name": "mean"})
-    train, test = build_split(config, "train", False), build_split(config, "test", False)
+    ctx = RunContext(_toy_run_config(tmp_path, {"name": "mean"}))
+    train, test = build_split(ctx, "train"), build_split(ctx, "test")
     test.dataset, test.features = test.dataset.subset([0, 1, 2]), test.features.iloc[:3]
     with pytest.raises(QEInputError, match="the test split has 3 sentences; scoring needs 4"):
-        fit_and_evaluate(config, train, test)
+        fit_and_evaluate(ctx, train, test)
 
 
 def test_run_experiment_writes_the_fitted_models_predictions_metrics_and_model(tmp_path: Path) -> None:
@@ -127,3 +131,19 @@ def test_run_experiment_writes_the_fitted_models_predictions_metrics_and_model(t
     assert model.feature_names == ["a", "b"]
     np.testing.assert_allclose(model.score(pd.DataFrame(x_test, columns=["a", "b"])), expected, rtol=1e-10)
     assert (tmp_path / "run" / "signature.txt").read_text() == metrics["signature"] + "\n"
+
+
+def test_the_systems_of_a_run_share_its_splits_families_and_learner(tmp_path: Path) -> None:
+    config = _toy_run_config(tmp_path, {"name": "svr", "params": {"C": 10.0}})
+    config["features"]["families"] = ["surface"]
+    ctx = RunContext(config)
+    settings = {"surface": {"style": "wmt12"}}
+    other = ctx.system({**config, "features": {**config["features"], "settings": settings}})
+    assert other.dataset("train") is ctx.dataset("train") and other.loaded("test") is ctx.loaded("test")
+    (ours,), _ = ctx.families("train")
+    assert ctx.families("test")[0] == [ours]  # the same settings on both splits: one family
+    (theirs,), _ = other.families("train")
+    assert theirs is not ours and (ours.settings["style"], theirs.settings["style"]) == ("moses", "wmt12")
+    first, second = ctx.learner(40), other.learner(40)
+    assert first is not second and first.get_params()["model__C"] == second.get_params()["model__C"] == 10.0
+    assert not hasattr(first, "n_features_in_")  # each fit gets its own unfitted copy

@@ -1,4 +1,5 @@
-"""A config's data splits: a registered dataset, or the user's own files, tables and feature tables.
+"""The run's first stage: a config's data splits, from a registered dataset or the user's own files,
+tables and feature tables (a run loads each split once, through its ``qe.run.context.RunContext``).
 
 ``[data] dataset = NAME`` loads registered splits (``train_split`` / ``dev_split`` /
 ``test_split``); otherwise ``[data.train]``, ``[data.test]`` (and optionally ``[data.dev]``) name
@@ -168,11 +169,3 @@ def check_overlap(train: QEDataset, dev: QEDataset, allow: bool) -> int:
             line,
         )
     return len(hits)
-
-
-def cache_label(dataset: QEDataset, config: dict[str, Any]) -> str:
-    """A readable, config-independent label for the feature cache's file names (the sentences and
-    inputs are in the cache key): the registered dataset and split, else ``data``, plus the
-    data's fingerprint."""
-    prefix = dataset.name if registered_dataset(config) is not None else "data"
-    return f"{prefix}-{dataset.fingerprint()}".replace("/", "_")

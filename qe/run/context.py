@@ -1,0 +1,173 @@
+"""One run's context: what every stage of a run shares, made once per process and handed to the stages.
+
+A run opens its resource bundle once, loads and fingerprints each data split once, makes and binds each
+feature family once and makes its learner once; the signature, the model manifest, the
+``[[report.against]]`` systems and ``qe ablate``'s variants ask the context instead of doing it again.
+The other systems of a run (:meth:`RunContext.system`) share its caches, each keyed by what decides the
+object: a bundle by its path and ``[mt2]``, a split by the config's ``[data]``, a family by its bundle
+and settings, the learner by its config and the data's size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import PredefinedSplit
+
+from qe.config import config_learner, split_settings
+from qe.data import QEDataset
+from qe.errors import QEInputError
+from qe.features.base import FeatureFamily
+from qe.features.cache import sentences_hash
+from qe.run.splits import LoadedSplit, languages, load_split
+
+
+def _key(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+@dataclass
+class _Made:
+    """The objects a run has made, by key (shared by the systems of one run)."""
+
+    bundles: dict[str, Any] = field(default_factory=dict)
+    splits: dict[str, LoadedSplit] = field(default_factory=dict)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    data_keys: dict[str, str] = field(default_factory=dict)
+    families: dict[str, FeatureFamily] = field(default_factory=dict)
+    bound: set[int] = field(default_factory=set)  # id() of the families bound to their bundle
+    learners: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """One system's config and progress switch, with the run's shared bundle, splits, families and
+    learner (each made on first use)."""
+
+    config: dict[str, Any]
+    progress: bool = False
+    made: _Made = field(default_factory=_Made, repr=False)
+
+    def system(self, config: dict[str, Any]) -> RunContext:
+        """The context of another system of this run (a ``[[report.against]]`` entry): its own config,
+        this run's bundles, splits, families and learners."""
+        return RunContext(config, self.progress, self.made)
+
+    # ------------------------------------------------------------------ resources
+
+    def _bundle_key(self) -> str:
+        return _key(self.config["features"].get("resources"), self.config.get("mt2"))
+
+    def bundle(self) -> Any:
+        """The config's resource bundle with its ``[mt2]`` attached, or None; opened once."""
+        key = self._bundle_key()
+        if key not in self.made.bundles:
+            self.made.bundles[key] = _open_bundle(self.config)
+        return self.made.bundles[key]
+
+    # ------------------------------------------------------------------ data
+
+    def _split_key(self, split: str) -> str:
+        return _key(self.config["data"], split)
+
+    def loaded(self, split: str) -> LoadedSplit:
+        """The ``train``, ``dev`` or ``test`` split the config names (and its feature table); loaded once."""
+        key = self._split_key(split)
+        if key not in self.made.splits:
+            self.made.splits[key] = load_split(self.config, split)
+        return self.made.splits[key]
+
+    def dataset(self, split: str) -> QEDataset:
+        """The sentences and labels of a split."""
+        return self.loaded(split).dataset
+
+    def fingerprint(self, split: str) -> str:
+        """The split's ``QEDataset.fingerprint`` (for the signature, the manifest, cache file names); once."""
+        key = self._split_key(split)
+        if key not in self.made.fingerprints:
+            self.made.fingerprints[key] = self.dataset(split).fingerprint()
+        return self.made.fingerprints[key]
+
+    def data_key(self, split: str, extra: dict[str, list[Any]], files: dict[str, str]) -> str:
+        """The feature cache's hash of the split's ids, sentences and the ``extra`` inputs read with them
+        (``qe.features.cache.sentences_hash``), the dataset's own or, by name, from ``files``; once per
+        split and set of inputs."""
+        key = _key(self._split_key(split), sorted(extra), files)
+        if key not in self.made.data_keys:
+            dataset = self.dataset(split)
+            self.made.data_keys[key] = sentences_hash(dataset.ids, dataset.src, dataset.mt, extra)
+        return self.made.data_keys[key]
+
+    # ------------------------------------------------------------------ features
+
+    def made_families(self, split: str) -> tuple[list[FeatureFamily], dict[str, str]]:
+        """The config's families for one split, not yet bound, and the line inputs named in
+        ``[data.<split>]`` that they read. Inputs such as decoder logs become settings, so a family is
+        made once per bundle and settings: the same object for every split and system that agree."""
+        from qe.features.registry import make_families, route_inputs, with_languages
+
+        features = self.config["features"]
+        names = features["families"]
+        settings = split_settings(features["settings"], split)
+        if self.bundle() is None:  # the families learn the language pair from the config
+            settings = with_languages(names, settings, languages(self.config))
+        given = dict(self.config["data"].get(split, {}))
+        lines, settings = route_inputs(names, given, settings, strict=False)
+        keys = {name: _key(self._bundle_key(), name, settings.get(name, {})) for name in names}
+        missing = [name for name in names if keys[name] not in self.made.families]
+        for name, family in zip(missing, make_families(missing, settings), strict=True):
+            self.made.families[keys[name]] = family
+        return [self.made.families[keys[name]] for name in names], lines
+
+    def families(self, split: str) -> tuple[list[FeatureFamily], dict[str, str]]:
+        """:meth:`made_families`, each bound to the bundle (once)."""
+        families, lines = self.made_families(split)
+        for family in families:
+            if id(family) not in self.made.bound:
+                family.bind(self.bundle())
+                self.made.bound.add(id(family))
+        return families, lines
+
+    # ------------------------------------------------------------------ learner
+
+    def learner(self, n_rows: int, dev_rows: int | None = None) -> Any:
+        """An unfitted copy of the config's learner for ``n_rows`` training rows (its grid scored on
+        ``dev_rows`` dev rows after them, when given); made once per learner config and sizes."""
+        config = self.config
+        key = _key(config["learner"], config["seed"], config["cv"], n_rows, dev_rows)
+        if key not in self.made.learners:
+            tune_on = None
+            if dev_rows is not None:
+                tune_on = PredefinedSplit(np.r_[np.full(n_rows, -1), np.zeros(dev_rows)])
+            try:
+                self.made.learners[key] = config_learner(
+                    config, n_jobs=config["cv"]["n_jobs"], cv=tune_on, n_rows=n_rows
+                )
+            except QEInputError as exc:
+                if exc.path is not None:
+                    raise
+                raise QEInputError(exc.message, config.get("config_file")) from None
+        return clone(self.made.learners[key])
+
+
+def _open_bundle(config: dict[str, Any]) -> Any:
+    """The config's resource bundle (with the config's ``[mt2]`` attached), or None."""
+    from qe.resources.bundle import open_bundle, with_mt2
+
+    resources = config["features"].get("resources")
+    bundle = open_bundle(resources) if resources else None
+    if not config.get("mt2"):
+        return bundle
+    from qe.resources.mt2 import check_direction
+
+    check_direction(config["mt2"]["pair"], languages(config, bundle), config.get("config_file"))
+    try:
+        return with_mt2(bundle, config["mt2"])
+    except QEInputError as exc:  # a pair or engine that is not installed: name the config
+        if exc.path is not None:
+            raise
+        raise QEInputError(f"[mt2]: {exc.message}", config.get("config_file")) from None

@@ -1,0 +1,137 @@
+"""The fit stage: the configured learner on the training features, hyperparameters chosen by CV on train
+(or on the dev split), cross-validated training predictions, then dev and test predictions."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
+
+from qe.data import QEDataset
+from qe.errors import QEInputError
+from qe.learners.progress import say
+from qe.metrics import METRICS
+from qe.run.context import RunContext
+from qe.run.features import SplitData
+from qe.run.splits import label_range, repeated_pairs
+
+MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
+RANK_SCORINGS = tuple(name for name, metric in METRICS.items() if metric.ranking and metric.scorer)
+"""Scorings that rank a fold's predictions: a fold of fewer than MIN_SCORED rows scores NaN."""
+
+
+def check_folds(config: dict[str, Any], n_rows: int) -> None:
+    """Refuse more cross-validation folds than training rows (a config error, named with its file)."""
+    folds = config["cv"]["folds"]
+    if folds > n_rows:
+        raise QEInputError(
+            f"cv.folds = {folds}: expected an integer from 2 to {n_rows} (the number of training rows)",
+            config.get("config_file"),
+        )
+    scoring = config["learner"].get("scoring")
+    if config["learner"].get("grid") and scoring in RANK_SCORINGS and n_rows // folds < MIN_SCORED:
+        raise QEInputError(
+            f"cv.folds = {folds}: folds of {n_rows // folds} rows cannot be scored by {scoring} (it needs "
+            f"{MIN_SCORED}); use at most {n_rows // MIN_SCORED} folds or another scoring",
+            config.get("config_file"),
+        )
+
+
+@dataclass
+class FittedSystem:
+    """A learner fitted on training features: its predictions (CV on train, dev, test) and, once
+    evaluated (``qe.run.evaluate``), its metrics."""
+
+    estimator: Any  # as configured (a GridSearchCV when a grid is searched)
+    chosen: Any  # the refitted best pipeline
+    cv_pred: np.ndarray
+    test_pred: np.ndarray
+    dev: SplitData | None = None  # the split hyperparameters were chosen on, if not CV
+    dev_pred: np.ndarray | None = None  # by the chosen configuration fitted on train
+    fit_on: dict[str, Any] | None = None  # with [data] fit_on = "train+dev": what it was refitted on
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def fit(ctx: RunContext, train: SplitData, test: SplitData, dev: SplitData | None = None) -> FittedSystem:
+    """Fit the context's learner, CV-predict train, predict dev and test. Hyperparameters (a grid) are
+    chosen by CV on train, or with a ``dev`` split by fitting on train and scoring on dev; the chosen
+    configuration is then fitted on train (and dev, with ``[data] fit_on = "train+dev"``, after dev
+    has been predicted)."""
+    config = ctx.config
+    learner = config["learner"]
+    seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
+    check_folds(config, len(train.dataset))
+    x_train = train.features.to_numpy()
+    for name, split, least in (("training", train, max(MIN_SCORED, folds)), ("dev", dev, MIN_SCORED)):
+        if split is not None and len(split.dataset) < least:
+            raise QEInputError(
+                f"the {name} split has {len(split.dataset)} sentences; at least {least} are needed "
+                f"({folds}-fold CV, and DeltaAvg needs {MIN_SCORED} scored sentences)"
+            )
+    if test.dataset.labels is not None and len(test.dataset) < MIN_SCORED:
+        raise QEInputError(f"the test split has {len(test.dataset)} sentences; scoring needs {MIN_SCORED}")
+    if dev is not None and dev.dataset.labels is None:
+        raise QEInputError("the dev split has no labels, so it cannot choose hyperparameters")
+    estimator = ctx.learner(len(x_train), len(dev.dataset) if dev is not None else None)
+    y_fit = fit_target(learner, train.dataset, estimator)
+    if isinstance(estimator, GridSearchCV) and dev is not None:
+        estimator.set_params(refit=False)
+        estimator.fit(np.vstack([x_train, dev.features.to_numpy()]), np.r_[y_fit, dev.dataset.labels])
+        chosen = clone(estimator.estimator).set_params(**estimator.best_params_).fit(x_train, y_fit)
+        estimator.best_estimator_ = chosen
+    else:
+        estimator.fit(x_train, y_fit)
+        chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
+    bounds = label_range(config)
+
+    def clip(pred: np.ndarray) -> np.ndarray:
+        return np.clip(pred, *bounds) if bounds and learner["clip"] else pred
+
+    # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
+    folds_split = KFold(folds, shuffle=True, random_state=seed)
+    started = time.perf_counter()
+    say(f"CV predictions: {folds} folds of {len(x_train)} rows with the chosen parameters")
+    cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_fit, cv=folds_split, n_jobs=n_jobs))
+    say(f"CV predictions: done in {time.perf_counter() - started:.0f} s")
+    dev_pred = clip(chosen.predict(dev.features.to_numpy())) if dev is not None else None
+    fit_on = None
+    if dev is not None and config["data"].get("fit_on") == "train+dev":
+        chosen, fit_on = refit_with_dev(learner, chosen, estimator, train, dev, y_fit)
+    test_pred = clip(chosen.predict(test.features.to_numpy()))
+    return FittedSystem(estimator, chosen, cv_pred, test_pred, dev, dev_pred, fit_on)
+
+
+def refit_with_dev(
+    learner: dict[str, Any], chosen: Any, estimator: Any, train: SplitData, dev: SplitData, y_fit: np.ndarray
+) -> tuple[Any, dict[str, Any]]:
+    """The chosen configuration fitted again on train and dev (``[data] fit_on = "train+dev"``),
+    once the dev split has done its job (choosing, scoring); dev pairs that repeat a training pair
+    are left out. Returns the model and what it was fitted on."""
+    repeats = set(repeated_pairs(train.dataset, dev.dataset))
+    keep = [k for k in range(len(dev.dataset)) if k not in repeats]
+    y_dev = fit_target(learner, dev.dataset.subset(keep), estimator)
+    x_all = np.vstack([train.features.to_numpy(), dev.features.to_numpy()[keep]])
+    refitted = clone(chosen).fit(x_all, np.concatenate([y_fit, y_dev], axis=0))
+    say(f"refitted on train and dev: {len(x_all)} rows")
+    info = {"splits": "train+dev", "rows": len(x_all), "dev_rows_left_out": len(dev.dataset) - len(keep)}
+    return refitted, info
+
+
+def fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np.ndarray:
+    """The labels, or with ``aux_targets`` the labels plus the aux targets as extra columns."""
+    names = learner.get("aux_targets")
+    if not names:
+        return train.labels
+    from qe.learners.aux import aux_target_matrix, stack_targets
+    from qe.learners.ensemble import accepts_aux
+
+    if isinstance(estimator, GridSearchCV) or not accepts_aux(estimator):
+        raise QEInputError(
+            f"[learner] aux_targets needs an aux-aware learner without a grid (e.g. aux_stack), "
+            f"not {learner['name']!r}" + (" with a grid" if isinstance(estimator, GridSearchCV) else "")
+        )
+    return stack_targets(train.labels, aux_target_matrix(train, list(names)))

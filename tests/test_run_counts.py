@@ -1,0 +1,136 @@
+"""A run does each shared piece of work once (issue 20): ``qe run`` with a ``[[report.against]]`` system, and
+``qe ablate``, open the resource bundle once, load and hash each split's text once, make and bind each
+feature family once and make the learner once. Counted by wrapping the functions that do that work."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import qe.data
+import qe.features.cache
+import qe.learners.factory
+from qe.cli import main
+from qe.features.registry import family_class
+from qe.resources.bundle import ResourceBundle
+from tests.helpers import write_config, write_lines
+from tests.helpers.bundles import build, small_config, write_small_data
+from tests.helpers.toy import EN, ES, sentences
+
+FAMILIES = ("surface", "ibm1")
+SIZES = {"train": 40, "test": 12}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny bundle with IBM1 tables both ways (for the ibm1 family)."""
+    root = tmp_path_factory.mktemp("bundle")
+    config = small_config(ibm1={"iterations": 3, "directions": ["s2t", "t2s"], "min_prob": 0.0})
+    build(root, write_small_data(root / "data"), config)
+    return root / "out"
+
+
+def _config(tmp_path: Path, bundle: Path, against: bool) -> Path:
+    data: dict[str, Any] = {"label_range": [1, 5]}
+    for seed, (split, n) in enumerate(SIZES.items()):
+        src, mt = sentences(n, EN, seed), sentences(n, ES, seed + 10)
+        labels = [f"{1 + 4 * (len(m) % 7) / 6:.2f}" for m in mt]
+        files = {"src": src, "mt": mt, "labels": labels}
+        data[split] = {k: str(write_lines(tmp_path / f"{split}.{k}", v)) for k, v in files.items()}
+    config = {
+        "name": "counted",
+        "data": data,
+        "features": {
+            "families": list(FAMILIES),
+            "resources": str(bundle),
+            "settings": {"ibm1": {"pos": False}},
+        },
+        "learner": {"name": "svr", "grid": {"C": [1.0, 10.0]}},
+        "cv": {"folds": 3, "n_jobs": 1},
+    }
+    if against:  # a second system on the same data, bundle and learner: one of our two families
+        config["report"] = {"against": [{"name": "ibm1 alone", "features": {"families": ["ibm1"]}}]}
+    return write_config(tmp_path / "counted.toml", config)
+
+
+class Counts:
+    """Calls of the wrapped functions, by a label of their arguments."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.monkeypatch = monkeypatch
+        self.calls: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+
+    def wrap(self, owner: Any, name: str, what: str, label: Callable[..., Any] = lambda *a, **k: "") -> None:
+        """Count the calls of ``owner.name`` under ``what``, also where a qe module imported it by name
+        (there, possibly as the wrapper of an earlier test: ``__wrapped__`` leads back to it)."""
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[what][label(*args, **kwargs)] += 1
+            return original(*args, **kwargs)
+
+        self.monkeypatch.setattr(owner, name, counted)
+        for module in list(sys.modules.values()):
+            if module is owner or not getattr(module, "__name__", "").startswith("qe"):
+                continue
+            found = getattr(module, name, None)
+            while found is not original and hasattr(found, "__wrapped__"):
+                found = found.__wrapped__
+            if found is original:
+                self.monkeypatch.setattr(module, name, counted)
+
+
+@pytest.fixture()
+def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counts:
+    monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path / "cache"))  # every family extracted, not read back
+    found = Counts(monkeypatch)
+    found.wrap(ResourceBundle, "__init__", "bundle opened")
+    found.wrap(qe.data, "load_parallel", "split loaded", lambda *a, **k: k["name"])
+    found.wrap(qe.data.QEDataset, "fingerprint", "text hashed (fingerprint)", lambda data: data.name)
+    found.wrap(qe.features.cache, "sentences_hash", "text hashed (cache key)", lambda ids, *a: len(ids))
+    for name in FAMILIES:
+        cls = family_class(name)
+        found.wrap(cls, "__init__", "family made", lambda family, *a, **k: type(family).__name__)
+        found.wrap(cls, "bind", "family bound", lambda family, resources: id(family))
+    found.wrap(qe.learners.factory, "make_learner", "learner made")
+    return found
+
+
+def _each_once(counts: Counts) -> None:
+    calls = counts.calls
+    assert calls["bundle opened"] == {"": 1}
+    assert calls["split loaded"] == {"train": 1, "test": 1}
+    assert calls["text hashed (fingerprint)"] == {"train": 1, "test": 1}
+    assert calls["text hashed (cache key)"] == {SIZES["train"]: 1, SIZES["test"]: 1}
+    assert calls["family made"] == {"SurfaceFamily": 1, "IBM1Features": 1}
+    assert list(calls["family bound"].values()) == [1, 1]  # two families, each bound once
+    assert calls["learner made"] == {"": 1}
+
+
+def test_a_run_with_an_against_system_does_each_piece_of_work_once(tmp_path, bundle, counts, capsys):
+    config = _config(tmp_path, bundle, against=True)
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0, (
+        capsys.readouterr()
+    )
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert list(metrics["against"]) == ["ibm1 alone"]  # the second system was fitted and compared
+    assert "family:surface(" in metrics["signature"] and "family:ibm1(" in metrics["signature"]
+    _each_once(counts)
+
+
+def test_an_ablation_does_each_piece_of_work_once_for_all_its_variants(tmp_path, bundle, counts, capsys):
+    config = _config(tmp_path, bundle, against=False)
+    assert main(["ablate", str(config), "--output-dir", str(tmp_path / "ablation"), "--quiet"]) == 0, (
+        capsys.readouterr()
+    )
+    systems = json.loads((tmp_path / "ablation" / "ablation.json").read_text())["systems"]
+    assert set(systems) == {"full", *(f"{kind}:{name}" for name in FAMILIES for kind in ("without", "only"))}
+    _each_once(counts)
