@@ -1,0 +1,156 @@
+"""Everything ``qe serve`` needs from scoring, behind one small adapter: a model file read once, its
+bundle opened once, its families bound once, then any number of batches of pairs scored.
+
+It has the shape of the scoring context ``qe predict`` is moving to (``ScoringContext.open`` /
+``.score`` / the model's description), built on today's public API (:class:`qe.model.QEModel`, the
+calls ``qe predict``'s chunk task makes), so that scores equal ``qe predict``'s and switching to the
+shared context is a change of this file alone.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qe.errors import QEInputError
+from qe.io import sha256_file
+from qe.model import QEModel
+from qe.streaming import clear_text_memos
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One batch's scores, each checked to be a finite number and then clipped to the training label
+    range (``clipped`` of them were), and the feature table they came from when it was asked for."""
+
+    scores: np.ndarray
+    clipped: int
+    features: pd.DataFrame | None = None
+
+
+class _Bound:
+    """A family bound once: extraction binds every family it is given on every call, and a rebind
+    throws away what a family built for the last batch, so this view forwards everything but ``bind``."""
+
+    def __init__(self, family: Any) -> None:
+        self._family = family
+
+    def bind(self, resources: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_family":  # not set yet: a copy being built
+            raise AttributeError(name)
+        return getattr(self._family, name)
+
+
+class ScoringContext:
+    """A model, its resource bundle and its bound feature families, ready to score batches of pairs
+    (one batch at a time: a lock serialises concurrent calls, the families keep per-batch caches)."""
+
+    def __init__(self, model: QEModel, resources: Any, families: Sequence[Any], sha256: str) -> None:
+        self.model = model
+        self.resources = resources
+        self.families = tuple(families)
+        self.model_sha256 = sha256
+        self._extracting = [_Bound(family) for family in self.families]
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, model: str | Path) -> ScoringContext:
+        """Read and check the model file, open the bundle it names and check its signature, make the
+        model's families with their prediction-time settings and bind them."""
+        loaded = QEModel.load(model)
+        families = loaded.make_families({})  # refuses a model trained on precomputed tables
+        bundle = loaded.open_resources()
+        return cls(loaded, bundle, [family.bind(bundle) for family in families], sha256_file(model))
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The model's input features, in order."""
+        return tuple(self.model.feature_names)
+
+    @property
+    def signature(self) -> str | None:
+        """The signature of the run that trained the model (data, features, resources, learner, versions)."""
+        return self.model.manifest.get("signature")
+
+    @property
+    def languages(self) -> dict[str, str | None]:
+        """The model's source and target languages (``{"src": ..., "tgt": ...}``, empty if unknown)."""
+        return dict(self.model.manifest.get("languages") or {})
+
+    @property
+    def label_range(self) -> tuple[float, float] | None:
+        """The training label range scores are clipped to (None: unbounded labels, e.g. z-scores)."""
+        bounds = self.model.manifest.get("label_range")
+        return (float(bounds[0]), float(bounds[1])) if bounds else None
+
+    @property
+    def label_kind(self) -> str | None:
+        """What the scores predict (e.g. HTER), when the model's manifest says."""
+        kind = self.model.manifest.get("label_kind")
+        return kind if isinstance(kind, str) else None
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        """Whether a higher score means a better translation, when the model's manifest says."""
+        value = self.model.manifest.get("higher_is_better")
+        return value if isinstance(value, bool) else None
+
+    @property
+    def bundle_signature(self) -> str | None:
+        """The signature of the resource bundle in use (None without one)."""
+        return self.resources.signature() if self.resources is not None else None
+
+    @property
+    def pair_inputs(self) -> tuple[str, ...]:
+        """The line inputs each pair must come with (e.g. a pseudo-reference), beyond source and MT:
+        those the families read that the bundle does not provide."""
+        needed = []
+        for family in self.families:
+            for item in family.needed_inputs():
+                provided = item.provider and self.resources is not None and item.provider in self.resources
+                if item.kind == "lines" and not provided and item.name not in needed:
+                    needed.append(item.name)
+        return tuple(needed)
+
+    def score(
+        self,
+        src: Sequence[str],
+        mt: Sequence[str],
+        *,
+        extra: Mapping[str, Sequence[str]] | None = None,
+        start: int = 0,
+        keep_features: bool = False,
+    ) -> Scored:
+        """Score aligned sentence pairs (``extra``: the line inputs by name, one line per pair;
+        ``start``: the 0-based position of the first pair, which messages count from)."""
+        extra = {name: list(lines) for name, lines in (extra or {}).items()}
+        if not src:
+            raise QEInputError("no sentence pairs to score")
+        for name, lines in {"mt": mt, **extra}.items():
+            if len(lines) != len(src):
+                raise QEInputError(f"{len(src)} source sentences but {len(lines)} lines of {name}")
+        with self._lock:
+            try:
+                table = self.model.features(
+                    list(src),
+                    list(mt),
+                    ids=[str(start + k) for k in range(len(src))],
+                    resources=self.resources,
+                    families=self._extracting,
+                    extra=extra,
+                    whole=False,
+                )
+            finally:
+                clear_text_memos(self.families, self.resources)  # memory does not grow with the batches
+        scores, clipped = self.model.checked_scores(table, first_line=start + 1)
+        return Scored(scores, clipped, table if keep_features else None)

@@ -1,0 +1,66 @@
+"""A scoring worker process: it loads every served model once (and scores one pair with each, so the
+first request is as fast as the thousandth), then answers its parent's score requests over a pipe
+until the pipe closes. It ignores SIGINT and SIGTERM (the parent drains and then closes the pipe) and
+ends when its parent dies.
+
+Requests are ``(name, src, mt, extra, start, features)``; answers ``("ok", results, clipped)`` or
+``("error", status, message)``, the message one line that names no file of the server's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from qe.errors import QEInputError
+from qe.serve.names import ModelEntry
+
+INTERNAL = "the server could not score this request (its log says why)"
+
+
+def serve_forever(conn: Connection, entries: tuple[ModelEntry, ...], parent_pid: int) -> None:
+    """The worker's main function (run in a spawned process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from qe.workers import exit_with_parent
+
+    exit_with_parent(parent_pid)
+    try:
+        from qe.serve.served import ServedModel
+
+        models = {entry.name: ServedModel(entry) for entry in entries}
+        for model in models.values():
+            model.warm_up()
+    except QEInputError as exc:
+        conn.send(("failed", str(exc)))
+        return
+    except Exception as exc:  # a model that loads but cannot score: the operator reads it, one line
+        conn.send(("failed", f"a served model cannot score ({type(exc).__name__}: {exc})"))
+        return
+    conn.send(("ready", [model.describe() for model in models.values()]))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):  # the parent closed the pipe (shutdown) or died
+            return
+        conn.send(answer(models, request))
+
+
+def answer(models: dict[str, Any], request: tuple) -> tuple:
+    """The answer to one score request; a refusal of the client's text is 422, anything else 500."""
+    name, src, mt, extra, start, features = request
+    try:
+        results, clipped = models[name].score(src, mt, extra, start, features)
+    except QEInputError as exc:
+        if exc.path is not None:  # a file of the server's (its bundle): not the client's doing
+            print(f"qe serve: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
+            return ("error", 500, INTERNAL)
+        return ("error", 422, str(exc))
+    except Exception:
+        print(f"qe serve: worker {os.getpid()}: scoring failed:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return ("error", 500, INTERNAL)
+    return ("ok", results, clipped)
