@@ -21,8 +21,6 @@ from tests.helpers import REPO, write_lines
 from tests.helpers.serve import assert_one_line_error, nmt_model, serving, start_server, wait_until
 from tests.helpers.toy import EN, ES, sentences
 
-pytest.importorskip("fastapi", reason="qe serve needs the [serve] extra")
-
 
 @pytest.fixture(scope="module")
 def inputs_model(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -10,8 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("fastapi", reason="qe serve needs the [serve] extra")
-
 from qe.errors import QEInputError
 from qe.serve.batch import Upload, upload_format
 from qe.serve.errors import ApiError

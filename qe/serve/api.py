@@ -48,7 +48,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 class StrictJSONRequest(Request):
     """A request whose JSON body must be UTF-8 (RFC 8259), without NaN / Infinity, nested at most
-    ``qe.io.MAX_NESTING`` deep; each failure is 400 with one line."""
+    ``qe.io.MAX_NESTING`` deep (each failure is 400 with one line), and hold at most the server's
+    pairs per request, counted before any pair is validated."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
@@ -57,7 +58,19 @@ class StrictJSONRequest(Request):
                 text = body.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ApiError(400, f"the body is not valid UTF-8 (byte {exc.start + 1})") from None
-            self._json = loads(text, "the body")
+            value = loads(text, "the body")
+            limit = self.app.state.max_pairs
+            if (
+                isinstance(value, dict)
+                and isinstance(value.get("pairs"), list)
+                and len(value["pairs"]) > limit
+            ):
+                raise ApiError(
+                    413,
+                    f"pairs: {len(value['pairs']):,} pairs, more than the {limit:,} this server takes in one "
+                    "request (POST /v1/batch takes more)",
+                )
+            self._json = value
         return self._json
 
 
@@ -83,6 +96,7 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         redoc_url=None,
     )
     app.router.route_class = StrictJSONRoute
+    app.state.max_pairs = limits.pairs
     ScoreRequest = score_request(limits.pairs)
     bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
 

@@ -13,6 +13,9 @@ from qe.errors import QEInputError
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A served model's name: what ``"model"`` in a request must equal (a file's stem for a path)."""
 
+REQUEST = "<request>"
+"""The "file" a request's texts are read from, for the families' messages: line N is pair N - 1."""
+
 
 @dataclass(frozen=True)
 class ModelEntry:

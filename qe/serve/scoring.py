@@ -129,10 +129,12 @@ class ScoringContext:
         *,
         extra: Mapping[str, Sequence[str]] | None = None,
         start: int = 0,
+        origins: Mapping[str, tuple[str, int]] | None = None,
         keep_features: bool = False,
     ) -> Scored:
         """Score aligned sentence pairs (``extra``: the line inputs by name, one line per pair;
-        ``start``: the 0-based position of the first pair, which messages count from)."""
+        ``start``: the 0-based position of the first pair, which messages count from; ``origins``:
+        where each text was read, ``(file, line of the first pair)``, for messages)."""
         extra = {name: list(lines) for name, lines in (extra or {}).items()}
         if not src:
             raise QEInputError("no sentence pairs to score")
@@ -148,6 +150,7 @@ class ScoringContext:
                     resources=self.resources,
                     families=self._extracting,
                     extra=extra,
+                    origins=dict(origins or {}),
                     whole=False,
                 )
             finally:

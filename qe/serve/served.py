@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from qe.serve.names import ModelEntry
+from qe.serve.names import REQUEST, ModelEntry
 from qe.serve.scoring import ScoringContext
 
 UNUSUAL = 3
@@ -128,7 +128,10 @@ class ServedModel:
     ) -> tuple[list[dict[str, Any]], int]:
         """One result per pair (its score; with ``features``, every feature value and the
         :data:`UNUSUAL` most unusual ones), and how many scores the label range clipped."""
-        scored = self.context.score(src, mt, extra=extra, start=start, keep_features=features)
+        origins = {name: (REQUEST, start + 1) for name in ("src", "mt", *extra)}  # line N: pair N - 1
+        scored = self.context.score(
+            src, mt, extra=extra, start=start, origins=origins, keep_features=features
+        )
         results: list[dict[str, Any]] = [{"score": float(score)} for score in scored.scores]
         if features and scored.features is not None:
             names = self.context.feature_names

@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.serve.names import ModelEntry
+from qe.serve.names import REQUEST, ModelEntry
 
 INTERNAL = "the server could not score this request (its log says why)"
 
@@ -55,6 +55,8 @@ def answer(models: dict[str, Any], request: tuple) -> tuple:
     try:
         results, clipped = models[name].score(src, mt, extra, start, features)
     except QEInputError as exc:
+        if exc.path == REQUEST and exc.line is not None:  # a family refused one pair's text
+            return ("error", 422, f"pairs[{exc.line - 1}]: {exc.message}")
         if exc.path is not None:  # a file of the server's (its bundle): not the client's doing
             print(f"qe serve: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
             return ("error", 500, INTERNAL)

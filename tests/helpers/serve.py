@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -132,14 +133,15 @@ def serving(models: list[Path], *args: str) -> Iterator[Server]:
             server.process.wait()
 
 
-def assert_one_line_error(status: int, body: Any, expected_status: int, *words: str) -> str:
+def assert_one_line_error(status: int, body: Any, expected_status: int, *words: str, echo: str = "") -> str:
     """The error body is ``{"error": one line}`` with the expected status, naming ``words``, and
-    neither a traceback nor a path of the server's."""
+    neither a traceback nor a path of the server's (``echo``: the client's own text quoted back)."""
     assert status == expected_status, (status, body)
     assert isinstance(body, dict) and set(body) == {"error"}, body
     message = body["error"]
     assert isinstance(message, str) and message and "\n" not in message and len(message) <= 400, message
-    assert "Traceback" not in message and str(REPO) not in message and "/tmp/" not in message, message
+    rest = message.replace(echo, "") if echo else message
+    assert "Traceback" not in rest and str(REPO) not in rest and "/tmp/" not in rest, message
     for word in words:
         assert word in message, (word, message)
     return message
@@ -181,3 +183,38 @@ def nmt_model(root: Path) -> Path:
     model = root / "nmt-toy.skops"
     model.write_bytes((root / "run" / "model.skops").read_bytes())
     return model
+
+
+PAIR = {"src": "The house is red.", "mt": "La casa es roja."}
+
+
+def still_serving(server: Server, model: str = "model") -> None:
+    """After an attack: the server answers its health check and scores a pair."""
+    assert server.call("GET", "/healthz") == (200, {"status": "ok"})
+    status, body = server.score(model, [PAIR])
+    assert status == 200 and len(body["results"]) == 1, body
+
+
+def post_raw(server: Server, path: str, headers: dict[str, str], chunks: Iterator[bytes]) -> tuple[int, Any]:
+    """``(status, JSON body)`` of a POST whose body is sent from a thread while the answer is read, as
+    a client does that reads the answer to a body the server refuses before taking it all."""
+    sock = socket.create_connection((server.host, server.port), timeout=120)
+    head = f"POST {path} HTTP/1.1\r\nHost: {server.host}\r\n"
+    head += "".join(f"{key}: {value}\r\n" for key, value in headers.items()) + "\r\n"
+
+    def send() -> None:
+        with contextlib.suppress(OSError):
+            sock.sendall(head.encode())
+            for chunk in chunks:
+                sock.sendall(chunk)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    response = http.client.HTTPResponse(sock)
+    try:
+        response.begin()
+        data = response.read()
+    finally:
+        sock.close()
+    sender.join(120)
+    return response.status, json.loads(data)
