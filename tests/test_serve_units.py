@@ -170,3 +170,76 @@ def test_a_server_scores_a_pair_and_stops_on_sigterm_with_0(surface_model: Path)
         assert status == 200 and body["results"][0]["index"] == 0 and 1 <= body["results"][0]["score"] <= 5
         assert json.loads(server.request("GET", "/readyz")[2])["status"] == "ready"
     assert server.process.returncode == 0
+
+
+class _Scorer:
+    """A served model's stand-in: score = number of words + 0.5 ("five": 5), clipped to [1, 5]; "bad"
+    is refused."""
+
+    label = type("Label", (), {"range": (1.0, 5.0)})()
+
+    def __init__(self) -> None:
+        self.passes = 0
+
+    def score(self, src, mt, extra, start, features):
+        from qe.errors import QEInputError
+
+        self.passes += 1
+        if "bad" in mt:
+            raise QEInputError(
+                f"pair {start + mt.index('bad')} is bad", "<request>", start + mt.index("bad") + 1
+            )
+        raw = [5.0 if m == "five" else len(m.split()) + 0.5 for m in mt]
+        return [{"score": float(min(max(r, 1), 5))} for r in raw], sum(not 1 <= r <= 5 for r in raw)
+
+
+def test_requests_merged_into_one_pass_get_the_answers_they_would_get_alone():
+    from qe.serve.worker import answer, answer_all
+
+    def request(*mt: str) -> tuple:
+        return ("m", ["s"] * len(mt), list(mt), {}, 0, False)
+
+    requests = [request("a b", "a b c d e f g"), request("a a a"), request("a " * 9, "x")]
+    scorer = _Scorer()
+    merged = answer_all({"m": scorer}, requests)
+    assert scorer.passes == 1
+    alone = [answer({"m": _Scorer()}, r) for r in requests]
+    expected = [
+        ("ok", [{"score": 2.5}, {"score": 5.0}], 1),
+        ("ok", [{"score": 3.5}], 0),
+        ("ok", [{"score": 5.0}, {"score": 1.5}], 1),
+    ]
+    assert merged == alone == expected
+    on_a_bound = [request("five"), request("a b c d e f")]  # a 5 that was not clipped, one that was
+    scorer = _Scorer()
+    assert answer_all({"m": scorer}, on_a_bound) == [("ok", [{"score": 5.0}], 0), ("ok", [{"score": 5.0}], 1)]
+    assert scorer.passes == 3  # the merged pass could not tell them apart: each scored alone
+    refused = answer_all({"m": _Scorer()}, [request("a"), request("b", "bad")])
+    assert refused == [("ok", [{"score": 1.5}], 0), ("error", 422, "pairs[1]: pair 1 is bad")]
+
+
+def test_the_listening_socket_lets_asyncio_turn_nagle_off():
+    """Without IPPROTO_TCP named, asyncio leaves Nagle's algorithm on and every response waits 40 ms
+    for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    from qe.serve.server import listen
+
+    sock = listen("127.0.0.1", 0)
+    found: list[int] = []
+
+    async def main() -> None:
+        async def handle(reader, writer) -> None:
+            found.append(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(handle, sock=sock)
+        _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        while not found:
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+
+    asyncio.run(main())
+    assert found == [1]

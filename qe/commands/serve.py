@@ -98,12 +98,11 @@ def settings_from(args: argparse.Namespace):  # -> qe.serve.settings.Settings
     from qe.serve.names import resolve_models
     from qe.serve.settings import Limits, Settings, is_loopback
 
-    limits = Limits(
-        **{key.removeprefix("limit_"): value for key, value in vars(args).items() if key.startswith("limit_")}
-    )
-    for name, value in vars(limits).items():
-        if not value > 0:
-            raise QEInputError(f"--{name.replace('_', '-')}: expected a positive number, got {value}")
+    for name, flag, _, _ in LIMIT_OPTIONS:
+        value = getattr(args, f"limit_{name}")
+        if not 0 < value < float("inf"):
+            raise QEInputError(f"{flag} {value}: expected a positive number")
+    limits = Limits(**{name: getattr(args, f"limit_{name}") for name, *_ in LIMIT_OPTIONS})
     if not 0 <= args.port <= 65535:
         raise QEInputError(f"--port {args.port}: expected 0 to 65535")
     if not 1 <= args.workers <= (os.cpu_count() or 1) * 4:

@@ -120,7 +120,7 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
 
     async def scored(request: tuple) -> tuple:
         try:
-            answer = await run_in_threadpool(pool.call, request, limits.queue_seconds, limits.score_seconds)
+            answer = await run_in_threadpool(pool.call, request, limits.queue_seconds)
         except Unavailable as exc:
             raise ApiError(503, str(exc)) from None
         if answer[0] == "error":

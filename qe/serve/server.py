@@ -13,12 +13,21 @@ from qe.serve.settings import Settings
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port`` (port 0: any free port), or one line saying why not."""
+    """A listening socket on ``host:port`` (port 0: any free port), or one line saying why not.
+
+    It is made with ``IPPROTO_TCP`` named: asyncio turns Nagle's algorithm off (``TCP_NODELAY``) only
+    on sockets that say so, and with it on, a response written in two pieces (headers, body) waits
+    for the client's delayed ACK: 40 ms a request."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        return socket.create_server((host.strip("[]"), port), family=family, backlog=1024)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(1024)
     except OSError as exc:
+        sock.close()
         raise QEInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 def run(settings: Settings) -> int:
@@ -29,7 +38,7 @@ def run(settings: Settings) -> int:
     from qe.serve.pool import WorkerPool
 
     sock = listen(settings.host, settings.port)
-    pool = WorkerPool(settings.models, settings.workers)
+    pool = WorkerPool(settings.models, settings.workers, settings.limits.score_seconds)
     try:
         pool.start()
         host, port = sock.getsockname()[:2]

@@ -3,8 +3,11 @@ first request is as fast as the thousandth), then answers its parent's score req
 until the pipe closes. It ignores SIGINT and SIGTERM (the parent drains and then closes the pipe) and
 ends when its parent dies.
 
-Requests are ``(name, src, mt, extra, start, features)``; answers ``("ok", results, clipped)`` or
-``("error", status, message)``, the message one line that names no file of the server's."""
+A message is a list of requests ``(name, src, mt, extra, start, features)``, answered by a list of
+``("ok", results, clipped)`` or ``("error", status, message)``, the message one line that names no file
+of the server's. Several requests for one model are scored in one pass (their pairs together), which
+costs little more than one of them alone; should that pass fail, or the clipped scores not be told
+apart, each request is scored alone, so that its answer is what it would have been by itself."""
 
 from __future__ import annotations
 
@@ -46,7 +49,40 @@ def serve_forever(conn: Connection, entries: tuple[ModelEntry, ...], parent_pid:
             request = conn.recv()
         except (EOFError, OSError):  # the parent closed the pipe (shutdown) or died
             return
-        conn.send(answer(models, request))
+        conn.send(answer_all(models, request))
+
+
+def answer_all(models: dict[str, Any], requests: list[tuple]) -> list[tuple]:
+    """The answers to a message's requests, in order."""
+    if len(requests) > 1:
+        merged = _merged(models, requests)
+        if merged is not None:
+            return merged
+    return [answer(models, request) for request in requests]
+
+
+def _merged(models: dict[str, Any], requests: list[tuple]) -> list[tuple] | None:
+    """The requests (one model, one feature flag, the same inputs) scored in one pass; None if that
+    pass fails (each is then scored alone, for its own message) or if which scores were clipped to
+    the label range cannot be told from the scores (one sits on a bound without being clipped)."""
+    name, _, _, inputs, _, features = requests[0]
+    model = models[name]
+    src = [text for request in requests for text in request[1]]
+    mt = [text for request in requests for text in request[2]]
+    extra = {key: [text for request in requests for text in request[3][key]] for key in inputs}
+    try:
+        results, clipped = model.score(src, mt, extra, 0, features)
+    except Exception:
+        return None
+    bounds = model.label.range or ()
+    answers, at = [], 0
+    for request in requests:
+        part = results[at : at + len(request[1])]
+        at += len(request[1])
+        answers.append(("ok", part, sum(result["score"] in bounds for result in part) if clipped else 0))
+    if sum(answer[2] for answer in answers) != clipped:
+        return None
+    return answers
 
 
 def answer(models: dict[str, Any], request: tuple) -> tuple:
