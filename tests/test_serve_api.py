@@ -114,6 +114,9 @@ def test_features_show_the_pairs_farthest_from_the_training_distribution(server,
         assert result["unusual"][0]["z"] == pytest.approx(z[model.feature_names.index(top[0])])
     longest = body["results"][-1]["unusual"][0]
     assert abs(longest["z"]) > 5 and longest["definition"]
+    _, alone = server.score("model", pairs, unusual=True)  # the unusual features without all the values
+    assert [r["unusual"] for r in alone["results"]] == [r["unusual"] for r in body["results"]]
+    assert not any("features" in r for r in alone["results"])
 
 
 def test_batch_uploads_stream_back_the_scores_of_v1_score(server):

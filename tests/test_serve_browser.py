@@ -224,5 +224,6 @@ def test_screenshot_for_the_readme(browser, data_dir):
             browser, server.url, [(s.strip(), m.strip()) for s, m in zip(src[:12], mt[:12], strict=True)]
         )
         _sort_by(browser, "score")
+        browser.execute_script("for (const t of document.querySelectorAll('textarea')) t.scrollTo(0, 0);")
         browser.set_window_size(1280, 1500)
         browser.save_screenshot(os.environ["QE_SERVE_SCREENSHOT"])

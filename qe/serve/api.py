@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
-from qe.serve.errors import ApiError, one_line, quoted
+from qe.serve.errors import ApiError, one_line, quoted, too_large
 from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
 from qe.serve.pairs import check_pair, in_body, loads, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
@@ -75,6 +75,8 @@ class StrictJSONRequest(Request):
 
 
 class StrictJSONRoute(APIRoute):
+    """A route whose handler reads the body as a :class:`StrictJSONRequest`."""
+
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
 
@@ -97,6 +99,10 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     )
     app.router.route_class = StrictJSONRoute
     app.state.max_pairs = limits.pairs
+
+    def body_limit(path: str) -> int:
+        return limits.upload_bytes if path == "/v1/batch" else limits.body_bytes
+
     ScoreRequest = score_request(limits.pairs)
     bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
 
@@ -131,7 +137,9 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        message = exc.detail if isinstance(exc, ApiError) else _plain_error(request, exc.status_code, limits)
+        message = (
+            exc.detail if isinstance(exc, ApiError) else _plain_error(request, exc.status_code, body_limit)
+        )
         return JSONResponse({"error": message}, exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
@@ -196,7 +204,8 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         checked = [check_pair(pair, in_body(k), model, limits.chars) for k, pair in enumerate(body.pairs)]
         inputs = {name: [extra[name] for *_, extra in checked] for name in model["pair_inputs"]}
         src, mt = [c[1] for c in checked], [c[2] for c in checked]
-        _, results, clipped = await scored((model["name"], src, mt, inputs, 0, body.features))
+        detail = "features" if body.features else "unusual" if body.unusual else ""
+        _, results, clipped = await scored((model["name"], src, mt, inputs, 0, detail))
         for index, (result, (pair_id, *_)) in enumerate(zip(results, checked, strict=True)):
             result["index"] = index
             result["id"] = index if pair_id is None else pair_id
@@ -237,6 +246,7 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         request: Request,
         model: Annotated[str, Query(description="a model name from GET /v1/models")],
         features: Annotated[bool, Query(description="also return every feature value")] = False,
+        unusual: Annotated[bool, Query(description="also return the most unusual features")] = False,
         format: Annotated[str | None, Query(description="tsv or jsonl (default: from Content-Type)")] = None,
     ) -> StreamingResponse:
         """Score an uploaded TSV or JSONL file, streaming the results back as they are scored."""
@@ -247,12 +257,13 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
                 await run_in_threadpool(upload.feed, data)
             await run_in_threadpool(upload.finish)
             chunks = upload.chunks(settings.batch_chunk)
-            first = await _score_chunk(chunks, described["name"], features, scored)
+            detail = "features" if features else "unusual" if unusual else ""
+            first = await _score_chunk(chunks, described["name"], detail, scored)
         except BaseException:
             upload.close()
             raise
         return StreamingResponse(
-            _stream(first, chunks, described["name"], features, scored, upload),
+            _stream(first, chunks, described["name"], detail, scored, upload),
             media_type="application/x-ndjson",
             headers={"x-pairs": str(upload.pairs)},
         )
@@ -264,7 +275,7 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
         )
-    app.add_middleware(DeclaredLength, limits={"/v1/batch": limits.upload_bytes}, default=limits.body_bytes)
+    app.add_middleware(DeclaredLength, limit=body_limit)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(SendTimeout, seconds=limits.send_seconds)
     return app
@@ -275,26 +286,24 @@ def _ordered(result: dict[str, Any]) -> dict[str, Any]:
     return {"index": result["index"], "id": result["id"], **result}
 
 
-async def _score_chunk(chunks: Any, name: str, features: bool, scored: Callable) -> tuple[list, int] | None:
-    """The next chunk's results (index, id, score, ...) and clipped count; None after the last."""
+async def _score_chunk(chunks: Any, name: str, detail: str, scored: Callable) -> tuple[list, int] | None:
+    """The next chunk's results (id, score, ...) and clipped count; None after the last."""
     chunk = await run_in_threadpool(next, chunks, None)
     if chunk is None:
         return None
     start = chunk[0][0]  # the first pair's index in the upload: messages count from it
-    src = [row[2] for row in chunk]
-    mt = [row[3] for row in chunk]
+    src, mt = [row[2] for row in chunk], [row[3] for row in chunk]
     inputs = {key: [row[4][key] for row in chunk] for key in chunk[0][4]}
-    _, results, clipped = await scored((name, src, mt, inputs, start, features))
-    out = []
+    _, results, clipped = await scored((name, src, mt, inputs, start, detail))
     for row, result in zip(chunk, results, strict=True):
         result["id"] = row[1]
-        out.append(result)
-    return out, clipped
+    return results, clipped
 
 
 async def _stream(
-    first: tuple[list, int] | None, chunks: Any, name: str, features: bool, scored: Callable, upload: Upload
+    first: tuple[list, int] | None, chunks: Any, name: str, detail: str, scored: Callable, upload: Upload
 ) -> AsyncIterator[bytes]:
+    """The upload's results as JSON lines, chunk by chunk, then the summary line (or an error line)."""
     index = clipped = 0
     current = first
     try:
@@ -308,7 +317,7 @@ async def _stream(
                 lines.append(json.dumps(_ordered(result)))
             yield ("\n".join(lines) + "\n").encode()
             try:
-                current = await _score_chunk(chunks, name, features, scored)
+                current = await _score_chunk(chunks, name, detail, scored)
             except HTTPException as exc:
                 yield (json.dumps({"error": one_line(str(exc.detail))}) + "\n").encode()
                 return
@@ -317,12 +326,11 @@ async def _stream(
         upload.close()
 
 
-def _plain_error(request: Request, status: int, limits: Any) -> str:
+def _plain_error(request: Request, status: int, body_limit: Callable[[str], int]) -> str:
     """The one line for an HTTP error the framework raised (no route, wrong method, body too large)."""
     path = quoted(request.url.path, 80)
     if status == 413:  # a body sent without a length, counted as it came
-        limit = limits.upload_bytes if request.url.path == "/v1/batch" else limits.body_bytes
-        return f"the request body is larger than the {limit:,} bytes {request.url.path} takes"
+        return too_large(request.url.path, body_limit(request.url.path))
     if status == 404:
         return f"no such path: {path} (the API is under /v1; GET /v1/openapi.json describes it)"
     if status == 405:

@@ -21,6 +21,11 @@ def quoted(value: object, limit: int = 60) -> str:
     return one_line(repr(value), limit)
 
 
+def too_large(path: str, limit: int) -> str:
+    """The 413 line for a body over ``path``'s limit."""
+    return f"the request body is larger than the {limit:,} bytes {path} takes"
+
+
 class ApiError(HTTPException):
     """An answer other than 200: ``status`` and one line. (An HTTPException, so that FastAPI passes it
     through its body parsing untouched.)"""

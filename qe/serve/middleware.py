@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from qe.serve.errors import one_line
+from qe.serve.errors import one_line, too_large
 
 SECURITY_HEADERS = [
     (
@@ -47,21 +48,20 @@ class SecurityHeaders:
 
 class DeclaredLength:
     """Answers 413 at once, before anything reads the body, a request whose Content-Length is over
-    its path's limit (``limits``: path -> bytes; ``default`` elsewhere). A body sent without a length
-    is counted as it arrives by the routes' own limit."""
+    its path's limit (``limit(path)``, bytes). A body sent without a length is counted as it arrives
+    by the routes' own limits."""
 
-    def __init__(self, app: ASGIApp, limits: dict[str, int], default: int) -> None:
+    def __init__(self, app: ASGIApp, limit: Callable[[str], int]) -> None:
         self.app = app
-        self.limits = limits
-        self.default = default
+        self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            limit = self.limits.get(scope["path"], self.default)
+            limit = self.limit(scope["path"])
             declared = dict(scope["headers"]).get(b"content-length", b"")
             if declared.isdigit() and int(declared) > limit:
-                message = f"the request body is larger than the {limit:,} bytes {scope['path']} takes"
-                await JSONResponse({"error": one_line(message)}, 413)(scope, receive, send)
+                message = one_line(too_large(scope["path"], limit))
+                await JSONResponse({"error": message}, 413)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

@@ -37,7 +37,7 @@ def _log(message: str) -> None:
 
 
 class _Job:
-    """One request waiting for its answer: ``(name, src, mt, extra, start, features)``."""
+    """One request waiting for its answer: ``(name, src, mt, extra, start, detail)``."""
 
     def __init__(self, request: tuple) -> None:
         self.request = request
@@ -66,7 +66,7 @@ class _Job:
         self.done.set()
 
     def merges_with(self, other: _Job) -> bool:
-        """Same model, same feature flag and same per-pair inputs: one pass can score both."""
+        """Same model, same detail asked for and same per-pair inputs: one pass can score both."""
         mine, theirs = self.request, other.request
         return mine[0] == theirs[0] and mine[5] == theirs[5] and set(mine[3]) == set(theirs[3])
 

@@ -28,6 +28,7 @@ def score_request(max_pairs: int) -> type[BaseModel]:
         model: str = Field(description="a model name from GET /v1/models")
         pairs: list[Pair] = Field(min_length=1, max_length=max_pairs)
         features: bool = Field(False, description="also return every feature value and the most unusual ones")
+        unusual: bool = Field(False, description="also return the features farthest from the training data")
 
     return ScoreRequest
 

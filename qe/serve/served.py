@@ -124,20 +124,22 @@ class ServedModel:
             self.context.score([WARM_UP[0]], [WARM_UP[1]])
 
     def score(
-        self, src: list[str], mt: list[str], extra: dict[str, list[str]], start: int, features: bool
+        self, src: list[str], mt: list[str], extra: dict[str, list[str]], start: int, detail: str
     ) -> tuple[list[dict[str, Any]], int]:
-        """One result per pair (its score; with ``features``, every feature value and the
-        :data:`UNUSUAL` most unusual ones), and how many scores the label range clipped."""
+        """One result per pair, its score and, by ``detail``: ``"unusual"``, the :data:`UNUSUAL`
+        features farthest from the training distribution; ``"features"``, every feature value too.
+        Also how many scores the label range clipped."""
         origins = {name: (REQUEST, start + 1) for name in ("src", "mt", *extra)}  # line N: pair N - 1
         scored = self.context.score(
-            src, mt, extra=extra, start=start, origins=origins, keep_features=features
+            src, mt, extra=extra, start=start, origins=origins, keep_features=bool(detail)
         )
         results: list[dict[str, Any]] = [{"score": float(score)} for score in scored.scores]
-        if features and scored.features is not None:
+        if detail and scored.features is not None:
             names = self.context.feature_names
             rows = scored.features.to_numpy(dtype=np.float64)
             for result, row in zip(results, rows, strict=True):
-                result["features"] = {name: float(value) for name, value in zip(names, row, strict=True)}
+                if detail == "features":
+                    result["features"] = {name: float(value) for name, value in zip(names, row, strict=True)}
                 result["unusual"] = self.unusual(row)
         return results, scored.clipped
 

@@ -3,7 +3,8 @@ first request is as fast as the thousandth), then answers its parent's score req
 until the pipe closes. It ignores SIGINT and SIGTERM (the parent drains and then closes the pipe) and
 ends when its parent dies.
 
-A message is a list of requests ``(name, src, mt, extra, start, features)``, answered by a list of
+A message is a list of requests ``(name, src, mt, extra, start, detail)`` (``detail``: ``""``,
+``"unusual"`` or ``"features"``, see ``ServedModel.score``), answered by a list of
 ``("ok", results, clipped)`` or ``("error", status, message)``, the message one line that names no file
 of the server's. Several requests for one model are scored in one pass (their pairs together), which
 costs little more than one of them alone; should that pass fail, or the clipped scores not be told
@@ -65,13 +66,13 @@ def _merged(models: dict[str, Any], requests: list[tuple]) -> list[tuple] | None
     """The requests (one model, one feature flag, the same inputs) scored in one pass; None if that
     pass fails (each is then scored alone, for its own message) or if which scores were clipped to
     the label range cannot be told from the scores (one sits on a bound without being clipped)."""
-    name, _, _, inputs, _, features = requests[0]
+    name, _, _, inputs, _, detail = requests[0]
     model = models[name]
     src = [text for request in requests for text in request[1]]
     mt = [text for request in requests for text in request[2]]
     extra = {key: [text for request in requests for text in request[3][key]] for key in inputs}
     try:
-        results, clipped = model.score(src, mt, extra, 0, features)
+        results, clipped = model.score(src, mt, extra, 0, detail)
     except Exception:
         return None
     bounds = model.label.range or ()
@@ -87,9 +88,9 @@ def _merged(models: dict[str, Any], requests: list[tuple]) -> list[tuple] | None
 
 def answer(models: dict[str, Any], request: tuple) -> tuple:
     """The answer to one score request; a refusal of the client's text is 422, anything else 500."""
-    name, src, mt, extra, start, features = request
+    name, src, mt, extra, start, detail = request
     try:
-        results, clipped = models[name].score(src, mt, extra, start, features)
+        results, clipped = models[name].score(src, mt, extra, start, detail)
     except QEInputError as exc:
         if exc.path == REQUEST and exc.line is not None:  # a family refused one pair's text
             return ("error", 422, f"pairs[{exc.line - 1}]: {exc.message}")

@@ -184,7 +184,7 @@ async function score() {
   progress.hidden = false;
   $("score").disabled = true;
   setStatus(`scoring ${state.rows.length} pairs…`);
-  const url = `/v1/batch?model=${encodeURIComponent(state.model.name)}&features=true&format=${input.format}`;
+  const url = `/v1/batch?model=${encodeURIComponent(state.model.name)}&unusual=true&format=${input.format}`;
   const type = input.format === "tsv" ? "text/tab-separated-values" : "application/x-ndjson";
   try {
     const response = await fetch(url, { method: "POST", headers: authHeaders({ "Content-Type": type }), body: input.body });
