@@ -23,7 +23,8 @@ SIGTERM at the end (its exit code must be 0, else it is counted as an error).
 
 Targets (issue 21): p50 <= 50 ms, p99 <= 250 ms, batch >= 0.9x the CLI, growth < 50 MB, no error.
 
-Usage: python benchmarks/serve_load.py [--model FILE] [--workers N] [--data-dir DIR]
+Usage: python benchmarks/serve_load.py [--model FILE] [--workers N] [--data-dir DIR] [--scale F]
+(``--scale 0.1``: a tenth of every count, as ``tests/test_serve_load.py`` runs it.)
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ class Client:
 def run_clients(
     host: str, port: int, model: str, requests: list[list[dict[str, str]]], clients: int
 ) -> tuple[list[float], int, float]:
-    """Send ``requests`` (each a list of pairs) from ``clients`` threads; ``(latencies, errors, wall seconds)``."""
+    """Send ``requests`` (each a list of pairs) from ``clients`` threads: ``(latencies, errors, seconds)``."""
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -201,7 +202,7 @@ def cli_pairs_per_second(model: Path, pairs: list[dict[str, str]], jobs: int) ->
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -209,19 +210,23 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=REPO / "models" / "wmt12-extracted-svr.skops")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every request count by this")
     args = parser.parse_args()
+    warm_up, single_n, batch_n, total = (
+        max(BATCH_SIZE, round(count * args.scale))
+        for count in (WARM_UP, SINGLE, BATCH_PAIRS, TOTAL_AFTER_WARM_UP)
+    )
     if not args.model.is_file():
         raise SystemExit(f"{args.model}: not found (make demo builds the en-es model)")
 
-    needed = WARM_UP + SINGLE + BATCH_PAIRS
+    needed = warm_up + single_n + batch_n
     src, mt = distinct_pairs(needed, args.data_dir)
     pairs = [{"src": s, "mt": m} for s, m in zip(src, mt, strict=True)]
     if len(pairs) < needed:
         raise SystemExit(f"only {len(pairs)} distinct pairs in the data directory; {needed} are needed")
-    warm, single, batch = pairs[:WARM_UP], pairs[WARM_UP : WARM_UP + SINGLE], pairs[WARM_UP + SINGLE :]
-    log(
-        f"load average at the start: {os.getloadavg()[0]:.2f}; model {args.model.name}, {args.workers} worker(s)"
-    )
+    warm, single, batch = pairs[:warm_up], pairs[warm_up : warm_up + single_n], pairs[warm_up + single_n :]
+    start_load = os.getloadavg()[0]
+    log(f"load average at the start: {start_load:.2f}; model {args.model.name}, {args.workers} worker(s)")
 
     process, host, port = start_server(args.model, args.workers)
     name = args.model.name.removesuffix(".skops")
@@ -243,7 +248,7 @@ def main() -> None:
         errors += failed
         served_rate = len(batch) / seconds
 
-        soak = TOTAL_AFTER_WARM_UP - len(single) - len(chunks)
+        soak = max(0, total - len(single) - len(chunks))
         _, failed, _ = run_clients(host, port, name, [[pairs[k % len(pairs)]] for k in range(soak)], CLIENTS)
         errors += failed
         rss_after = tree_rss_mb(process.pid)
@@ -251,9 +256,8 @@ def main() -> None:
         process.terminate()
         code = process.wait(300)
     errors += code != 0
-    log(
-        f"server: {rss_before:.0f} MB after the warm-up, {rss_after:.0f} MB after 10,000 requests; exit code {code}"
-    )
+    log(f"server: {rss_before:.0f} MB after the warm-up, {rss_after:.0f} MB after {total:,} more requests")
+    log(f"server exit code after SIGTERM: {code}")
 
     cli_rate = cli_pairs_per_second(args.model, batch, args.workers)
     log(f"load average at the end: {os.getloadavg()[0]:.2f}; batch / CLI = {served_rate / cli_rate:.2f}")

@@ -21,6 +21,8 @@ from tests.helpers import REPO, write_lines
 from tests.helpers.serve import assert_one_line_error, nmt_model, serving, start_server, wait_until
 from tests.helpers.toy import EN, ES, sentences
 
+pytestmark = pytest.mark.slow  # each test talks to a real server it starts
+
 
 @pytest.fixture(scope="module")
 def inputs_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
