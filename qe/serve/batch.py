@@ -109,7 +109,7 @@ class Upload:
             raise ApiError(
                 413, f"line {self.line}: more than the {self.limits.batch_pairs:,} pairs one upload may hold"
             )
-        value = self._row(text) if self.fmt == "tsv" else self._object(text)
+        value = self._row(text) if self.fmt == "tsv" else loads(text, f"line {self.line}")
         where = on_line(self.line)
         pair_id, src, mt, extra = check_pair(parse_pair(value, where), where, self.model, self.limits.chars)
         record = [self.pairs, self.pairs if pair_id is None else pair_id, src, mt, extra]
@@ -146,6 +146,3 @@ class Upload:
         if row.get("id") == "":
             row["id"] = None
         return row
-
-    def _object(self, text: str) -> Any:
-        return loads(text, f"line {self.line}")

@@ -3,12 +3,14 @@ pair's most unusual features against the model's training distribution (so a rev
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from qe.errors import QEInputError
 from qe.serve.names import REQUEST, ModelEntry
 from qe.serve.scoring import ScoringContext
 
@@ -119,9 +121,11 @@ class ServedModel:
         }
 
     def warm_up(self) -> None:
-        """Score one pair, so that what the families load on first use is loaded now."""
+        """Score one pair, so that what the families load on first use is loaded now (a family that
+        refuses the pair only loses the head start)."""
         if not self.context.pair_inputs:
-            self.context.score([WARM_UP[0]], [WARM_UP[1]])
+            with contextlib.suppress(QEInputError):
+                self.context.score([WARM_UP[0]], [WARM_UP[1]])
 
     def score(
         self, src: list[str], mt: list[str], extra: dict[str, list[str]], start: int, detail: str
