@@ -9,7 +9,7 @@ export QE_DATA_DIR ?= $(abspath ../shared/data)
 
 APT_PACKAGES := cmake g++ zlib1g-dev libbz2-dev liblzma-dev libboost-program-options-dev \
   libboost-system-dev libboost-thread-dev libboost-test-dev default-jre-headless weka libsvm-tools \
-  apertium apertium-eng-spa hunspell hunspell-en-us hunspell-es hunspell-de-de
+  apertium apertium-eng-spa hunspell hunspell-en-us hunspell-es hunspell-de-de chromium chromium-driver
 
 .PHONY: install system-deps demo test check fuzz lint clean
 
@@ -28,7 +28,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[lm,pseudoref,parquet,report,dask,embeddings,chinese,dev]"
+	$(PY) -m pip install -q -e ".[lm,pseudoref,parquet,report,dask,embeddings,chinese,serve,dev]"
 	touch $@
 
 .tools/kenlm/bin/lmplz: scripts/install_kenlm.sh | $(VENV)/.installed

@@ -1,0 +1,338 @@
+"""The HTTP side of ``qe serve`` (FastAPI): the page at ``/``, ``GET /healthz`` and ``/readyz``, and the
+versioned JSON API (``GET /v1/models``, ``POST /v1/score``, ``POST /v1/batch``, ``/v1/openapi.json``).
+
+Requests are checked here (types, limits, model names from the server's own list, text) and scored by
+the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 404 / 413 / 422 / 503.
+"""
+
+import hmac
+import json
+import sys
+import traceback
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from qe import __version__
+from qe.serve.batch import FORMATS, Upload, upload_format
+from qe.serve.errors import ApiError, one_line, quoted, too_large
+from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
+from qe.serve.pairs import check_pair, in_body, loads, validation_error
+from qe.serve.pool import Unavailable, WorkerPool
+from qe.serve.schemas import ErrorResponse, ModelsResponse, ScoreResponse, score_request
+from qe.serve.settings import Settings
+
+STATIC = Path(__file__).parent / "static"
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": text}
+    for status, text in {
+        400: "not UTF-8, not JSON, or no upload format",
+        401: "no or wrong bearer token",
+        404: "no such model on this server",
+        413: "over a limit: body bytes, pairs, characters of a text",
+        422: "a field missing or of the wrong type, or a text that cannot be scored",
+        503: "not ready, stopping, every worker busy, or the worker died",
+    }.items()
+}
+
+
+class StrictJSONRequest(Request):
+    """A request whose JSON body must be UTF-8 (RFC 8259), without NaN / Infinity, nested at most
+    ``qe.io.MAX_NESTING`` deep (each failure is 400 with one line), and hold at most the server's
+    pairs per request, counted before any pair is validated."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ApiError(400, f"the body is not valid UTF-8 (byte {exc.start + 1})") from None
+            value = loads(text, "the body")
+            limit = self.app.state.max_pairs
+            if (
+                isinstance(value, dict)
+                and isinstance(value.get("pairs"), list)
+                and len(value["pairs"]) > limit
+            ):
+                raise ApiError(
+                    413,
+                    f"pairs: {len(value['pairs']):,} pairs, more than the {limit:,} this server takes in one "
+                    "request (POST /v1/batch takes more)",
+                )
+            self._json = value
+        return self._json
+
+
+class StrictJSONRoute(APIRoute):
+    """A route whose handler reads the body as a :class:`StrictJSONRequest`."""
+
+    def get_route_handler(self) -> Callable:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Any:
+            return await handler(StrictJSONRequest(request.scope, request.receive))
+
+        return strict
+
+
+def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
+    """The ASGI app serving ``pool``'s models under ``settings``."""
+    limits = settings.limits
+    app = FastAPI(
+        title="qe",
+        version=__version__,
+        description="Sentence-level quality estimation for machine translation: score source / MT pairs.",
+        openapi_url="/v1/openapi.json",
+        docs_url=None,  # FastAPI's documentation pages load their scripts from a CDN
+        redoc_url=None,
+    )
+    app.router.route_class = StrictJSONRoute
+    app.state.max_pairs = limits.pairs
+
+    def body_limit(path: str) -> int:
+        return limits.upload_bytes if path == "/v1/batch" else limits.body_bytes
+
+    ScoreRequest = score_request(limits.pairs)
+    bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
+
+    def check_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+        given = credentials.credentials if credentials else ""
+        if settings.token is not None and not hmac.compare_digest(given.encode(), settings.token.encode()):
+            raise ApiError(
+                401,
+                "this server needs its bearer token: Authorization: Bearer TOKEN",
+                {"WWW-Authenticate": "Bearer"},
+            )
+
+    guarded = [Depends(check_token)] if settings.token is not None else []
+
+    def served(name: str) -> dict[str, Any]:
+        model = pool.models.get(name)
+        if model is None:
+            known = ", ".join(pool.models)
+            raise ApiError(404, f"model {quoted(name)} is not served here (served: {known})")
+        return model
+
+    async def scored(request: tuple) -> tuple:
+        try:
+            answer = await run_in_threadpool(pool.call, request, limits.queue_seconds)
+        except Unavailable as exc:
+            raise ApiError(503, str(exc)) from None
+        if answer[0] == "error":
+            raise ApiError(answer[1], answer[2])
+        return answer
+
+    # ------------------------------------------------------------------ errors
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        message = (
+            exc.detail if isinstance(exc, ApiError) else _plain_error(request, exc.status_code, body_limit)
+        )
+        return JSONResponse({"error": message}, exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        error = dict(exc.errors()[0])
+        loc = tuple(error.get("loc", ()))
+        error["loc"] = loc[1:] if loc[:1] == ("body",) else loc
+        if error.get("type") == "json_invalid":
+            reason = error.get("ctx", {}).get("error", "invalid")
+            return JSONResponse({"error": one_line(f"the body is not valid JSON: {reason}")}, 400)
+        if loc == ("body",) and isinstance(error.get("input"), bytes):
+            return JSONResponse({"error": "send the body as JSON (Content-Type: application/json)"}, 400)
+        if loc[:1] == ("query",):
+            error["loc"] = loc[1:]
+        api = validation_error(error)
+        return JSONResponse({"error": api.detail}, api.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        print(f"qe serve: {request.method} {request.url.path} failed:", file=sys.stderr)
+        traceback.print_exception(exc, file=sys.stderr)
+        return JSONResponse({"error": "internal error (the server log says why)"}, 500)
+
+    # ------------------------------------------------------------------ the page and health
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    @app.get("/healthz", summary="the process answers")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", summary="at least one scoring worker is up", responses={503: ERRORS[503]})
+    async def readyz() -> JSONResponse:
+        ready = pool.ready()
+        if not ready:
+            return JSONResponse({"error": f"no scoring worker is ready (0 of {pool.size})"}, 503)
+        return JSONResponse({"status": "ready", "workers": ready, "of": pool.size})
+
+    # ------------------------------------------------------------------ the API
+
+    @app.get("/v1/models", response_model=ModelsResponse, dependencies=guarded, responses={401: ERRORS[401]})
+    async def models() -> dict[str, Any]:
+        """The models this server scores with, and the limits a request must keep."""
+        shown = ("body_bytes", "upload_bytes", "pairs", "batch_pairs", "chars")
+        return {"models": list(pool.models.values()), "limits": {k: getattr(limits, k) for k in shown}}
+
+    @app.post(
+        "/v1/score",
+        response_model=None,
+        dependencies=guarded,
+        responses={200: {"model": ScoreResponse}, **ERRORS},
+        max_body_size=limits.body_bytes,
+    )
+    async def score(body: ScoreRequest) -> JSONResponse:  # type: ignore[valid-type]
+        """Score pairs with a model: results in input order, with ids, the model's label kind and
+        direction and its signature."""
+        model = served(body.model)
+        checked = [check_pair(pair, in_body(k), model, limits.chars) for k, pair in enumerate(body.pairs)]
+        inputs = {name: [extra[name] for *_, extra in checked] for name in model["pair_inputs"]}
+        src, mt = [c[1] for c in checked], [c[2] for c in checked]
+        detail = "features" if body.features else "unusual" if body.unusual else ""
+        _, results, clipped = await scored((model["name"], src, mt, inputs, 0, detail))
+        for index, (result, (pair_id, *_)) in enumerate(zip(results, checked, strict=True)):
+            result["index"] = index
+            result["id"] = index if pair_id is None else pair_id
+        return JSONResponse(
+            {
+                "model": model["name"],
+                "label": model["label"],
+                "signature": model["signature"],
+                "results": [_ordered(result) for result in results],
+                "clipped": clipped,
+            }
+        )
+
+    @app.post(
+        "/v1/batch",
+        response_model=None,
+        dependencies=guarded,
+        max_body_size=limits.upload_bytes,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {kind: {"schema": {"type": "string"}} for kind in FORMATS.values()},
+                "description": "TSV whose first line names the columns (src, mt, optional id, the model's "
+                "pair_inputs), or JSON lines of pair objects",
+            }
+        },
+        responses={
+            200: {
+                "description": "one JSON line per pair in input order ({index, id, score, ...} as in "
+                "/v1/score), then {done, pairs, clipped}; a failure after the first chunk ends the "
+                "stream with an {error} line",
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            },
+            **ERRORS,
+        },
+    )
+    async def batch(
+        request: Request,
+        model: Annotated[str, Query(description="a model name from GET /v1/models")],
+        features: Annotated[bool, Query(description="also return every feature value")] = False,
+        unusual: Annotated[bool, Query(description="also return the most unusual features")] = False,
+        format: Annotated[str | None, Query(description="tsv or jsonl (default: from Content-Type)")] = None,
+    ) -> StreamingResponse:
+        """Score an uploaded TSV or JSONL file, streaming the results back as they are scored."""
+        described = served(model)
+        upload = Upload(upload_format(format, request.headers.get("content-type")), described, limits)
+        try:
+            async for data in request.stream():
+                await run_in_threadpool(upload.feed, data)
+            await run_in_threadpool(upload.finish)
+            chunks = upload.chunks(settings.batch_chunk)
+            detail = "features" if features else "unusual" if unusual else ""
+            first = await _score_chunk(chunks, described["name"], detail, scored)
+        except BaseException:
+            upload.close()
+            raise
+        return StreamingResponse(
+            _stream(first, chunks, described["name"], detail, scored, upload),
+            media_type="application/x-ndjson",
+            headers={"x-pairs": str(upload.pairs)},
+        )
+
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(DeclaredLength, limit=body_limit)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SendTimeout, seconds=limits.send_seconds)
+    return app
+
+
+def _ordered(result: dict[str, Any]) -> dict[str, Any]:
+    """A result with its index, id and score first."""
+    return {"index": result["index"], "id": result["id"], **result}
+
+
+async def _score_chunk(chunks: Any, name: str, detail: str, scored: Callable) -> tuple[list, int] | None:
+    """The next chunk's results (id, score, ...) and clipped count; None after the last."""
+    chunk = await run_in_threadpool(next, chunks, None)
+    if chunk is None:
+        return None
+    start = chunk[0][0]  # the first pair's index in the upload: messages count from it
+    src, mt = [row[2] for row in chunk], [row[3] for row in chunk]
+    inputs = {key: [row[4][key] for row in chunk] for key in chunk[0][4]}
+    _, results, clipped = await scored((name, src, mt, inputs, start, detail))
+    for row, result in zip(chunk, results, strict=True):
+        result["id"] = row[1]
+    return results, clipped
+
+
+async def _stream(
+    first: tuple[list, int] | None, chunks: Any, name: str, detail: str, scored: Callable, upload: Upload
+) -> AsyncIterator[bytes]:
+    """The upload's results as JSON lines, chunk by chunk, then the summary line (or an error line)."""
+    index = clipped = 0
+    current = first
+    try:
+        while current is not None:
+            results, count = current
+            clipped += count
+            lines = []
+            for result in results:
+                result["index"] = index
+                index += 1
+                lines.append(json.dumps(_ordered(result)))
+            yield ("\n".join(lines) + "\n").encode()
+            try:
+                current = await _score_chunk(chunks, name, detail, scored)
+            except HTTPException as exc:
+                yield (json.dumps({"error": one_line(str(exc.detail))}) + "\n").encode()
+                return
+        yield (json.dumps({"done": True, "pairs": index, "clipped": clipped}) + "\n").encode()
+    finally:
+        upload.close()
+
+
+def _plain_error(request: Request, status: int, body_limit: Callable[[str], int]) -> str:
+    """The one line for an HTTP error the framework raised (no route, wrong method, body too large)."""
+    path = quoted(request.url.path, 80)
+    if status == 413:  # a body sent without a length, counted as it came
+        return too_large(request.url.path, body_limit(request.url.path))
+    if status == 404:
+        return f"no such path: {path} (the API is under /v1; GET /v1/openapi.json describes it)"
+    if status == 405:
+        return f"{request.method} is not allowed on {path}"
+    return f"HTTP {status}"

@@ -1,0 +1,34 @@
+"""The API's one kind of error: a status and one line (``{"error": "..."}``), naming the pair index and
+field when a pair is at fault, never a file of the server's nor a traceback."""
+
+from __future__ import annotations
+
+from starlette.exceptions import HTTPException
+
+from qe.errors import LINE_BREAKS
+
+MAX_MESSAGE = 400  # characters of an error line (a quoted model name or field is cut shorter)
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` as one line of at most ``limit`` characters (line breaks escaped, the rest cut)."""
+    text = str(text).translate(LINE_BREAKS)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """A stranger's value quoted in a message: its repr, one line, cut to ``limit`` characters."""
+    return one_line(repr(value), limit)
+
+
+def too_large(path: str, limit: int) -> str:
+    """The 413 line for a body over ``path``'s limit."""
+    return f"the request body is larger than the {limit:,} bytes {path} takes"
+
+
+class ApiError(HTTPException):
+    """An answer other than 200: ``status`` and one line. (An HTTPException, so that FastAPI passes it
+    through its body parsing untouched.)"""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code=status, detail=one_line(message), headers=headers)

@@ -1,0 +1,144 @@
+"""Checks of a request's pairs before any worker sees them, shared by ``/v1/score`` (where a message
+names ``pairs[INDEX].FIELD``) and ``/v1/batch`` (``line N: FIELD``): every text is a string, not blank,
+without NUL or lone surrogates, within the length limit; each model input is given, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from qe.errors import QEInputError
+from qe.io import is_blank, parse_bounded
+from qe.serve.errors import ApiError, quoted
+from qe.serve.schemas import Pair
+
+BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+MAX_ID = 200  # characters of a string id
+
+
+Where = Callable[[str], str]
+"""Names a field of the pair being checked: ``pairs[3].src`` in a JSON body, ``line 4: src`` in an upload."""
+
+
+def in_body(index: int) -> Where:
+    return lambda field: f"pairs[{index}].{field}"
+
+
+def on_line(line: int) -> Where:
+    return lambda field: f"line {line}: {field}"
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _Constant(f"{name} is not JSON")
+
+
+def loads(text: str, what: str) -> Any:
+    """JSON ``text`` (``what``: "the body", "line 4") as RFC 8259 has it: no NaN / Infinity, and
+    nested at most ``qe.io.MAX_NESTING`` deep; anything else is 400 with one line."""
+    try:
+        return parse_bounded(lambda t: json.loads(t, parse_constant=_no_constant), text, None, what)
+    except QEInputError as exc:
+        raise ApiError(400, str(exc)) from None
+    except (json.JSONDecodeError, _Constant) as exc:
+        raise ApiError(400, f"{what} is not valid JSON: {exc}") from None
+    except ValueError:  # Python's limit on the digits of an integer
+        raise ApiError(400, f"{what} is not valid JSON: it holds a number too long to read") from None
+
+
+UNION_TAG = re.compile(r"(str|int|float|bool|none|(list|dict)\[.*\])")
+"""How pydantic names the member of a union (``id: str | int``) that a value was tried against."""
+
+
+def location(loc: tuple[Any, ...]) -> tuple[str, bool]:
+    """A pydantic error location as the request writes it (``("pairs", 3, "src")`` -> ``pairs[3].src``),
+    and whether it ended in a union's member (then the value fitted none of the field's types)."""
+    parts = list(loc)
+    union = len(parts) > 1 and isinstance(parts[-1], str) and UNION_TAG.fullmatch(parts[-1]) is not None
+    out = ""
+    for part in parts[:-1] if union else parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out, union
+
+
+def validation_error(error: dict[str, Any], where: Where | None = None) -> ApiError:
+    """One pydantic error as one line (``where``: names the pair's fields): 413 for too many pairs,
+    else 422."""
+    place, union = location(tuple(error.get("loc", ())))
+    where = where(place or "pair") if where else (place or "the body")
+    kind = error.get("type", "")
+    got = type(error.get("input")).__name__
+    if kind == "missing":
+        return ApiError(422, f"{where}: missing")
+    if kind == "too_short":
+        return ApiError(422, f"{where}: empty (nothing to score)")
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return ApiError(422, f"{where}: expected a JSON object (got {got})")
+    if kind == "extra_forbidden":
+        return ApiError(422, f"{where}: not a field of this request")
+    if kind == "too_long":
+        limit = error["ctx"]["max_length"]
+        return ApiError(413, f"{where}: more than the {limit:,} this server takes in one request")
+    if union:
+        return ApiError(422, f"{where}: of none of the types this field takes (got {got})")
+    return ApiError(422, f"{where}: {error.get('msg', 'invalid')} (got {got})")
+
+
+def check_text(value: str, where: str, limit: int) -> str:
+    """``value`` if it is text one can score; else 422 (413 when only too long) naming ``where``."""
+    if not isinstance(value, str):
+        raise ApiError(422, f"{where}: Input should be a valid string (got {type(value).__name__})")
+    if len(value) > limit:
+        raise ApiError(413, f"{where}: {len(value):,} characters, more than the {limit:,} this server takes")
+    bad = BAD_CHARACTER.search(value)
+    if bad:
+        code = ord(bad.group())
+        what = "a NUL character" if code == 0 else f"a lone surrogate (U+{code:04X}, not text)"
+        raise ApiError(422, f"{where}: holds {what} at character {bad.start()}")
+    if is_blank(value):
+        raise ApiError(422, f"{where}: is blank (nothing visible to score)")
+    return value
+
+
+def parse_pair(value: Any, where: Where) -> Pair:
+    """A pair from a JSONL line or TSV row, checked by the same model as ``/v1/score``'s pairs."""
+    try:
+        return Pair.model_validate(value)
+    except ValidationError as exc:
+        raise validation_error(exc.errors(include_url=False)[0], where) from None
+
+
+def check_pair(
+    pair: Pair, where: Where, model: dict[str, Any], limit: int
+) -> tuple[Any, str, str, dict[str, str]]:
+    """``(id, src, mt, inputs)`` of one pair, checked against the model's declared per-pair inputs
+    (``model``: its ``/v1/models`` description) and the character ``limit``."""
+    inputs = model["pair_inputs"]
+    limit = min(limit, model["family_max_chars"] or limit)
+    given = pair.model_extra or {}
+    for name in inputs:
+        if name not in given:
+            raise ApiError(
+                422,
+                f"{where(name)}: missing (model {model['name']} needs {', '.join(inputs)} with each pair)",
+            )
+    unknown = [key for key in given if key not in inputs]
+    if unknown:
+        takes = ", ".join(("id", "src", "mt", *inputs))
+        name = unknown[0] if unknown[0].isidentifier() and len(unknown[0]) <= 40 else quoted(unknown[0], 40)
+        raise ApiError(
+            422, f"{where(name)}: not a field of a pair for model {model['name']} (it takes {takes})"
+        )
+    if isinstance(pair.id, str) and (len(pair.id) > MAX_ID or BAD_CHARACTER.search(pair.id)):
+        raise ApiError(
+            422, f"{where('id')}: expected at most {MAX_ID} characters, without NUL or lone surrogates"
+        )
+    extra = {name: check_text(given[name], where(name), limit) for name in inputs}
+    return pair.id, check_text(pair.src, where("src"), limit), check_text(pair.mt, where("mt"), limit), extra

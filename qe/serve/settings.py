@@ -1,0 +1,60 @@
+"""What ``qe serve`` runs with: the models, the address, the workers and every limit, in one record
+that the command line builds and the app, the pool and the page read."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from qe.serve.names import ModelEntry
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every bound on what one request may cost; each is a ``qe serve`` option (see its ``--help``)."""
+
+    body_bytes: int = 2 << 20
+    """Bytes of a ``POST /v1/score`` body."""
+    upload_bytes: int = 50 << 20
+    """Bytes of a ``POST /v1/batch`` upload."""
+    pairs: int = 1_000
+    """Pairs in one ``POST /v1/score`` request."""
+    batch_pairs: int = 200_000
+    """Pairs in one ``POST /v1/batch`` upload."""
+    chars: int = 5_000
+    """Characters of one source, MT or per-pair input text (a model's families may read fewer)."""
+    queue_seconds: float = 30.0
+    """How long a request waits for a free worker before it is answered 503."""
+    score_seconds: float = 300.0
+    """How long a worker may take over one request (or one chunk of an upload) before it is stopped."""
+    send_seconds: float = 60.0
+    """How long the server waits on a client that stopped reading its response before dropping it."""
+    drain_seconds: float = 30.0
+    """How long SIGTERM waits for the requests in flight before stopping them."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A server: the models it serves (requests name them, never a file), where it listens, how many
+    worker processes score, the bearer token (None: no token), the origins allowed cross-origin
+    requests (none by default) and the limits."""
+
+    models: tuple[ModelEntry, ...]
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    batch_chunk: int = 100
+    """Pairs a worker scores at a time for ``/v1/batch`` (results stream back chunk by chunk)."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine reaches (``127.0.0.0/8``, ``::1``, ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
