@@ -78,14 +78,10 @@ def decode_lines(raws: list[bytes], path: Path, first: int) -> list[str]:
     return texts
 
 
-def scan_input(path: str | Path) -> InputInfo:
-    """Check a whole input file line by line (UTF-8, no blank line) and return its size, hash and lines."""
-    return read_input(path)[0]
-
-
 def read_input(path: str | Path, keep: int = 0) -> tuple[InputInfo, bytes | None]:
-    """:func:`scan_input`, and the file's bytes as read and checked when they are at most ``keep``
-    (None when longer: the caller reads the file again).
+    """Check a whole input file line by line (UTF-8, no blank line): its size, hash and lines, and its
+    bytes as read and checked when they are at most ``keep`` (None when longer: the caller reads the
+    file again).
 
     Read in blocks; a block that might hold a problem (invalid UTF-8, a line that might be blank, a
     BOM) sends the file to the line-by-line check (from its start, on the same handle), which names
