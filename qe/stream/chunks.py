@@ -1,4 +1,5 @@
-"""Line-aligned files read together, a chunk of lines at a time: only one chunk is ever in memory."""
+"""Line-aligned files read together, a chunk of lines at a time: only one chunk of decoded lines is ever in
+memory (the files' bytes too when the whole-file scan kept them, see ``qe.stream.inputs``)."""
 
 from __future__ import annotations
 
