@@ -54,8 +54,8 @@ def _load_registries() -> None:
 def load_config(path: str | Path, *, check_learner: bool = True) -> dict[str, Any]:
     """Read, validate and complete a config; relative file paths are resolved against its folder.
 
-    ``check_learner=False`` leaves building the learner (which checks its parameters) to the caller:
-    a run's context makes it once, before any feature is extracted."""
+    ``check_learner=False`` leaves building the learner and the selector (which checks their parameters)
+    to the caller: a run's context makes them once, before any feature is extracted."""
     path = require_file(path, "config file")
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a leading BOM is dropped
@@ -158,7 +158,7 @@ def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str,
 
 
 def _check_learner_and_selector(config: dict[str, Any], path: Path, check_learner: bool = True) -> None:
-    """Build the learner (unless the caller will) and the selector once (nothing is fitted), so that a bad
+    """Build the learner and the selector once (unless the caller will; nothing is fitted), so that a bad
     name or parameter (checked against scikit-learn's parameter constraints) is reported now, naming the
     config file."""
     learner = config["learner"]
@@ -171,7 +171,7 @@ def _check_learner_and_selector(config: dict[str, Any], path: Path, check_learne
     try:
         if check_learner:
             config_learner(config)
-        if config.get("selection"):
+        if check_learner and config.get("selection"):
             from qe.selection import make_selector
 
             make_selector(config["selection"]["name"], **config["selection"].get("params", {}))

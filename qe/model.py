@@ -376,10 +376,12 @@ class QEModel:
         n_jobs: int = 1,
         progress: bool = False,
         whole: bool = True,
+        bind: bool = True,
     ) -> Any:
         """The model's input feature table for raw sentence pairs (``families``: reuse made ones;
         ``extra``: line inputs such as a pseudo-reference, by input name; ``origins``: where they
-        were read, for error messages; ``whole=False``: one chunk of a longer input)."""
+        were read, for error messages; ``whole=False``: one chunk of a longer input; ``bind=False``:
+        ``families`` are already bound to ``resources``)."""
         from qe.features.extractor import extract_features
 
         families = self.make_families() if families is None else families
@@ -395,6 +397,7 @@ class QEModel:
             n_jobs=n_jobs,
             progress=progress,
             whole=whole,
+            bind=bind,
         )
         missing = [name for name in self.feature_names if name not in table.columns]
         if missing:

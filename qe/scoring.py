@@ -33,23 +33,6 @@ class Scored:
     features: pd.DataFrame | None = None
 
 
-class _Bound:
-    """A family its context has bound, as handed to ``qe.features.extractor.extract_features``: that
-    binds every family it is given on every call, and a rebind throws away what a family built for
-    the last batch (spelling's dictionaries), so this view forwards everything but ``bind``."""
-
-    def __init__(self, family: Any) -> None:
-        self._family = family
-
-    def bind(self, resources: Any) -> Any:
-        return self
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_family":  # not set yet: a copy being built
-            raise AttributeError(name)
-        return getattr(self._family, name)
-
-
 class ScoringContext:
     """A model, its resource bundle and its bound feature families, ready to score batches of pairs.
 
@@ -65,7 +48,6 @@ class ScoringContext:
         self.resources = resources
         self.families = tuple(families)
         self.line_inputs = dict(line_inputs)
-        self._extracting = [_Bound(family) for family in self.families]
         self._lock = threading.Lock()
 
     @classmethod
@@ -173,10 +155,11 @@ class ScoringContext:
                     list(mt),
                     ids=[str(start + k) for k in range(len(src))],
                     resources=self.resources,
-                    families=self._extracting,
+                    families=list(self.families),
                     extra=extra,
                     origins=dict(origins or {}),
                     whole=False,
+                    bind=False,  # bound once, in open: a rebind drops what a family built
                 )
             finally:
                 clear_text_memos(self.families, self.resources)  # memory does not grow with the batches

@@ -17,6 +17,7 @@ import pytest
 import qe.data
 import qe.features.cache
 import qe.learners.factory
+import qe.selection
 from qe.cli import main
 from qe.features.registry import family_class
 from qe.resources.bundle import ResourceBundle
@@ -37,7 +38,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "out"
 
 
-def _config(tmp_path: Path, bundle: Path, against: bool) -> Path:
+def _config(tmp_path: Path, bundle: Path, against: bool, selection: dict[str, Any] | None = None) -> Path:
     data: dict[str, Any] = {"label_range": [1, 5]}
     for seed, (split, n) in enumerate(SIZES.items()):
         src, mt = sentences(n, EN, seed), sentences(n, ES, seed + 10)
@@ -55,6 +56,8 @@ def _config(tmp_path: Path, bundle: Path, against: bool) -> Path:
         "learner": {"name": "svr", "grid": {"C": [1.0, 10.0]}},
         "cv": {"folds": 3, "n_jobs": 1},
     }
+    if selection is not None:
+        config["selection"] = selection
     if against:  # a second system on the same data, bundle and learner: one of our two families
         config["report"] = {"against": [{"name": "ibm1 alone", "features": {"families": ["ibm1"]}}]}
     return write_config(tmp_path / "counted.toml", config)
@@ -133,4 +136,18 @@ def test_an_ablation_does_each_piece_of_work_once_for_all_its_variants(tmp_path,
     )
     systems = json.loads((tmp_path / "ablation" / "ablation.json").read_text())["systems"]
     assert set(systems) == {"full", *(f"{kind}:{name}" for name in FAMILIES for kind in ("without", "only"))}
+    _each_once(counts)
+
+
+def test_a_run_makes_its_selector_once(tmp_path, bundle, counts, capsys):
+    """The config check and the selection stage each made the selector (2bfca9c: twice); the run's
+    context makes it once, before any extraction, with what its record takes from the run."""
+    counts.wrap(qe.selection, "make_selector", "selector made", lambda name, **params: name)
+    config = _config(tmp_path, bundle, against=True, selection={"name": "correlation", "params": {"k": 3}})
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0, (
+        capsys.readouterr()
+    )
+    assert counts.calls["selector made"] == {"correlation": 1}
+    selection = json.loads((tmp_path / "run" / "selection.json").read_text())
+    assert selection["n_selected"] == 3 and selection["params"]["k"] == 3
     _each_once(counts)

@@ -1,6 +1,7 @@
-"""The scoring context (``qe.scoring``): `qe predict` reads the model file once, each input twice (the
-whole-file scan, then the chunks) and binds the families once per process (issue 20); a context scores
-any number of batches, from any thread, as scoring everything at once does."""
+"""The scoring context (``qe.scoring``): `qe predict` reads the model file once, each input once (the
+chunks come from the bytes the whole-file scan kept, within ``qe.stream.inputs.MEMORY_BUDGET``) and
+binds the families once per process (issue 20), as `qe features` does; a context scores any number of
+batches, from any thread, as scoring everything at once does."""
 
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ _PROBE = """
 import builtins, io, json, os, sys
 from pathlib import Path
 
-log, watched = sys.argv[1], json.loads(sys.argv[2])
+log, watched, budget = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+if budget != "-":
+    import qe.stream.inputs
+    qe.stream.inputs.MEMORY_BUDGET = int(budget)
 watched = {str(Path(path).resolve()): name for name, path in watched.items()}
 real_open, real_os_open = builtins.open, os.open
 
@@ -72,17 +76,21 @@ for task in (FeatureTask, PredictTask):
 
 from qe.cli import main
 note("main")
-sys.exit(main(sys.argv[3:]))
+sys.exit(main(sys.argv[4:]))
 """
 
 
-def _counted(tmp_path: Path, watched: dict[str, Path], *argv: str) -> tuple[int, list[list]]:
-    """Run ``qe argv`` under the probe: the parent's pid and the events noted by every process."""
+def _counted(
+    tmp_path: Path, watched: dict[str, Path], *argv: str, budget: int | None = None
+) -> tuple[int, list[list]]:
+    """Run ``qe argv`` under the probe (with ``budget`` as ``MEMORY_BUDGET``): the parent's pid and the
+    events noted by every process."""
     log = tmp_path / "events.jsonl"
     log.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     names = json.dumps({name: str(path) for name, path in watched.items()})
-    command = [sys.executable, "-c", _PROBE, str(log), names, *argv, "--quiet"]
+    command = [sys.executable, "-c", _PROBE, str(log), names, "-" if budget is None else str(budget)]
+    command += [*argv, "--quiet"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in log.read_text().splitlines()]
@@ -91,7 +99,7 @@ def _counted(tmp_path: Path, watched: dict[str, Path], *argv: str) -> tuple[int,
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_predict_reads_the_model_once_each_input_twice_and_binds_once_per_process(
+def test_predict_reads_the_model_and_each_input_once_and_binds_once_per_process(
     tmp_path, surface_model, pairs, jobs
 ):
     src, mt = pairs
@@ -99,7 +107,8 @@ def test_predict_reads_the_model_once_each_input_twice_and_binds_once_per_proces
     argv += ["--out", str(tmp_path / "scores.tsv"), "--jobs", str(jobs), "--chunk-size", "64"]
     parent, events = _counted(tmp_path, {"model": surface_model, "src": src, "mt": mt}, *argv)
     opens = Counter(name for _, kind, *rest in events if kind == "open" for name in rest)
-    assert opens == {"model": 1, "src": 2, "mt": 2}  # 40e1459: the model twice (load, then its hash)
+    # 40e1459: the model twice (load, then its hash); 2bfca9c: each input twice (scan, then chunks)
+    assert opens == {"model": 1, "src": 1, "mt": 1}
     binds = Counter((pid, name) for pid, kind, *rest in events if kind == "bind" for name in rest)
     assert binds == {(parent, "surface"): 1}  # 40e1459: once more per chunk; forked workers inherit
     scored = Counter()
@@ -111,6 +120,44 @@ def test_predict_reads_the_model_once_each_input_twice_and_binds_once_per_proces
     assert len((tmp_path / "scores.tsv").read_text().splitlines()) == 601
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_input_beyond_the_memory_budget_is_read_a_second_time_with_the_same_scores(
+    tmp_path, surface_model, pairs, jobs
+):
+    """The inputs kept from the scan hold at most MEMORY_BUDGET bytes together: with room for the
+    source alone, the MT file is opened again for its chunks; with none, both are."""
+    src, mt = pairs
+    argv = ["predict", "--model", str(surface_model), "--src", str(src), "--mt", str(mt)]
+    argv += ["--jobs", str(jobs), "--chunk-size", "64"]
+    watched = {"model": surface_model, "src": src, "mt": mt}
+    outputs = {}
+    for budget, reads in [(None, 1), (src.stat().st_size, 1), (0, 2)]:
+        out = tmp_path / f"scores-{budget}.tsv"
+        _, events = _counted(tmp_path, watched, *argv, "--out", str(out), budget=budget)
+        opens = Counter(name for _, kind, *rest in events if kind == "open" for name in rest)
+        assert opens == {"model": 1, "src": reads, "mt": 1 if budget is None else 2}
+        outputs[budget] = out.read_bytes()
+    assert len(set(outputs.values())) == 1 and outputs[None].count(b"\n") == 601
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_features_reads_each_input_once_and_binds_once_per_process(tmp_path, pairs, jobs):
+    """`qe features` bound every family in the parent's checks, again in its task's setup and again
+    for every chunk (2bfca9c: 2 + 10 binds with one job); now once per process, forked workers
+    inheriting the parent's."""
+    src, mt = pairs
+    argv = ["features", "--families", "surface", "--src", str(src), "--mt", str(mt)]
+    argv += ["--out", str(tmp_path / "f.tsv"), "--jobs", str(jobs), "--chunk-size", "64"]
+    parent, events = _counted(tmp_path, {"src": src, "mt": mt}, *argv)
+    assert Counter(rest[0] for _, kind, *rest in events if kind == "open") == {"src": 1, "mt": 1}
+    binds = Counter((pid, name) for pid, kind, *rest in events if kind == "bind" for name in rest)
+    assert binds == {(parent, "surface"): 1}
+    assert sum(rest[0] for pid, kind, *rest in events if kind == "chunk" and pid != parent) == (
+        0 if jobs == 1 else 600
+    )
+    assert len((tmp_path / "f.tsv").read_text().splitlines()) == 601
+
+
 def test_a_decoder_log_is_checked_against_the_scanned_line_count(tmp_path):
     """The whole-input id check of a decoder log took a third read of the source (40e1459: 3 opens);
     that the check still refuses a log of other sentences: tests/test_nmt_family.py."""
@@ -119,7 +166,7 @@ def test_a_decoder_log_is_checked_against_the_scanned_line_count(tmp_path):
     argv = ["features", "--families", "nmt", "--nmt-fairseq", str(NMT_LOG), "--chunk-size", "2"]
     argv += ["--src", str(src), "--mt", str(mt), "--out", str(tmp_path / "f.tsv")]
     _, events = _counted(tmp_path, {"src": src, "mt": mt}, *argv)
-    assert Counter(rest[0] for _, kind, *rest in events if kind == "open") == {"src": 2, "mt": 2}
+    assert Counter(rest[0] for _, kind, *rest in events if kind == "open") == {"src": 1, "mt": 1}
 
 
 # ---------------------------------------------------------------------- the context

@@ -434,3 +434,69 @@ def test_selector_parameters_are_checked_when_the_selector_is_made(name, params,
     with pytest.raises(QEInputError) as caught:
         make_selector(name, **params)
     assert str(caught.value).startswith("selection.params.") and message in str(caught.value)
+
+
+class FirstK(qe.selection.PathSelector):
+    """A selector with a seed, as a plug-in would define one: the first ``k`` columns."""
+
+    def __init__(self, k=2, random_state=None, allow_empty=False):
+        self.k = k
+        self.random_state = random_state
+        self.allow_empty = allow_empty
+
+    def fit(self, X, y):
+        X, y = self._check_input(X, y)
+        self.path_ = [{"step": i, "feature": self._label(i), "score": float(i)} for i in range(self.k)]
+        self._set_support(range(self.k), "k = 0")
+        return self
+
+
+def test_a_run_gives_a_selector_what_its_record_takes_from_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run stage once filled in the seed, folds and jobs for "forward" and "backward" by name; now any
+    record's ``from_run`` applies, and a report names the path's score by the record's ``path_score``."""
+    from qe.data import QEDataset
+    from qe.report.plots import selection_score_name
+    from qe.run.context import RunContext
+    from qe.run.features import SplitData
+    from qe.run.selection import select_features
+
+    registered_selectors()  # the built-in ones loaded first, then ours beside them
+    record = SelectorRecord(
+        "first_k", FirstK, from_run=("random_state",), path_score="rank {k} (seed {random_state})"
+    )
+    monkeypatch.setitem(qe.selection._REGISTRY, "first_k", record)
+    X, y = synthetic(n=30, p=4)
+    names = [str(i) for i in range(30)]
+    train = SplitData(QEDataset(names, names, names, y), pd.DataFrame(X, columns=list("abcd")))
+    config = {
+        "selection": {"name": "first_k", "params": {"k": 3}},
+        "seed": 11,
+        "cv": {"folds": 3, "n_jobs": 1},
+        "learner": {"name": "svr"},
+    }
+    selected, report = select_features(RunContext(config), train)
+    assert selected == ["a", "b", "c"]
+    assert report["params"] == {
+        "k": 3,
+        "random_state": 11,
+        "allow_empty": False,
+    }  # 2bfca9c: random_state None
+    assert selection_score_name(report) == "rank 3 (seed 11)"  # 2bfca9c: "score"
+    config["selection"]["params"]["random_state"] = 5  # the config's own value wins
+    assert select_features(RunContext(config), train)[1]["params"]["random_state"] == 5
+
+
+@pytest.mark.parametrize(
+    ("selector", "params", "name"),
+    [
+        ("CFSSelector", {"search": "greedy"}, "CFS merit"),
+        ("CorrelationSelector", {"method": "spearman"}, "|spearman r| with the label"),
+        ("CorrelationSelector", {}, "|pearson r| with the label"),  # the class's default
+        ("SequentialSelector", {"scoring": "pearson"}, "CV pearson"),
+        ("RetiredSelector", {}, "score"),  # a report of a selector no longer registered
+    ],
+)
+def test_a_selection_reports_score_is_named_by_its_record(selector: str, params: dict, name: str) -> None:
+    from qe.report.plots import selection_score_name
+
+    assert selection_score_name({"selector": selector, "params": params}) == name

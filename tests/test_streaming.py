@@ -23,7 +23,6 @@ from qe.features.registry import make_families
 from qe.model import QEModel
 from qe.stream import inputs
 from qe.stream.chunks import iter_chunks
-from qe.stream.inputs import scan_input
 from qe.stream.state import state_path
 from tests.helpers import write_lines
 from tests.helpers.toy import EN, ES, sentences
@@ -62,7 +61,7 @@ def test_chunks_are_aligned_and_resume_from_byte_offsets(tmp_path):
 def test_bad_input_is_refused_naming_file_and_line(tmp_path, content, message, line):
     path = write_lines(tmp_path / "bad.txt", content)
     with pytest.raises(QEInputError) as info:
-        scan_input(path)
+        inputs.read_input(path)
     assert info.value.message == message and info.value.line == line and info.value.path == str(path)
     if content:
         other = write_lines(tmp_path / "other.txt", ["x", "y", "z"])
@@ -90,17 +89,23 @@ def test_scan_in_blocks_agrees_with_reading_line_by_line(
     path = tmp_path / "in.txt"
     path.write_bytes(content)
     if message is None:
-        info = scan_input(path)
+        info, _ = inputs.read_input(path)
         digest = hashlib.sha256(content).hexdigest()
         assert (info.lines, info.size, info.sha256) == (line, len(content), digest)
         text = content.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n")
         lines = text.removesuffix("\n").split("\n")
         chunks = list(iter_chunks({"src": path}, 2))
         assert [text for chunk in chunks for text in chunk.lines["src"]] == lines
+        # the scan keeps the bytes it checked when they fit (a BOM sends it line by line, same handle)
+        assert inputs.read_input(path, keep=len(content)) == (info, content)
+        assert inputs.read_input(path, keep=len(content) - 1) == (info, None)
+        kept = list(iter_chunks({"src": tmp_path / "gone"}, 2, kept={"src": content}))
+        assert [(c.lines, c.offsets) for c in kept] == [(c.lines, c.offsets) for c in chunks]
         return
-    with pytest.raises(QEInputError) as refused:
-        scan_input(path)
-    assert (refused.value.message, refused.value.line) == (message, line)
+    for keep in (0, len(content)):
+        with pytest.raises(QEInputError) as refused:
+            inputs.read_input(path, keep=keep)
+        assert (refused.value.message, refused.value.line) == (message, line)
     with pytest.raises(QEInputError) as refused:
         list(iter_chunks({"src": path}, 2))
     assert (refused.value.message, refused.value.line) == (message, line)

@@ -13,7 +13,7 @@ from qe.errors import QEInputError
 from qe.io import read_lines, read_text_lines
 from qe.langid import script_findings, script_of
 from qe.stream.chunks import iter_chunks
-from qe.stream.inputs import scan_input
+from qe.stream.inputs import read_input
 from tests.helpers import write_lines
 from tests.helpers.bundles import build, small_config
 from tests.helpers.toy import ES, sentences, toy_config
@@ -78,7 +78,7 @@ def test_bom_in_predictions_and_configs(tmp_path, capsys):
 def test_a_directory_given_as_a_file_is_named_as_one(tmp_path, capsys):
     folder = tmp_path / "folder"
     folder.mkdir()
-    for read in (read_lines, read_text_lines, scan_input):
+    for read in (read_lines, read_text_lines, read_input):
         with pytest.raises(QEInputError) as info:
             read(folder)
         assert "is a directory" in info.value.message and info.value.path == str(folder)
@@ -176,11 +176,11 @@ def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, s
 def test_a_line_with_nothing_visible_is_blank(tmp_path, line):
     """NUL, zero-width spaces or control characters alone were scored as a sentence."""
     from qe.io import read_lines
-    from qe.stream.inputs import scan_input
+    from qe.stream.inputs import read_input
 
     path = tmp_path / "mt.txt"
     path.write_text(f"una casa\n{line}\nel gato\n", encoding="utf-8")
-    for read in (read_lines, scan_input):
+    for read in (read_lines, read_input):
         with pytest.raises(QEInputError, match="blank line") as info:
             read(path)
         assert info.value.line == 2

@@ -27,7 +27,16 @@ from qe.errors import QEInputError
 from qe.io import parse_bounded
 from qe.outputs import check_output_file
 from qe.schema import first_repeated
-from qe.stream import Chunk, ChunkTask, ParquetSink, Sink, TextSink, clear_text_memos, run_stream
+from qe.stream import (
+    Chunk,
+    ChunkTask,
+    ParquetSink,
+    Sink,
+    TextSink,
+    clear_text_memos,
+    preload_state,
+    run_stream,
+)
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +113,8 @@ def catalogue(markdown: bool = False) -> str:
 
 @dataclass(frozen=True)
 class FeatureTask(ChunkTask):
-    """Extract feature families from chunks; families and the resource bundle load once per worker.
+    """Extract feature families from chunks; families are made and bound and the resource bundle opened
+    once per worker process (the parent's, made for its checks, are handed over with ``preload_state``).
 
     ``output`` is ``tsv`` (the chunk's rows as TSV text, no header) or ``parquet`` (a DataFrame).
     """
@@ -147,6 +157,7 @@ class FeatureTask(ChunkTask):
             n_jobs=1,
             progress=False,
             whole=False,
+            bind=False,  # bound once, in setup: a rebind drops what a family built for the last chunk
         )
         clear_text_memos(families, resources)
         if self.output == "parquet":
@@ -198,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         args.batch_size,
         json.dumps({name: str(path) for name, path in {"src": args.src, "mt": args.mt, **lines}.items()}),
     )
+    preload_state(task, (families, resources))  # what task.setup() would make and bind again
     if output == "parquet":
         sink: Sink = ParquetSink(args.out)
     else:

@@ -7,7 +7,8 @@ interrupted run continues with ``--resume``.
 
 The model file is read once and the families bound once per process, in one ``qe.scoring``
 context: the parent builds it for its checks and scores with it; forked workers inherit it, other
-workers build their own once. Each input is read twice: scanned whole, then chunk by chunk.
+workers build their own once. Each input is read once: scanned whole, its checked bytes then cut
+into chunks (an input beyond ``qe.stream.inputs.MEMORY_BUDGET`` is read again, chunk by chunk).
 
 The ``wmt12`` format ranks every sentence against all others, so for that format alone the scores
 are kept until the end (as 8-byte floats in the partial file, not in memory) and the ranked lines

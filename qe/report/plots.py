@@ -66,15 +66,14 @@ def subset_size(step: dict[str, Any]) -> int | None:
 
 
 def selection_score_name(selection: dict[str, Any]) -> str:
-    """What the ``score`` of a selection path step means for this selector."""
-    selector = selection.get("selector", "")
+    """What the ``score`` of a selection path step means for this selector: its record's ``path_score``
+    (a selector the registry does not know: "score")."""
+    from qe.selection import registered_selectors
+
     params = selection.get("params", {})
-    if selector == "CFSSelector":
-        return "CFS merit"
-    if selector == "CorrelationSelector":
-        return f"|{params.get('method', 'pearson')} r| with the label"
-    if selector == "SequentialSelector":
-        return f"CV {params.get('scoring', 'score')}"
+    for record in registered_selectors().values():
+        if record.cls.__name__ == selection.get("selector"):
+            return record.score_name(params)
     return "score"
 
 

@@ -41,6 +41,7 @@ class _Made:
     families: dict[str, FeatureFamily] = field(default_factory=dict)
     bound: set[int] = field(default_factory=set)  # id() of the families bound to their bundle
     learners: dict[str, Any] = field(default_factory=dict)
+    selectors: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -152,6 +153,32 @@ class RunContext:
                     raise
                 raise QEInputError(exc.message, config.get("config_file")) from None
         return clone(self.made.learners[key])
+
+    # ------------------------------------------------------------------ selection
+
+    def selector(self) -> Any:
+        """An unfitted copy of the config's ``[selection]`` selector, with the parameters its record takes
+        from the run (``SelectorRecord.from_run``: seed, CV folds, jobs) where the config leaves them
+        unset; made (and its parameters checked) once per selection config."""
+        from qe.selection import make_selector, registered_selectors
+
+        config = self.config
+        spec = config["selection"]
+        key = _key(spec, config["seed"], config["cv"])
+        if key not in self.made.selectors:
+            params = dict(spec.get("params", {}))
+            record = registered_selectors().get(spec["name"])
+            if record is not None:  # an unknown name: make_selector says so
+                run = record.run_defaults(config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"])
+                for param, value in run.items():
+                    params.setdefault(param, value)
+            try:
+                self.made.selectors[key] = make_selector(spec["name"], **params)
+            except QEInputError as exc:
+                if exc.path is not None:
+                    raise
+                raise QEInputError(exc.message, config.get("config_file")) from None
+        return clone(self.made.selectors[key])
 
 
 def _open_bundle(config: dict[str, Any]) -> Any:

@@ -75,6 +75,8 @@ def fit_system(ctx: RunContext) -> tuple[SplitData, SplitData, FittedSystem, dic
         check_overlap(ctx.dataset("train"), ctx.dataset("dev"), config["data"].get("allow_overlap", False))
         dev_rows = len(ctx.dataset("dev"))
     ctx.learner(len(ctx.dataset("train")), dev_rows)  # made now: a bad parameter is refused before extraction
+    if config.get("selection"):
+        ctx.selector()  # the same
     train = build_split(ctx, "train")
     if train.dataset.labels is None:
         given = config["data"].get("train", {})

@@ -11,18 +11,12 @@ from qe.run.fit import check_folds
 
 
 def select_features(ctx: RunContext, train: SplitData) -> tuple[list[str], dict[str, Any]]:
-    """Fit the configured selector on the training features only; the chosen columns and its report."""
-    from qe.selection import make_selector, selection_report
+    """Fit the configured selector (the context's) on the training features only; the chosen columns
+    and its report."""
+    from qe.selection import selection_report
 
-    config = ctx.config
-    check_folds(config, len(train.dataset))
-    spec = config["selection"]
-    params = dict(spec.get("params", {}))
-    if spec["name"] in ("forward", "backward"):
-        params.setdefault("random_state", config["seed"])
-        params.setdefault("cv", config["cv"]["folds"])
-        params.setdefault("n_jobs", config["cv"]["n_jobs"])
-    selector = make_selector(spec["name"], **params)
+    check_folds(ctx.config, len(train.dataset))
+    selector = ctx.selector()
     try:
         selector.fit(train.features, train.dataset.labels)
     except ValueError as exc:  # the selector's own reasons (nothing selected, a constant label ...)

@@ -76,12 +76,14 @@ class SelectorRecord:
     the name fixes (``forward`` and ``backward`` are one class searching in two directions), and
     ``from_run``: the parameters (among :data:`RUN_VALUES`) it takes from the run when the config
     leaves them unset, so that a selector with a learner in the loop is seeded, cross-validated and
-    parallel as the run is."""
+    parallel as the run is; ``path_score``: what the ``score`` of a step of its ``path_`` means (a
+    report's axis label), a template filled in with the selector's parameters."""
 
     name: str
     cls: type[PathSelector]
     fixed: Mapping[str, Any] = field(default_factory=dict)
     from_run: tuple[str, ...] = ()
+    path_score: str = "score"
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.from_run) - set(RUN_VALUES))
@@ -92,6 +94,10 @@ class SelectorRecord:
         """The parameters this selector takes from a run with this seed, CV folds and jobs."""
         values = {"random_state": seed, "cv": folds, "n_jobs": n_jobs}
         return {param: values[param] for param in self.from_run}
+
+    def score_name(self, params: Mapping[str, Any]) -> str:
+        """:attr:`path_score` for a selector with these parameters (its defaults for those not given)."""
+        return self.path_score.format_map({**self.cls().get_params(), **self.fixed, **params})
 
 
 _REGISTRY: dict[str, SelectorRecord] = {}

@@ -200,4 +200,4 @@ class CFSSelector(PathSelector):
                 self._record(feature, merit, frozenset(selected), locally_predictive=True)
 
 
-register_selector(SelectorRecord("cfs", CFSSelector))
+register_selector(SelectorRecord("cfs", CFSSelector, path_score="CFS merit"))

@@ -88,4 +88,6 @@ class CorrelationSelector(PathSelector):
         return self
 
 
-register_selector(SelectorRecord("correlation", CorrelationSelector))
+register_selector(
+    SelectorRecord("correlation", CorrelationSelector, path_score="|{method} r| with the label")
+)

@@ -205,9 +205,18 @@ class SequentialSelector(PathSelector):
 
 FROM_RUN = ("random_state", "cv", "n_jobs")
 """What both searches take from the run when the config leaves it unset: its seed, CV folds and jobs."""
+CV_SCORE = "CV {scoring}"  # a path step's score: the subset's cross-validated score
 register_selector(
-    SelectorRecord("forward", SequentialSelector, fixed={"direction": "forward"}, from_run=FROM_RUN)
+    SelectorRecord(
+        "forward", SequentialSelector, fixed={"direction": "forward"}, from_run=FROM_RUN, path_score=CV_SCORE
+    )
 )
 register_selector(
-    SelectorRecord("backward", SequentialSelector, fixed={"direction": "backward"}, from_run=FROM_RUN)
+    SelectorRecord(
+        "backward",
+        SequentialSelector,
+        fixed={"direction": "backward"},
+        from_run=FROM_RUN,
+        path_score=CV_SCORE,
+    )
 )

@@ -17,8 +17,10 @@ recorded chunk, and goes on from there, so no line is lost or written twice. At 
 output is renamed onto the target (atomic) and the state file is removed. An input error removes
 the partial output too; an interruption (Ctrl-C, a kill, a crash) keeps it for ``--resume``.
 
-Each input is read twice, and only twice: scanned whole before any work (checked, counted and
-hashed, so a bad line near the end fails at once and nothing is written), then read chunk by chunk.
+Each input is opened and read once: scanned whole before any work (checked, counted and hashed, so
+a bad line near the end fails at once and nothing is written), its checked bytes kept for the chunks.
+The inputs of a run keep at most ``qe.stream.inputs.MEMORY_BUDGET`` bytes (256 MB) together; an input
+beyond that is not kept, but read a second time, chunk by chunk, so memory stays bounded.
 """
 
 from qe.stream.chunks import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK, Chunk

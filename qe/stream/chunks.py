@@ -1,10 +1,12 @@
-"""Line-aligned files read together, a chunk of lines at a time: only one chunk is ever in memory."""
+"""Line-aligned files read together, a chunk of lines at a time: only one chunk of decoded lines is ever in
+memory (the files' bytes too when the whole-file scan kept them, see ``qe.stream.inputs``)."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -47,11 +49,14 @@ def iter_chunks(
     start: int = 0,
     offsets: dict[str, int] | None = None,
     first_index: int = 0,
+    kept: Mapping[str, bytes] | None = None,
 ) -> Iterator[Chunk]:
     """Read line-aligned files together, ``chunk_size`` lines at a time (only one chunk in memory).
 
     ``start`` / ``offsets`` / ``first_index`` continue a previous read: the number of lines
-    already read, the byte offset reached in each file, and the next chunk's index.
+    already read, the byte offset reached in each file, and the next chunk's index. ``kept``: the
+    bytes of some of the files, already read (``qe.stream.inputs.read_input``), read from memory
+    instead of opening the file again.
     """
     if chunk_size < 1:
         raise QEInputError(f"chunk size must be at least 1, got {chunk_size}")
@@ -61,8 +66,11 @@ def iter_chunks(
     with contextlib.ExitStack() as stack:
         handles: dict[str, IO[bytes]] = {}
         for role, path in paths.items():
-            require_file(path)
-            handles[role] = stack.enter_context(open(path, "rb"))
+            if kept is not None and role in kept:
+                handles[role] = io.BytesIO(kept[role])
+            else:
+                require_file(path)
+                handles[role] = stack.enter_context(open(path, "rb"))
             handles[role].seek(positions[role])
         while True:
             blocks = {role: list(itertools.islice(handle, chunk_size)) for role, handle in handles.items()}

@@ -1,9 +1,10 @@
 """``run_stream``: line-aligned inputs through a chunk task into a sink, in parallel, resumable.
 
 The inputs are scanned whole first (``qe.stream.inputs``), then read chunk by chunk
-(``qe.stream.chunks``); each chunk goes to a worker that runs the task (``qe.stream.tasks``), and the
-results come back in input order to the sink (``qe.stream.sinks``), the run's state being recorded
-after every chunk (``qe.stream.state``).
+(``qe.stream.chunks``) from the bytes the scan kept (an input beyond ``MEMORY_BUDGET`` from its file
+again); each chunk goes to a worker that runs the task (``qe.stream.tasks``), and the results come
+back in input order to the sink (``qe.stream.sinks``), the run's state being recorded after every
+chunk (``qe.stream.state``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Any
 
 from qe.errors import QEInputError
 from qe.schema import check_jobs
+from qe.stream import inputs as input_files
 from qe.stream import tasks
 from qe.stream.chunks import Chunk, auto_chunk_size, iter_chunks
-from qe.stream.inputs import check_aligned, scan_input
 from qe.stream.sinks import Sink
 from qe.stream.state import (
     check_resumable,
@@ -128,8 +129,13 @@ def run_stream(
     if resume and target is None:
         raise QEInputError("--resume needs --out (a run writing to standard output cannot resume)")
     job = dict(job or {})
-    infos = {role: scan_input(path) for role, path in paths.items()}
-    check_aligned(paths, infos)
+    infos, kept = {}, {}
+    for role, path in paths.items():  # read once: the chunks come from the checked bytes, within budget
+        budget = input_files.MEMORY_BUDGET - sum(map(len, kept.values()))
+        infos[role], data = input_files.read_input(path, keep=budget)
+        if data is not None:
+            kept[role] = data
+    input_files.check_aligned(paths, infos)
     total = infos[next(iter(paths))].lines
     if check_count is not None:
         check_count(total)
@@ -171,7 +177,7 @@ def run_stream(
                     stack.enter_context(_one_blas_thread())
                 size = chunk_size if chunk_size is not None else auto_chunk_size(total, width)
                 reader = _checked(
-                    iter_chunks(paths, size, start=done, offsets=offsets, first_index=chunks_done),
+                    iter_chunks(paths, size, start=done, offsets=offsets, first_index=chunks_done, kept=kept),
                     check_first,
                 )
                 if client is None and width > 1 and can_fork():
