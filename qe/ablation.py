@@ -11,8 +11,9 @@ import numpy as np
 
 from qe.config import dump_config
 from qe.errors import QEInputError
-from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluate
+from qe.experiment import SplitData, build_split, config_inputs, fit_and_evaluate, open_bundle_of, signature
 from qe.io import atomic_write, write_text_atomic
+from qe.learners.factory import describe
 from qe.metrics import HEADLINE_METRICS, paired_bootstrap
 from qe.outputs import staged_dir
 from qe.published import summary_columns
@@ -49,6 +50,31 @@ def ablation_variants(groups: dict[str, list[str]]) -> dict[str, list[str]]:
     return variants
 
 
+def chosen_variants(variants: dict[str, list[str]], systems: Iterable[str] | None) -> dict[str, list[str]]:
+    """``full`` and the asked-for ``systems`` of ``variants`` (all of them without a choice)."""
+    if systems is None:
+        return variants
+    unknown = [name for name in systems if name not in variants]
+    if unknown:
+        raise QEInputError(
+            f"--systems: no system {unknown[0]!r} in this ablation (systems: {', '.join(variants)})"
+        )
+    return {name: columns for name, columns in variants.items() if name == "full" or name in systems}
+
+
+def variant_signature(
+    config: dict[str, Any], name: str, estimator: Any, train: SplitData, test: SplitData, bundle: Any
+) -> str:
+    """The signature ``qe run`` writes for ``config`` (``qe.experiment.signature``, with the learner
+    as fitted on this variant), and ``variant:<name>`` after its features: what one row measured."""
+    tables = {
+        split: data.table_sha256 for split, data in (("train", train), ("test", test)) if data.table_sha256
+    }
+    parts = signature(config, describe(estimator), train.dataset, bundle, tables=tables).split("|")
+    at = next(k for k, part in enumerate(parts) if part.startswith("features:"))
+    return "|".join([*parts[: at + 1], f"variant:{name}", *parts[at + 1 :]])
+
+
 def check_bootstrap_samples(bootstrap_samples: int) -> None:
     """Refuse a number of bootstrap resamples outside 20 to 1,000,000 (one line naming the option)."""
     if not (
@@ -69,10 +95,13 @@ def run_ablation(
     progress: bool = True,
     bootstrap_samples: int = 1000,
     inputs: Iterable[str | Path] = (),
+    systems: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Fit every variant (hyperparameters by CV on train), test each against the full system.
 
     ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
+    ``systems``: only these variants (and the full one), e.g. to measure one row again. Each system
+    keeps its run signature (:func:`variant_signature`).
     """
     check_bootstrap_samples(bootstrap_samples)
     unsupported = [
@@ -89,7 +118,8 @@ def run_ablation(
     exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]
     with staged_dir(output_dir, "ablation", overwrite=overwrite, inputs=protected) as staging:
-        train, test = build_split(config, "train", progress), build_split(config, "test", progress)
+        bundle = open_bundle_of(config)
+        train, test = (build_split(config, split, progress, bundle) for split in ("train", "test"))
         groups = family_groups(list(train.features.columns))
         if len(groups) < 2:
             raise QEInputError(
@@ -97,8 +127,8 @@ def run_ablation(
                 "an ablation leaves out and keeps one family at a time, so it needs two or more",
                 config.get("config_file"),
             )
-        variants = ablation_variants(groups)
-        systems: dict[str, Any] = {}
+        variants = chosen_variants(ablation_variants(groups), systems)
+        results: dict[str, Any] = {}
         predictions: dict[str, np.ndarray] = {}
         fitted_by_columns: dict[tuple[str, ...], Any] = {}
         for name, columns in variants.items():
@@ -111,19 +141,22 @@ def run_ablation(
                 )
             fitted = fitted_by_columns[key]
             predictions[name] = fitted.test_pred
-            systems[name] = {"n_features": len(columns), **fitted.metrics}
+            results[name] = {"n_features": len(columns), **fitted.metrics}
+            results[name]["signature"] = variant_signature(
+                config, name, fitted.estimator, train, test, bundle
+            )
         gold = test.dataset.labels
         if gold is not None:
             for name in variants:
                 if name == "full":
                     continue
-                systems[name]["bootstrap_vs_full"] = {
+                results[name]["bootstrap_vs_full"] = {
                     metric: paired_bootstrap(
                         gold, predictions[name], predictions["full"], metric, n_samples=bootstrap_samples
                     ).as_dict()
                     for metric in BOOTSTRAP_METRICS
                 }
-        result = {"config": config["name"], "dataset": config["data"].get("dataset"), "systems": systems}
+        result = {"config": config["name"], "dataset": config["data"].get("dataset"), "systems": results}
         write_text_atomic(staging / "config.toml", dump_config(config))
         write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
         write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")
