@@ -31,9 +31,8 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -51,8 +50,7 @@ MLQE_METRICS = {"pearson": "Pearson", "spearman": "Spearman_scipy", "mae": "MAE_
 FAMILY_GAIN_PARTS = ("alone", "with_bf17")
 
 
-@dataclass
-class Row:
+class Row(NamedTuple):
     """A recorded row: its config (a file, or the config the record keeps), its recorded numbers
     ``{part: {metric: value}}`` and signature, and for an ablation row the system ``qe ablate`` fits."""
 
