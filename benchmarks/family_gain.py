@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -50,7 +51,9 @@ CV_KEYS = ("MAE", "DeltaAvg")
 TEST_KEYS = ("MAE", "RMSE", "DeltaAvg", "Spearman")
 
 
-def row_config(family: str | None, with_official: bool, settings: dict, bundle: str, args) -> dict[str, Any]:
+def row_config(
+    family: str | None, with_official: bool, settings: dict, bundle: str, args: argparse.Namespace
+) -> dict[str, Any]:
     """The ``qe run`` config of one row: the family (None: none) and / or the official 17, SVR grid."""
     from qe.learners.factory import DEFAULT_SVR_GRID
 
@@ -144,8 +147,6 @@ def main() -> None:
         record = json.loads(args.from_json.read_text(encoding="utf-8"))
         print(markdown(record) if args.markdown else json.dumps(record, indent=2))
         return
-
-    import os
 
     from mlqe_table import git_commit
 

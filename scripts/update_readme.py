@@ -74,6 +74,7 @@ def render_wmt12(text: str, table: dict) -> str:
 
 
 def read(record: Path) -> dict:
+    """A results record of docs/."""
     return json.loads(record.read_text(encoding="utf-8"))
 
 
