@@ -12,13 +12,14 @@ import numpy as np
 from qe.config import dump_config
 from qe.errors import QEInputError
 from qe.io import atomic_write, write_text_atomic
+from qe.learners.factory import describe
 from qe.metrics import HEADLINE_METRICS, paired_bootstrap
 from qe.outputs import staged_dir
 from qe.published import summary_columns
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
 from qe.run.features import SplitData, build_split
-from qe.run.persist import config_inputs
+from qe.run.persist import config_inputs, signature
 from qe.run.splits import has_dev
 from qe.schema import is_count
 from qe.workers import exit_with_parent_everywhere
@@ -52,6 +53,29 @@ def ablation_variants(groups: dict[str, list[str]]) -> dict[str, list[str]]:
     return variants
 
 
+def chosen_variants(variants: dict[str, list[str]], systems: Iterable[str] | None) -> dict[str, list[str]]:
+    """``full`` and the asked-for ``systems`` of ``variants`` (all of them without a choice)."""
+    if systems is None:
+        return variants
+    unknown = [name for name in systems if name not in variants]
+    if unknown:
+        raise QEInputError(
+            f"--systems: no system {unknown[0]!r} in this ablation (systems: {', '.join(variants)})"
+        )
+    return {name: columns for name, columns in variants.items() if name == "full" or name in systems}
+
+
+def variant_signature(ctx: RunContext, name: str, estimator: Any, train: SplitData, test: SplitData) -> str:
+    """The signature ``qe run`` writes for the run's config (``qe.run.persist.signature``, with the learner
+    as fitted on this variant), and ``variant:<name>`` after its features: what one row measured."""
+    tables = {
+        split: data.table_sha256 for split, data in (("train", train), ("test", test)) if data.table_sha256
+    }
+    parts = signature(ctx, describe(estimator), tables=tables).split("|")
+    at = next(k for k, part in enumerate(parts) if part.startswith("features:"))
+    return "|".join([*parts[: at + 1], f"variant:{name}", *parts[at + 1 :]])
+
+
 def check_bootstrap_samples(bootstrap_samples: int) -> None:
     """Refuse a number of bootstrap resamples outside 20 to 1,000,000 (one line naming the option)."""
     if not (
@@ -72,11 +96,14 @@ def run_ablation(
     progress: bool = True,
     bootstrap_samples: int = 1000,
     inputs: Iterable[str | Path] = (),
+    systems: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Fit every variant (hyperparameters by CV on train), test each against the full system. The
     variants share one run context: the splits, bundle, families and learner are made once.
 
     ``inputs`` are further files the ablation reads (e.g. the config file): the output never holds one.
+    ``systems``: only these variants (and the full one), e.g. to measure one row again. Each system
+    keeps its run signature (:func:`variant_signature`).
     """
     check_bootstrap_samples(bootstrap_samples)
     unsupported = [
@@ -102,8 +129,8 @@ def run_ablation(
                 "an ablation leaves out and keeps one family at a time, so it needs two or more",
                 config.get("config_file"),
             )
-        variants = ablation_variants(groups)
-        systems: dict[str, Any] = {}
+        variants = chosen_variants(ablation_variants(groups), systems)
+        results: dict[str, Any] = {}
         predictions: dict[str, np.ndarray] = {}
         fitted_by_columns: dict[tuple[str, ...], Any] = {}
         for name, columns in variants.items():
@@ -116,19 +143,20 @@ def run_ablation(
                 )
             fitted = fitted_by_columns[key]
             predictions[name] = fitted.test_pred
-            systems[name] = {"n_features": len(columns), **fitted.metrics}
+            results[name] = {"n_features": len(columns), **fitted.metrics}
+            results[name]["signature"] = variant_signature(ctx, name, fitted.estimator, train, test)
         gold = test.dataset.labels
         if gold is not None:
             for name in variants:
                 if name == "full":
                     continue
-                systems[name]["bootstrap_vs_full"] = {
+                results[name]["bootstrap_vs_full"] = {
                     metric: paired_bootstrap(
                         gold, predictions[name], predictions["full"], metric, n_samples=bootstrap_samples
                     ).as_dict()
                     for metric in BOOTSTRAP_METRICS
                 }
-        result = {"config": config["name"], "dataset": config["data"].get("dataset"), "systems": systems}
+        result = {"config": config["name"], "dataset": config["data"].get("dataset"), "systems": results}
         write_text_atomic(staging / "config.toml", dump_config(config))
         write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
         write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")

@@ -1,6 +1,7 @@
 """Regenerate the README parts written from the code and from the results' records: the feature
-catalogue (``qe features --list``), the MLQE-PE table (``docs/mlqe-table.json``) and our rows of the
-WMT12 tables (``docs/wmt12-table.json``), whose runs' signatures those records keep.
+catalogue (``qe features --list``), the MLQE-PE table (``docs/mlqe-table.json``), our rows of the
+WMT12 tables (``docs/wmt12-table.json``), the family-gain table (``docs/family-gain-table.json``) and
+the ablation table (``docs/ablation-table.json``), whose runs' signatures those records keep.
 
     python scripts/update_readme.py [--check]   # --check: exit 1 when README.md is stale
 """
@@ -16,10 +17,14 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 MLQE_TABLE = REPO / "docs" / "mlqe-table.json"
 WMT12_TABLE = REPO / "docs" / "wmt12-table.json"
+FAMILY_GAIN_TABLE = REPO / "docs" / "family-gain-table.json"
+ABLATION_TABLE = REPO / "docs" / "ablation-table.json"
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 CATALOGUE = ("<!-- catalogue:begin -->", "<!-- catalogue:end -->")
 MLQE = ("<!-- mlqe-table:begin -->", "<!-- mlqe-table:end -->")
+FAMILY_GAIN = ("<!-- family-gain-table:begin -->", "<!-- family-gain-table:end -->")
+ABLATION = ("<!-- ablation-table:begin -->", "<!-- ablation-table:end -->")
 SCORES = ("test.MAE", "test.RMSE", "test.DeltaAvg", "test.Spearman")
 BEST = ("cv.MAE", *(f"**{cell}**" for cell in SCORES))
 # Our rows of the README's WMT12 tables: (system in docs/wmt12-table.json, first cell, value cells;
@@ -68,15 +73,25 @@ def render_wmt12(text: str, table: dict) -> str:
     return "\n".join(lines)
 
 
+def read(record: Path) -> dict:
+    """A results record of docs/."""
+    return json.loads(record.read_text(encoding="utf-8"))
+
+
 def render(text: str) -> str:
-    """README text with the catalogue, the MLQE-PE table and our WMT12 rows as the sources say."""
+    """README text with the catalogue, the MLQE-PE, family-gain and ablation tables and our WMT12
+    rows as the sources say."""
+    from family_gain import markdown
     from mlqe_table import readme_table
 
+    from qe.ablation import ablation_table
     from qe.commands.features import catalogue
 
     text = replace_section(text, CATALOGUE, catalogue(markdown=True))
-    text = replace_section(text, MLQE, readme_table(json.loads(MLQE_TABLE.read_text(encoding="utf-8"))))
-    return render_wmt12(text, json.loads(WMT12_TABLE.read_text(encoding="utf-8")))
+    text = replace_section(text, MLQE, readme_table(read(MLQE_TABLE)))
+    text = replace_section(text, FAMILY_GAIN, markdown(read(FAMILY_GAIN_TABLE)))
+    text = replace_section(text, ABLATION, ablation_table(read(ABLATION_TABLE)))
+    return render_wmt12(text, read(WMT12_TABLE))
 
 
 if __name__ == "__main__":

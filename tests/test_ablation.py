@@ -99,3 +99,47 @@ def test_a_single_family_is_refused_with_nothing_written(tmp_path, capsys):
     assert main(["ablate", str(config), "--output-dir", str(out), "--quiet"]) == 2
     assert "nothing to ablate: every feature belongs to one family (surface)" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob(".a.*"))
+
+
+def test_every_system_keeps_the_signature_qe_run_writes_with_its_variant(tmp_path):
+    """An ablation row carried no signature: nothing told which data, features or learner gave it."""
+    config = toy_config(tmp_path)
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
+    run_signature = (tmp_path / "run" / "signature.txt").read_text().strip()
+    out = tmp_path / "ablation"
+    assert (
+        main(["ablate", str(config), "--output-dir", str(out), "--quiet", "--bootstrap-samples", "20"]) == 0
+    )
+    systems = json.loads((out / "ablation.json").read_text())["systems"]
+    # the full system is the run: the same data, tables, features and chosen learner
+    assert systems["full"]["signature"] == run_signature.replace("|features:|", "|features:|variant:full|")
+    for name, system in systems.items():
+        parts = system["signature"].split("|")
+        assert parts[parts.index("features:") + 1] == f"variant:{name}"
+        learner = next(p for p in parts if p.startswith("learner:SVR(C="))
+        chosen = system["cv"]["grid_best_params"]["C"]
+        assert learner == f"learner:SVR(C={chosen:g};scaled=True)", (name, learner)
+        others = [p for p in parts if not p.startswith(("variant:", "learner:"))]
+        assert others == [p for p in run_signature.split("|") if not p.startswith("learner:")]
+
+
+def test_systems_fits_the_named_variants_and_the_full_one_with_the_same_numbers(tmp_path, capsys):
+    config = toy_config(tmp_path)
+    whole, some = tmp_path / "whole", tmp_path / "some"
+    samples = ["--quiet", "--bootstrap-samples", "50"]
+    assert main(["ablate", str(config), "--output-dir", str(whole), *samples]) == 0
+    assert main(["ablate", str(config), "--output-dir", str(some), *samples, "--systems", "only:f2"]) == 0
+    every = json.loads((whole / "ablation.json").read_text())["systems"]
+    chosen = json.loads((some / "ablation.json").read_text())["systems"]
+    assert list(chosen) == ["full", "only:f2"]
+    for name in chosen:
+        assert chosen[name] == every[name]
+    capsys.readouterr()
+    argv = ["ablate", str(config), "--output-dir", str(tmp_path / "x"), *samples, "--systems", "only:f3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "--systems: no system 'only:f3' in this ablation (systems: full, without:f1, only:f1, "
+        "without:f2, only:f2)"
+    ), err
+    assert not (tmp_path / "x").exists()

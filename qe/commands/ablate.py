@@ -17,6 +17,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, help="folder with the datasets (default: $QE_DATA_DIR)")
     parser.add_argument("--jobs", type=int, help="parallel jobs (default from config)")
     parser.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples")
+    parser.add_argument(
+        "--systems",
+        help="comma-separated systems to fit, e.g. without:lm,only:lm (and the full one; default: all)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             bootstrap_samples=args.bootstrap_samples,
             inputs=[args.config],
+            systems=[name.strip() for name in args.systems.split(",")] if args.systems else None,
         )
     print(ablation_table(result))
     return 0
