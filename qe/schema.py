@@ -28,12 +28,25 @@ from qe.errors import QEInputError
 MAX_SEED = 2**32 - 1  # numpy's RandomState accepts seeds 0 .. 2**32 - 1
 
 
+SHOWN = 60
+"""A value is quoted in an error up to this many characters (a crafted file's value may be huge)."""
+
+
 def _show(value: Any) -> str:
+    """A value as a TOML / JSON file spells it (``true``, not ``True``), shortened to ``SHOWN``."""
     if isinstance(value, dict):
         return "a table"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return repr(value)
+    if value is None:
+        return "null"
+    shown = repr(value)
+    return shown if len(shown) <= SHOWN else shown[: SHOWN - 3] + "..."
+
+
+def mistake(key: str, value: Any, allowed: str) -> str:
+    """The one wording of a wrong value, in every file qe reads: ``key.path = value: expected ...``."""
+    return f"{key} = {_show(value)}: expected {allowed}"
 
 
 class Rule:
@@ -45,7 +58,7 @@ class Rule:
         return value
 
     def fail(self, value: Any, key: str, path: Path | None) -> QEInputError:
-        return QEInputError(f"{key} = {_show(value)}: expected {self.allowed}", path)
+        return QEInputError(mistake(key or "the whole file", value, self.allowed), path)
 
 
 class Anything(Rule):
@@ -99,16 +112,6 @@ MAX_JOBS = 256
 """More parallel jobs than this is a typo, not a machine: each is a process (100,000 exhausted memory)."""
 
 
-def check_jobs(jobs: int, option: str = "--jobs") -> int:
-    """A number of parallel jobs from the command line: 1 to ``MAX_JOBS`` processes, or -1 for one
-    per core; anything else is refused in one line."""
-    if not (is_count(jobs, -1) and jobs != 0 and jobs <= MAX_JOBS):
-        raise QEInputError(
-            f"{option} must be a number of processes from 1 to {MAX_JOBS}, or -1 for all cores (got {jobs})"
-        )
-    return jobs
-
-
 class Int(Rule):
     """An integer (not a boolean) in ``[low, high]``, or one of ``also``."""
 
@@ -131,6 +134,16 @@ class Int(Rule):
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise self.fail(value, key, path)
         return value
+
+
+JOBS = Int(1, MAX_JOBS, also=(-1,))
+"""A number of parallel jobs: 1 to ``MAX_JOBS`` processes, or -1 for one per core."""
+
+
+def check_jobs(jobs: int, option: str = "--jobs") -> int:
+    """A number of parallel jobs from the command line (``JOBS``), refused in the one wording:
+    ``--jobs = 0: expected an integer from 1 to 256 or -1``."""
+    return JOBS.check(jobs, option, None)
 
 
 class Number(Rule):
@@ -235,46 +248,73 @@ class Either(Rule):
         raise deeper or self.fail(value, key, path)
 
 
+TableRule = Callable[[dict[str, Any]], "tuple[str, Any, str] | None"]
+"""A table-level rule (a check across its keys): ``(key, value, expected)`` for the first mistake it
+finds, worded as every other (``mistake``), or None."""
+
+
+def _follow_rules(rules: tuple[TableRule, ...], value: dict[str, Any], key: str, path: Path | None) -> Any:
+    """``value`` once every table-level rule accepts it; the first mistake found raised as one line."""
+    for rule in rules:
+        found = rule(value)
+        if found is not None:
+            name, item, allowed = found
+            raise QEInputError(mistake(f"{key}.{name}" if key else name, item, allowed), path)
+    return value
+
+
 class Table(Rule):
-    """A table with exactly these optional keys (``required`` ones must be present)."""
+    """A table with these keys (``required`` ones must be present); a key it does not name follows
+    ``others``, or is refused when ``others`` is None; then its table-level ``rules`` run, in order."""
 
     allowed = "a table"
+    others: Rule | None = None
+    rules: tuple[TableRule, ...] = ()
 
-    def __init__(self, fields: dict[str, Rule], required: tuple[str, ...] = ()) -> None:
-        self.fields, self.required = fields, required
+    def __init__(
+        self,
+        fields: dict[str, Rule],
+        required: tuple[str, ...] = (),
+        *,
+        others: Rule | None = None,
+        rules: tuple[TableRule, ...] = (),
+    ) -> None:
+        self.fields, self.required, self.others, self.rules = fields, required, others, rules
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         where = f"[{key}]" if key else "the top level"
         if not isinstance(value, dict):
             raise self.fail(value, key, path)
+        fields = self.fields
         for name, item in value.items():
-            full = f"{key}.{name}" if key else name
-            if name not in self.fields:
+            full = f"{key}.{name}" if key else str(name)
+            rule = fields.get(name, self.others)
+            if rule is None:
                 raise QEInputError(
-                    f"unknown key {full!r} (known in {where}: {', '.join(sorted(self.fields))})", path
+                    f"unknown key {full!r} (known in {where}: {', '.join(sorted(fields))})", path
                 )
-            value[name] = self.fields[name].check(item, full, path)
+            value[name] = rule.check(item, full, path)
         for name in self.required:
             if name not in value:
-                rule = self.fields[name]
-                raise QEInputError(f"{where} needs {name} = ... ({rule.allowed})", path)
-        return value
+                raise QEInputError(f"{where} needs {name} = ... ({fields[name].allowed})", path)
+        return _follow_rules(self.rules, value, key, path)
 
 
 class TablesOf(Rule):
-    """A table of freely named entries, each following ``item`` (e.g. ``[corpora.NAME]``)."""
+    """A table of freely named entries, each following ``item`` (e.g. ``[corpora.NAME]``), then the
+    table-level ``rules`` across them."""
 
     allowed = "a table"
 
-    def __init__(self, item: Rule) -> None:
-        self.item = item
+    def __init__(self, item: Rule, *, rules: tuple[TableRule, ...] = ()) -> None:
+        self.item, self.rules = item, rules
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         if not isinstance(value, dict):
             raise self.fail(value, key, path)
         for name, item in value.items():
-            value[name] = self.item.check(item, f"{key}.{name}", path)
-        return value
+            value[name] = self.item.check(item, f"{key}.{name}" if key else str(name), path)
+        return _follow_rules(self.rules, value, key, path)
 
 
 class Choice(Rule):
@@ -283,7 +323,8 @@ class Choice(Rule):
 
     def __init__(self, options: Iterable[Any]) -> None:
         self.options = tuple(options)
-        self.allowed = "one of " + ", ".join(_show(o) for o in self.options)
+        shown = [_show(option) for option in self.options]
+        self.allowed = shown[0] if len(shown) == 1 else "one of " + ", ".join(shown)
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         if not any(value == o and type(value) is type(o) for o in self.options):
@@ -300,6 +341,20 @@ class Unset(Rule):
         if value is not None:
             raise self.fail(value, key, path)
         return value
+
+
+class Optional(Rule):
+    """``rule``'s value, or nothing (JSON's null, Python's None): a field a document may leave out."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    @property
+    def allowed(self) -> str:  # type: ignore[override]
+        return self.rule.allowed
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        return None if value is None else self.rule.check(value, key, path)
 
 
 class Text(Rule):
@@ -369,9 +424,11 @@ class LabelRange(Rule):
         return value
 
 
-def check(schema: Table, config: dict[str, Any], path: str | Path | None) -> dict[str, Any]:
-    """Check a parsed config against a schema (in place); raises the first mistake as one line."""
-    return schema.check(config, "", None if path is None else Path(path))
+def check(schema: Rule, document: Any, path: str | Path | None, key: str = "") -> Any:
+    """Check a parsed config or document (a manifest, a state file) against its rules, in place, under
+    ``key`` (``manifest``: its keys are named ``manifest.KEY``); raises the first mistake as one line
+    ``file: key.path = value: expected ...``."""
+    return schema.check(document, key, None if path is None else Path(path))
 
 
 # ====================================================================== registered names
@@ -468,7 +525,7 @@ EXPERIMENT = Table(
         "selection": Table(
             {"name": Str(registered("selector"), noun="selector"), "params": TablesOf(Finite())}, ("name",)
         ),
-        "cv": Table({"folds": Int(2), "n_jobs": Int(1, MAX_JOBS, also=(-1,))}),
+        "cv": Table({"folds": Int(2), "n_jobs": JOBS}),
         "report": Table({"published": Bool(), "against": List(Anything())}),
         "mt2": MT2,
     }
