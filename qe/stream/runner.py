@@ -141,8 +141,8 @@ def run_stream(
             for stale in stale_temporaries(target):
                 stale.unlink(missing_ok=True)
         if state is not None and resume:
-            check_resumable(state, job, infos, target)
             check_state_values(state, target)
+            check_resumable(state, job, infos, target)
             done, offsets = int(state["pairs_done"]), dict(state["offsets"])
             chunks_done, position = int(state["chunks_done"]), int(state["position"])
             if done:
