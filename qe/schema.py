@@ -33,7 +33,7 @@ SHOWN = 60
 
 
 def _show(value: Any) -> str:
-    """A value as a TOML / JSON file spells it (``true``, not ``True``), shortened to ``SHOWN``."""
+    """A value as a TOML / JSON file spells it (``true``, not ``True``), shortened to about ``SHOWN``."""
     if isinstance(value, dict):
         return "a table"
     if isinstance(value, bool):
@@ -41,7 +41,8 @@ def _show(value: Any) -> str:
     if value is None:
         return "null"
     shown = repr(value)
-    return shown if len(shown) <= SHOWN else shown[: SHOWN - 3] + "..."
+    half = (SHOWN - 3) // 2  # the middle is cut: a path's file name stays
+    return shown if len(shown) <= SHOWN else shown[:half] + "..." + shown[-half:]
 
 
 def mistake(key: str, value: Any, allowed: str) -> str:
@@ -248,9 +249,10 @@ class Either(Rule):
         raise deeper or self.fail(value, key, path)
 
 
-TableRule = Callable[[dict[str, Any]], "tuple[str, Any, str] | None"]
-"""A table-level rule (a check across its keys): ``(key, value, expected)`` for the first mistake it
-finds, worded as every other (``mistake``), or None."""
+Mistake = tuple[str, Any, str] | None
+"""What a table-level rule finds: ``(key, value, expected)`` of the first mistake, or None."""
+TableRule = Callable[[dict[str, Any]], Mistake]
+"""A table-level rule (a check across a table's keys), worded as every other mistake (``mistake``)."""
 
 
 def _follow_rules(rules: tuple[TableRule, ...], value: dict[str, Any], key: str, path: Path | None) -> Any:
@@ -480,14 +482,121 @@ class SplitFiles(Table):
         return {name: Str() for name in names}
 
 
+def _families_once(features: dict[str, Any]) -> Mistake:
+    twice = first_repeated(features.get("families", []))
+    return (
+        None
+        if twice is None
+        else ("families", features["families"], f"each family once, not {twice!r} twice")
+    )
+
+
 FEATURES = Table(
     {
         "sets": List(Str()),
         "families": List(Str()),
         "resources": Str(),
         "settings": TablesOf(Anything()),  # each family checks its own settings
-    }
+    },
+    rules=(_families_once,),
 )
+
+
+def _split_files(data: dict[str, Any]) -> Mistake:
+    """A ``[data.<split>]`` table names its text (src and mt files, or a table) or a feature table;
+    column names only go with a ``table`` or ``features`` file; labels come from one place."""
+    for split in SPLITS:
+        files = data.get(split)
+        if files is None or ("dataset" in data and not set(files) & {*SPLIT_FILES, *SPLIT_COLUMNS}):
+            continue  # none, or only inputs of feature families (a pseudo-reference) for a dataset
+        given = set(files)
+        if not ({"src", "mt"} <= given or given & {"table", "features"}):
+            return f"{split}.src", None, "src and mt files, a table (TSV / JSONL), or a features table"
+        if ("src" in files) != ("mt" in files):
+            missing = "mt" if "src" in files else "src"
+            return (
+                f"{split}.{missing}",
+                None,
+                f"{missing} = FILE beside {({'src', 'mt'} - {missing}).pop()} (both or neither)",
+            )
+        columns = sorted(given & set(SPLIT_COLUMNS))
+        if columns and not given & {"table", "features"}:
+            return (
+                f"{split}.{columns[0]}",
+                files[columns[0]],
+                "a column of a table or features file (none given)",
+            )
+        if "table" in files and "src" in files:
+            return f"{split}.src", files["src"], "no src / mt files beside a table: the text comes from one"
+        if "labels" in files and ("table" in files or "label_column" in files):
+            where = (
+                "the table's label column" if "table" in files else f"the column {files['label_column']!r}"
+            )
+            return f"{split}.labels", files["labels"], f"no labels file beside {where}: labels come from one"
+        empty = sorted(key for key, value in files.items() if not value.strip())
+        if empty:
+            return f"{split}.{empty[0]}", files[empty[0]], "a file (or a column) name"
+    return None
+
+
+def _one_dev_split(data: dict[str, Any]) -> Mistake:
+    if "dev" in data and "dev_split" in data:
+        return (
+            "dev_split",
+            data["dev_split"],
+            "no dev_split beside [data.dev] files: one of them names the dev split",
+        )
+    if data.get("fit_on") == "train+dev" and "dev" not in data and "dev_split" not in data:
+        return "fit_on", "train+dev", "'train' when there is no dev split (dev_split or [data.dev])"
+    if "dev_split" in data and "dataset" not in data:
+        return "dev_split", data["dev_split"], "a split of data.dataset, which is not set"
+    return None
+
+
+def _against_source(entry: dict[str, Any]) -> Mistake:
+    """A ``[[report.against]]`` system takes another config's, or this config's with other features."""
+    if ("config" in entry) == ("features" in entry):
+        return "config", entry.get("config"), "exactly one of config = FILE or features = {...}"
+    return None
+
+
+def _against_once(report: dict[str, Any]) -> Mistake:
+    twice = first_repeated([entry["name"] for entry in report.get("against", [])])
+    return None if twice is None else ("against", twice, "each name once (the second would hide the first)")
+
+
+def _has_data(config: dict[str, Any]) -> Mistake:
+    data = config.get("data", {})
+    if "dataset" not in data and not ("train" in data and "test" in data):
+        return "data.dataset", None, "a registered dataset, or both [data.train] and [data.test] files"
+    return None
+
+
+def _has_features(config: dict[str, Any]) -> Mistake:
+    """Features come from sets or families, or from feature tables (for this system and each
+    ``[[report.against]]`` one that replaces them)."""
+    data = config.get("data", {})
+    if all("features" in data.get(split, {}) for split in ("train", "test")):
+        return None
+    features = config.get("features", {})
+    if not features.get("sets") and not features.get("families"):
+        return "features.families", None, "feature sets or families (or data.*.features tables)"
+    for index, entry in enumerate(config.get("report", {}).get("against", [])):
+        other = entry.get("features")
+        if other is not None and not other.get("sets") and not other.get("families"):
+            where = f"report.against[{index}].features"
+            return where, other, "a table naming feature sets or families (the data has no feature tables)"
+    return None
+
+
+def _params_not_in_grid(learner: dict[str, Any]) -> Mistake:
+    grid = learner.get("grid")
+    both = sorted(set(grid if isinstance(grid, dict) else {}) & set(learner.get("params", {})))
+    if both:
+        return f"params.{both[0]}", learner["params"][both[0]], "no value: learner.grid gives it (once)"
+    return None
+
+
 EXPERIMENT = Table(
     {
         "name": Str(),
@@ -506,7 +615,8 @@ EXPERIMENT = Table(
                 "fit_on": Str(["train", "train+dev"]),
                 "languages": Table({"src": Language(), "tgt": Language()}),
                 **{split: SplitFiles() for split in SPLITS},
-            }
+            },
+            rules=(_split_files, _one_dev_split),
         ),
         "features": FEATURES,
         "learner": Table(
@@ -521,15 +631,31 @@ EXPERIMENT = Table(
                 "fast_above": Int(1),  # name = "auto": the exact SVR up to this many training rows
             },
             required=("name",),
+            rules=(_params_not_in_grid,),
         ),
         "selection": Table(
             {"name": Str(registered("selector"), noun="selector"), "params": TablesOf(Finite())}, ("name",)
         ),
         "cv": Table({"folds": Int(2), "n_jobs": JOBS}),
-        "report": Table({"published": Bool(), "against": List(Anything())}),
+        "report": Table(
+            {
+                "published": Bool(),
+                "against": List(
+                    Table(
+                        {"name": Str(), "config": Str(), "features": FEATURES},
+                        ("name",),
+                        rules=(_against_source,),
+                    )
+                ),
+            },
+            rules=(_against_once,),
+        ),
         "mt2": MT2,
-    }
+    },
+    ("learner",),
+    rules=(_has_data, _has_features),
 )
+"""An experiment config (``qe run`` / ``qe ablate``); its table-level rules are the checks across keys."""
 
 
 # ====================================================================== resource-bundle configs

@@ -14,7 +14,7 @@ import numpy as np
 from qe.errors import QEInputError
 from qe.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
 from qe.published import METRICS_SHOWN
-from qe.schema import AnyTable, Anything, Number, Optional, Table, TablesOf, check
+from qe.schema import AnyTable, Anything, Mistake, Number, Optional, Table, TablesOf, check
 
 
 @dataclass
@@ -62,7 +62,7 @@ def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
     return ids, np.array(scores)
 
 
-def _test_or_cv(metrics: dict[str, Any]) -> tuple[str, Any, str] | None:
+def _test_or_cv(metrics: dict[str, Any]) -> Mistake:
     """A run scores its test split, its cross-validation, or both."""
     if metrics.get("test") is None and metrics.get("cv") is None:
         return "test", None, "a table of test metrics (or cv = a table of cross-validation metrics)"

@@ -14,7 +14,7 @@ from qe.errors import QEInputError
 from qe.io import parse_bounded, sha256_file
 from qe.outputs import BUNDLE_FORMAT as FORMAT
 from qe.resources.bundle.members import member_loader
-from qe.schema import AnyTable, Anything, Choice, List, Optional, Str, Table, TablesOf, check
+from qe.schema import AnyTable, Anything, Choice, List, Mistake, Optional, Str, Table, TablesOf, check
 from qe.text import TextConfig, TextProcessor
 
 MANIFEST = "manifest.json"
@@ -36,14 +36,14 @@ def clear_verified_members() -> None:
     _VERIFIED.clear()
 
 
-def _folds_have_their_map(members: dict[str, Any]) -> tuple[str, Any, str] | None:
+def _folds_have_their_map(members: dict[str, Any]) -> Mistake:
     """Cross-fitted members need the map of which training pair is in which fold."""
     if "cross_fit" in members or not any(entry.get("folds") for entry in members.values()):
         return None
     return "cross_fit", None, "the cross-fitting map of the members' folds"
 
 
-def _folds_have_their_own_files(members: dict[str, Any]) -> tuple[str, Any, str] | None:
+def _folds_have_their_own_files(members: dict[str, Any]) -> Mistake:
     """Each fold of a member is its own file: a fold scored with another fold's tables saw its pairs."""
     for name, entry in members.items():
         seen = set()
