@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.schema import check_jobs
+from qe.schema import Int, check_jobs
 from qe.stream import tasks
 from qe.stream.chunks import Chunk, auto_chunk_size, iter_chunks
 from qe.stream.inputs import check_aligned, scan_input
@@ -120,8 +120,8 @@ def run_stream(
     exit_with_parent_everywhere()
     _no_progress_thread()
     started = time.perf_counter()
-    if chunk_size is not None and chunk_size < 1:
-        raise QEInputError(f"--chunk-size must be at least 1, got {chunk_size}")
+    if chunk_size is not None:
+        Int(1).check(chunk_size, "--chunk-size", None)
     check_jobs(n_jobs)
     paths = {role: Path(path) for role, path in inputs.items()}
     target = sink.target
