@@ -3,9 +3,12 @@
 ``EXPERIMENT`` describes an experiment config (``qe run`` / ``qe ablate``: data, features, learner,
 selection, cv, report) and ``BUNDLE`` a resource-bundle config (``qe resources build``: languages,
 text, leakage, corpora, and the member tables lm, poslm, ngrams, ... whose rules the bundle-member
-kinds hand in, ``register_tables``). A mistake is one line naming the config file, the key and what
-is allowed, e.g.
-``configs/x.toml: cv.folds = 0: expected an integer >= 2``.
+kinds hand in, ``register_tables``). Checks across keys are table-level rules of the same schema
+(``Table(rules=...)``). The files qe writes and reads back are described with the same rules beside
+their readers: the model manifest (``qe.model``), the bundle manifest (``qe.resources.bundle.runtime``),
+the resume state (``qe.stream.state``), ``metrics.json`` and ``ablation.json`` (``qe.report.run``).
+A mistake is one line in one wording everywhere (``mistake``): the file, the key, the value and what
+is allowed, e.g. ``configs/x.toml: cv.folds = 0: expected an integer >= 2``.
 
 Values checked elsewhere, on purpose: ``[features.settings]`` (each feature family checks its own
 settings), learner parameters (checked against scikit-learn's parameter constraints when the
