@@ -101,11 +101,6 @@ def is_count(value: Any, low: int = 0) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
 
 
-def is_number(value: Any) -> bool:
-    """A finite number (not a boolean)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def first_repeated(values: Sequence[Any]) -> Any | None:
     """The first value (in sorted order) that ``values`` holds more than once, else None."""
     repeated = sorted({value for value in values if values.count(value) > 1})
