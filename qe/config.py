@@ -12,16 +12,7 @@ import tomli_w
 
 from qe.errors import QEInputError
 from qe.io import parse_bounded, require_file
-from qe.schema import (
-    EXPERIMENT,
-    FEATURES,
-    SPLIT_COLUMNS,
-    SPLIT_FILES,
-    SPLITS,
-    check,
-    check_jobs,
-    first_repeated,
-)
+from qe.schema import EXPERIMENT, SPLIT_COLUMNS, SPLITS, check, check_jobs, mistake
 
 DEFAULTS: dict[str, Any] = {
     "seed": 42,
@@ -69,52 +60,19 @@ def load_config(path: str | Path, *, check_learner: bool = True) -> dict[str, An
     config = _merge(DEFAULTS, raw)
     config.setdefault("name", path.stem)
     config["config_file"] = str(path.resolve())
-    data = config.setdefault("data", {})
-    if "dataset" not in data and not ("train" in data and "test" in data):
-        raise QEInputError(
-            "[data] needs either dataset = NAME or both [data.train] and [data.test] files", path
-        )
-    if "learner" not in raw or "name" not in raw["learner"]:
-        raise QEInputError("[learner] name is required", path)
-    tables = all("features" in data.get(split, {}) for split in ("train", "test"))
-    if not config["features"]["sets"] and not config["features"]["families"] and not tables:
-        raise QEInputError(
-            "[features] needs sets = [...] or families = [...] (or data.*.features tables)", path
-        )
+    data = config["data"]
     for split in SPLITS:
-        _check_split_files(data, split, path)
         for role, value in data.get(split, {}).items():
             if role in SPLIT_COLUMNS:
                 continue
             resolved = _beside(path, value)
             if not resolved.exists():
-                raise QEInputError(f"data.{split}.{role} names a missing file: {value}", path)
+                raise QEInputError(mistake(f"data.{split}.{role}", value, "an existing file"), path)
             data[split][role] = str(resolved)
-    if "dev" in data and "dev_split" in data:
-        raise QEInputError(
-            "[data] names a dev split twice: give dev_split or [data.dev] files, not both", path
-        )
-    if data.get("fit_on") == "train+dev" and "dev" not in data and "dev_split" not in data:
-        raise QEInputError('data.fit_on = "train+dev" needs a dev split (dev_split or [data.dev])', path)
-    if "dev_split" in data and "dataset" not in data:
-        raise QEInputError("data.dev_split names a split of a registered dataset: set data.dataset", path)
     if "data_dir" in data:
         data["data_dir"] = str(_beside(path, data["data_dir"]))
-    config["report"]["against"] = [_against_entry(item, path) for item in config["report"].get("against", [])]
-    tables = all("features" in config["data"].get(split, {}) for split in ("train", "test"))
-    for entry in config["report"]["against"]:
-        features = entry.get("features")
-        if features is not None and not features.get("sets") and not features.get("families") and not tables:
-            raise QEInputError(
-                f"[[report.against]] {entry['name']!r}: features names no sets or families "
-                "(and the data has no feature tables)",
-                path,
-            )
-    twice = first_repeated([entry["name"] for entry in config["report"]["against"]])
-    if twice is not None:
-        raise QEInputError(
-            f"[[report.against]] names {twice!r} twice (the second would hide the first)", path
-        )
+    against = config["report"].get("against", [])
+    config["report"]["against"] = [_against_entry(item, index, path) for index, item in enumerate(against)]
     resources = config["features"].get("resources")
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
@@ -137,9 +95,6 @@ def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
 
     for name in features["families"]:
         known(name, "features.families")
-    twice = first_repeated(features["families"])
-    if twice is not None:
-        raise QEInputError(f"features.families lists {twice!r} twice", path)
     for split in SPLITS:
         for family, values in split_settings(features["settings"], split).items():
             where = f"features.settings.{family}"
@@ -161,13 +116,6 @@ def _check_learner_and_selector(config: dict[str, Any], path: Path, check_learne
     """Build the learner and the selector once (unless the caller will; nothing is fitted), so that a bad
     name or parameter (checked against scikit-learn's parameter constraints) is reported now, naming the
     config file."""
-    learner = config["learner"]
-    both = sorted(set(learner.get("grid") or {}) & set(learner.get("params") or {}))
-    if both:
-        raise QEInputError(
-            f"learner.params.{both[0]} is also in learner.grid, which would override it; give it once",
-            path,
-        )
     try:
         if check_learner:
             config_learner(config)
@@ -209,68 +157,22 @@ def config_learner(
     )
 
 
-def _check_split_files(data: dict[str, Any], split: str, path: Path) -> None:
-    """A ``[data.<split>]`` table names its text (src and mt files, or a table) or a feature table;
-    column names only go with a ``table`` or ``features`` file."""
-    files = data.get(split)
-    if files is None:
-        return
-    if "dataset" in data and not set(files) & {*SPLIT_FILES, *SPLIT_COLUMNS}:
-        return  # only inputs of feature families (e.g. a pseudo-reference) for a registered dataset
-    if not ({"src", "mt"} <= set(files) or "table" in files or "features" in files):
-        raise QEInputError(
-            f"[data.{split}] needs src and mt files, a table (TSV / JSONL), or a features table", path
-        )
-    if ("src" in files) != ("mt" in files):
-        raise QEInputError(f"[data.{split}] needs both src and mt files (or neither)", path)
-    columns = sorted(set(files) & set(SPLIT_COLUMNS))
-    if columns and "table" not in files and "features" not in files:
-        raise QEInputError(
-            f"data.{split}.{columns[0]} names a column, but [data.{split}] has no table or features file",
-            path,
-        )
-    if "table" in files and "src" in files:
-        raise QEInputError(
-            f"[data.{split}] gives a table and src / mt files: the text comes from one of them", path
-        )
-    if "labels" in files and ("table" in files or "label_column" in files):
-        where = "the table's label column" if "table" in files else f"the column {files['label_column']!r}"
-        raise QEInputError(
-            f"[data.{split}] gives a labels file and {where}: the labels come from one of them", path
-        )
-    empty = sorted(key for key, value in files.items() if isinstance(value, str) and not value.strip())
-    if empty:
-        raise QEInputError(f"data.{split}.{empty[0]} is empty: name a file (or a column)", path)
-
-
 def _beside(config_path: Path, value: str) -> Path:
     """A path from a config: absolute as given, relative ones resolved against the config's folder."""
     return Path(value) if Path(value).is_absolute() else (config_path.parent / value).resolve()
 
 
-def _against_entry(entry: Any, path: Path) -> dict[str, Any]:
-    """Check one ``[[report.against]]`` system: ``name`` and either ``config`` (a file) or ``features``.
-
-    ``config`` names another experiment config (relative to this one); ``features`` keeps this
-    config's learner and replaces its feature sets and families (e.g. one family alone).
-    """
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-        raise QEInputError('every [[report.against]] entry needs name = "..."', path)
-    name = entry["name"]
-    unknown = set(entry) - {"name", "config", "features"}
-    if unknown or ("config" in entry) == ("features" in entry):
-        raise QEInputError(
-            f"[[report.against]] {name!r} needs exactly one of config = FILE or features = {{...}}", path
-        )
+def _against_entry(entry: dict[str, Any], index: int, path: Path) -> dict[str, Any]:
+    """One ``[[report.against]]`` system (checked by the schema): ``config`` names another experiment
+    config, resolved against this one's folder; ``features`` keeps this config's learner and replaces
+    its feature sets and families (e.g. one family alone)."""
     if "features" in entry:
-        if not isinstance(entry["features"], dict):
-            raise QEInputError(f"[[report.against]] {name!r}: features must be a table", path)
-        FEATURES.check(entry["features"], f"report.against.{name}.features", path)
-        return {"name": name, "features": dict(entry["features"])}
+        return {"name": entry["name"], "features": dict(entry["features"])}
     other = _beside(path, entry["config"])
     if not other.is_file():
-        raise QEInputError(f"[[report.against]] {name!r} names a missing config: {entry['config']}", path)
-    return {"name": name, "config": str(other)}
+        where = f"report.against[{index}].config"
+        raise QEInputError(mistake(where, entry["config"], "an existing config file"), path)
+    return {"name": entry["name"], "config": str(other)}
 
 
 def apply_overrides(

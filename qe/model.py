@@ -20,7 +20,7 @@ from qe import __version__
 from qe.errors import QEInputError
 from qe.io import MAX_SCORE, atomic_write, parse_bounded
 from qe.model_types import MAX_MODEL_BYTES, MODEL_TYPES, read_schema
-from qe.schema import is_number
+from qe.schema import AnyTable, Anything, Bool, LabelRange, List, Optional, Str, Table, TablesOf, check
 
 if TYPE_CHECKING:
     from qe.plainmodel import PlainModel
@@ -194,59 +194,29 @@ def _manifest(text: Any, path: Path) -> dict[str, Any]:
         manifest = parse_bounded(json.loads, text, path, "the model's manifest")
     except (TypeError, json.JSONDecodeError):
         raise QEInputError("not a qe model file (unreadable manifest)", path) from None
-    if not isinstance(manifest, dict):
-        raise QEInputError("not a qe model file (the manifest is not an object)", path)
-    problem = manifest_problem(manifest)
-    if problem:
-        raise QEInputError(f"not a qe model file (its manifest's {problem})", path)
-    return manifest
+    return check(MANIFEST, manifest, path, "manifest")
 
 
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _string_map(value: Any, allow_none: bool = False) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(key, str) and (isinstance(item, str) or (allow_none and item is None))
-        for key, item in value.items()
-    )
-
-
-def _absent_or(manifest: dict[str, Any], key: str, kind: type) -> bool:
-    return manifest.get(key) is None or isinstance(manifest[key], kind)
-
-
-def manifest_problem(manifest: dict[str, Any]) -> str | None:
-    """What is wrong with the types of the manifest fields scoring reads (None when nothing is), so a
-    damaged or crafted model file is refused with one line instead of failing half-way."""
-    bounds = manifest.get("label_range")
-    resources = manifest.get("resources")
-    settings = manifest.get("family_settings", {})
-    checks = {
-        "qe_version is not a string": isinstance(manifest.get("qe_version", "0"), str),
-        "signature is not a string": _absent_or(manifest, "signature", str),
-        "label_kind is not a string": _absent_or(manifest, "label_kind", str),
-        "higher_is_better is not true or false": _absent_or(manifest, "higher_is_better", bool),
-        "families is not a list of names": _strings(manifest.get("families", [])),
-        "feature_sets is not a list of names": _strings(manifest.get("feature_sets", [])),
-        "family_settings is not a table of tables": isinstance(settings, dict)
-        and all(isinstance(key, str) and isinstance(value, dict) for key, value in settings.items()),
-        "languages is not a table of language codes": manifest.get("languages") is None
-        or _string_map(manifest["languages"], allow_none=True),
-        "resources is not a bundle path and signature": resources is None
-        or (_string_map(resources) and {"path", "signature"} <= set(resources)),
-        "mt2 is not a table of engine and pair": manifest.get("mt2") is None
-        or (_string_map(manifest["mt2"]) and "pair" in manifest["mt2"]),
-        "label_range is not two increasing finite numbers": bounds is None
-        or (
-            isinstance(bounds, list)
-            and len(bounds) == 2
-            and all(map(is_number, bounds))
-            and bounds[0] < bounds[1]
+MANIFEST = Table(
+    {
+        "qe_version": Str(),
+        "signature": Optional(Str()),
+        "label_kind": Optional(Str()),
+        "higher_is_better": Optional(Bool()),
+        "families": List(Str()),
+        "feature_sets": List(Str()),
+        "family_settings": TablesOf(AnyTable()),
+        "languages": Optional(TablesOf(Optional(Str()))),
+        "resources": Optional(
+            Table({"path": Str(), "signature": Str()}, ("path", "signature"), others=Str())
         ),
-    }
-    return next((problem for problem, fine in checks.items() if not fine), None)
+        "mt2": Optional(Table({"engine": Str(), "pair": Str()}, ("pair",), others=Str())),
+        "label_range": Optional(LabelRange()),
+    },
+    others=Anything(),
+)
+"""The manifest fields scoring reads, so that a damaged or crafted model file is refused in one line
+(``model.skops: manifest.label_range = [5, 1]: expected ...``) instead of failing half-way."""
 
 
 def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:

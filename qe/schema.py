@@ -3,9 +3,12 @@
 ``EXPERIMENT`` describes an experiment config (``qe run`` / ``qe ablate``: data, features, learner,
 selection, cv, report) and ``BUNDLE`` a resource-bundle config (``qe resources build``: languages,
 text, leakage, corpora, and the member tables lm, poslm, ngrams, ... whose rules the bundle-member
-kinds hand in, ``register_tables``). A mistake is one line naming the config file, the key and what
-is allowed, e.g.
-``configs/x.toml: cv.folds = 0: expected an integer >= 2``.
+kinds hand in, ``register_tables``). Checks across keys are table-level rules of the same schema
+(``Table(rules=...)``). The files qe writes and reads back are described with the same rules beside
+their readers: the model manifest (``qe.model``), the bundle manifest (``qe.resources.bundle.runtime``),
+the resume state (``qe.stream.state``), ``metrics.json`` and ``ablation.json`` (``qe.report.run``).
+A mistake is one line in one wording everywhere (``mistake``): the file, the key, the value and what
+is allowed, e.g. ``configs/x.toml: cv.folds = 0: expected an integer >= 2``.
 
 Values checked elsewhere, on purpose: ``[features.settings]`` (each feature family checks its own
 settings), learner parameters (checked against scikit-learn's parameter constraints when the
@@ -28,12 +31,26 @@ from qe.errors import QEInputError
 MAX_SEED = 2**32 - 1  # numpy's RandomState accepts seeds 0 .. 2**32 - 1
 
 
+SHOWN = 60
+"""A value is quoted in an error up to this many characters (a crafted file's value may be huge)."""
+
+
 def _show(value: Any) -> str:
+    """A value as a TOML / JSON file spells it (``true``, not ``True``), shortened to about ``SHOWN``."""
     if isinstance(value, dict):
         return "a table"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return repr(value)
+    if value is None:
+        return "null"
+    shown = repr(value)
+    half = (SHOWN - 3) // 2  # the middle is cut: a path's file name stays
+    return shown if len(shown) <= SHOWN else shown[:half] + "..." + shown[-half:]
+
+
+def mistake(key: str, value: Any, allowed: str) -> str:
+    """The one wording of a wrong value, in every file qe reads: ``key.path = value: expected ...``."""
+    return f"{key} = {_show(value)}: expected {allowed}"
 
 
 class Rule:
@@ -45,7 +62,7 @@ class Rule:
         return value
 
     def fail(self, value: Any, key: str, path: Path | None) -> QEInputError:
-        return QEInputError(f"{key} = {_show(value)}: expected {self.allowed}", path)
+        return QEInputError(mistake(key or "the whole file", value, self.allowed), path)
 
 
 class Anything(Rule):
@@ -84,11 +101,6 @@ def is_count(value: Any, low: int = 0) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
 
 
-def is_number(value: Any) -> bool:
-    """A finite number (not a boolean)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def first_repeated(values: Sequence[Any]) -> Any | None:
     """The first value (in sorted order) that ``values`` holds more than once, else None."""
     repeated = sorted({value for value in values if values.count(value) > 1})
@@ -97,16 +109,6 @@ def first_repeated(values: Sequence[Any]) -> Any | None:
 
 MAX_JOBS = 256
 """More parallel jobs than this is a typo, not a machine: each is a process (100,000 exhausted memory)."""
-
-
-def check_jobs(jobs: int, option: str = "--jobs") -> int:
-    """A number of parallel jobs from the command line: 1 to ``MAX_JOBS`` processes, or -1 for one
-    per core; anything else is refused in one line."""
-    if not (is_count(jobs, -1) and jobs != 0 and jobs <= MAX_JOBS):
-        raise QEInputError(
-            f"{option} must be a number of processes from 1 to {MAX_JOBS}, or -1 for all cores (got {jobs})"
-        )
-    return jobs
 
 
 class Int(Rule):
@@ -131,6 +133,16 @@ class Int(Rule):
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise self.fail(value, key, path)
         return value
+
+
+JOBS = Int(1, MAX_JOBS, also=(-1,))
+"""A number of parallel jobs: 1 to ``MAX_JOBS`` processes, or -1 for one per core."""
+
+
+def check_jobs(jobs: int, option: str = "--jobs") -> int:
+    """A number of parallel jobs from the command line (``JOBS``), refused in the one wording:
+    ``--jobs = 0: expected an integer from 1 to 256 or -1``."""
+    return JOBS.check(jobs, option, None)
 
 
 class Number(Rule):
@@ -235,46 +247,74 @@ class Either(Rule):
         raise deeper or self.fail(value, key, path)
 
 
+Mistake = tuple[str, Any, str] | None
+"""What a table-level rule finds: ``(key, value, expected)`` of the first mistake, or None."""
+TableRule = Callable[[dict[str, Any]], Mistake]
+"""A table-level rule (a check across a table's keys), worded as every other mistake (``mistake``)."""
+
+
+def _follow_rules(rules: tuple[TableRule, ...], value: dict[str, Any], key: str, path: Path | None) -> Any:
+    """``value`` once every table-level rule accepts it; the first mistake found raised as one line."""
+    for rule in rules:
+        found = rule(value)
+        if found is not None:
+            name, item, allowed = found
+            raise QEInputError(mistake(f"{key}.{name}" if key else name, item, allowed), path)
+    return value
+
+
 class Table(Rule):
-    """A table with exactly these optional keys (``required`` ones must be present)."""
+    """A table with these keys (``required`` ones must be present); a key it does not name follows
+    ``others``, or is refused when ``others`` is None; then its table-level ``rules`` run, in order."""
 
     allowed = "a table"
+    others: Rule | None = None
+    rules: tuple[TableRule, ...] = ()
 
-    def __init__(self, fields: dict[str, Rule], required: tuple[str, ...] = ()) -> None:
-        self.fields, self.required = fields, required
+    def __init__(
+        self,
+        fields: dict[str, Rule],
+        required: tuple[str, ...] = (),
+        *,
+        others: Rule | None = None,
+        rules: tuple[TableRule, ...] = (),
+    ) -> None:
+        self.fields, self.required, self.others, self.rules = fields, required, others, rules
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         where = f"[{key}]" if key else "the top level"
         if not isinstance(value, dict):
             raise self.fail(value, key, path)
+        fields = self.fields
         for name, item in value.items():
-            full = f"{key}.{name}" if key else name
-            if name not in self.fields:
+            full = f"{key}.{name}" if key else str(name)
+            rule = fields.get(name, self.others)
+            if rule is None:
                 raise QEInputError(
-                    f"unknown key {full!r} (known in {where}: {', '.join(sorted(self.fields))})", path
+                    f"unknown key {full!r} (known in {where}: {', '.join(sorted(fields))})", path
                 )
-            value[name] = self.fields[name].check(item, full, path)
+            value[name] = rule.check(item, full, path)
         for name in self.required:
             if name not in value:
-                rule = self.fields[name]
-                raise QEInputError(f"{where} needs {name} = ... ({rule.allowed})", path)
-        return value
+                raise QEInputError(f"{where} needs {name} = ... ({fields[name].allowed})", path)
+        return _follow_rules(self.rules, value, key, path)
 
 
 class TablesOf(Rule):
-    """A table of freely named entries, each following ``item`` (e.g. ``[corpora.NAME]``)."""
+    """A table of freely named entries, each following ``item`` (e.g. ``[corpora.NAME]``), then the
+    table-level ``rules`` across them."""
 
     allowed = "a table"
 
-    def __init__(self, item: Rule) -> None:
-        self.item = item
+    def __init__(self, item: Rule, *, rules: tuple[TableRule, ...] = ()) -> None:
+        self.item, self.rules = item, rules
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         if not isinstance(value, dict):
             raise self.fail(value, key, path)
         for name, item in value.items():
-            value[name] = self.item.check(item, f"{key}.{name}", path)
-        return value
+            value[name] = self.item.check(item, f"{key}.{name}" if key else str(name), path)
+        return _follow_rules(self.rules, value, key, path)
 
 
 class Choice(Rule):
@@ -283,7 +323,8 @@ class Choice(Rule):
 
     def __init__(self, options: Iterable[Any]) -> None:
         self.options = tuple(options)
-        self.allowed = "one of " + ", ".join(_show(o) for o in self.options)
+        shown = [_show(option) for option in self.options]
+        self.allowed = shown[0] if len(shown) == 1 else "one of " + ", ".join(shown)
 
     def check(self, value: Any, key: str, path: Path | None) -> Any:
         if not any(value == o and type(value) is type(o) for o in self.options):
@@ -300,6 +341,20 @@ class Unset(Rule):
         if value is not None:
             raise self.fail(value, key, path)
         return value
+
+
+class Optional(Rule):
+    """``rule``'s value, or nothing (JSON's null, Python's None): a field a document may leave out."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    @property
+    def allowed(self) -> str:  # type: ignore[override]
+        return self.rule.allowed
+
+    def check(self, value: Any, key: str, path: Path | None) -> Any:
+        return None if value is None else self.rule.check(value, key, path)
 
 
 class Text(Rule):
@@ -369,9 +424,11 @@ class LabelRange(Rule):
         return value
 
 
-def check(schema: Table, config: dict[str, Any], path: str | Path | None) -> dict[str, Any]:
-    """Check a parsed config against a schema (in place); raises the first mistake as one line."""
-    return schema.check(config, "", None if path is None else Path(path))
+def check(schema: Rule, document: Any, path: str | Path | None, key: str = "") -> Any:
+    """Check a parsed config or document (a manifest, a state file) against its rules, in place, under
+    ``key`` (``manifest``: its keys are named ``manifest.KEY``); raises the first mistake as one line
+    ``file: key.path = value: expected ...``."""
+    return schema.check(document, key, None if path is None else Path(path))
 
 
 # ====================================================================== registered names
@@ -423,14 +480,121 @@ class SplitFiles(Table):
         return {name: Str() for name in names}
 
 
+def _families_once(features: dict[str, Any]) -> Mistake:
+    twice = first_repeated(features.get("families", []))
+    return (
+        None
+        if twice is None
+        else ("families", features["families"], f"each family once, not {twice!r} twice")
+    )
+
+
 FEATURES = Table(
     {
         "sets": List(Str()),
         "families": List(Str()),
         "resources": Str(),
         "settings": TablesOf(Anything()),  # each family checks its own settings
-    }
+    },
+    rules=(_families_once,),
 )
+
+
+def _split_files(data: dict[str, Any]) -> Mistake:
+    """A ``[data.<split>]`` table names its text (src and mt files, or a table) or a feature table;
+    column names only go with a ``table`` or ``features`` file; labels come from one place."""
+    for split in SPLITS:
+        files = data.get(split)
+        if files is None or ("dataset" in data and not set(files) & {*SPLIT_FILES, *SPLIT_COLUMNS}):
+            continue  # none, or only inputs of feature families (a pseudo-reference) for a dataset
+        given = set(files)
+        if not ({"src", "mt"} <= given or given & {"table", "features"}):
+            return f"{split}.src", None, "src and mt files, a table (TSV / JSONL), or a features table"
+        if ("src" in files) != ("mt" in files):
+            missing = "mt" if "src" in files else "src"
+            return (
+                f"{split}.{missing}",
+                None,
+                f"{missing} = FILE beside {({'src', 'mt'} - {missing}).pop()} (both or neither)",
+            )
+        columns = sorted(given & set(SPLIT_COLUMNS))
+        if columns and not given & {"table", "features"}:
+            return (
+                f"{split}.{columns[0]}",
+                files[columns[0]],
+                "a column of a table or features file (none given)",
+            )
+        if "table" in files and "src" in files:
+            return f"{split}.src", files["src"], "no src / mt files beside a table: the text comes from one"
+        if "labels" in files and ("table" in files or "label_column" in files):
+            where = (
+                "the table's label column" if "table" in files else f"the column {files['label_column']!r}"
+            )
+            return f"{split}.labels", files["labels"], f"no labels file beside {where}: labels come from one"
+        empty = sorted(key for key, value in files.items() if not value.strip())
+        if empty:
+            return f"{split}.{empty[0]}", files[empty[0]], "a file (or a column) name"
+    return None
+
+
+def _one_dev_split(data: dict[str, Any]) -> Mistake:
+    if "dev" in data and "dev_split" in data:
+        return (
+            "dev_split",
+            data["dev_split"],
+            "no dev_split beside [data.dev] files: one of them names the dev split",
+        )
+    if data.get("fit_on") == "train+dev" and "dev" not in data and "dev_split" not in data:
+        return "fit_on", "train+dev", "'train' when there is no dev split (dev_split or [data.dev])"
+    if "dev_split" in data and "dataset" not in data:
+        return "dev_split", data["dev_split"], "a split of data.dataset, which is not set"
+    return None
+
+
+def _against_source(entry: dict[str, Any]) -> Mistake:
+    """A ``[[report.against]]`` system takes another config's, or this config's with other features."""
+    if ("config" in entry) == ("features" in entry):
+        return "config", entry.get("config"), "exactly one of config = FILE or features = {...}"
+    return None
+
+
+def _against_once(report: dict[str, Any]) -> Mistake:
+    twice = first_repeated([entry["name"] for entry in report.get("against", [])])
+    return None if twice is None else ("against", twice, "each name once (the second would hide the first)")
+
+
+def _has_data(config: dict[str, Any]) -> Mistake:
+    data = config.get("data", {})
+    if "dataset" not in data and not ("train" in data and "test" in data):
+        return "data.dataset", None, "a registered dataset, or both [data.train] and [data.test] files"
+    return None
+
+
+def _has_features(config: dict[str, Any]) -> Mistake:
+    """Features come from sets or families, or from feature tables (for this system and each
+    ``[[report.against]]`` one that replaces them)."""
+    data = config.get("data", {})
+    if all("features" in data.get(split, {}) for split in ("train", "test")):
+        return None
+    features = config.get("features", {})
+    if not features.get("sets") and not features.get("families"):
+        return "features.families", None, "feature sets or families (or data.*.features tables)"
+    for index, entry in enumerate(config.get("report", {}).get("against", [])):
+        other = entry.get("features")
+        if other is not None and not other.get("sets") and not other.get("families"):
+            where = f"report.against[{index}].features"
+            return where, other, "a table naming feature sets or families (the data has no feature tables)"
+    return None
+
+
+def _params_not_in_grid(learner: dict[str, Any]) -> Mistake:
+    grid = learner.get("grid")
+    both = sorted(set(grid if isinstance(grid, dict) else {}) & set(learner.get("params", {})))
+    if both:
+        return f"params.{both[0]}", learner["params"][both[0]], "no value: learner.grid gives it (once)"
+    return None
+
+
 EXPERIMENT = Table(
     {
         "name": Str(),
@@ -449,7 +613,8 @@ EXPERIMENT = Table(
                 "fit_on": Str(["train", "train+dev"]),
                 "languages": Table({"src": Language(), "tgt": Language()}),
                 **{split: SplitFiles() for split in SPLITS},
-            }
+            },
+            rules=(_split_files, _one_dev_split),
         ),
         "features": FEATURES,
         "learner": Table(
@@ -464,15 +629,31 @@ EXPERIMENT = Table(
                 "fast_above": Int(1),  # name = "auto": the exact SVR up to this many training rows
             },
             required=("name",),
+            rules=(_params_not_in_grid,),
         ),
         "selection": Table(
             {"name": Str(registered("selector"), noun="selector"), "params": TablesOf(Finite())}, ("name",)
         ),
-        "cv": Table({"folds": Int(2), "n_jobs": Int(1, MAX_JOBS, also=(-1,))}),
-        "report": Table({"published": Bool(), "against": List(Anything())}),
+        "cv": Table({"folds": Int(2), "n_jobs": JOBS}),
+        "report": Table(
+            {
+                "published": Bool(),
+                "against": List(
+                    Table(
+                        {"name": Str(), "config": Str(), "features": FEATURES},
+                        ("name",),
+                        rules=(_against_source,),
+                    )
+                ),
+            },
+            rules=(_against_once,),
+        ),
         "mt2": MT2,
-    }
+    },
+    ("learner",),
+    rules=(_has_data, _has_features),
 )
+"""An experiment config (``qe run`` / ``qe ablate``); its table-level rules are the checks across keys."""
 
 
 # ====================================================================== resource-bundle configs

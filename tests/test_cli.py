@@ -68,18 +68,24 @@ def test_run_writes_the_contracted_files(tmp_path, capsys):
     [
         (lambda t: t.replace("[cv]", "[cv]\nfoldz = 3"), "unknown key 'cv.foldz'"),
         (lambda t: t.replace("label_range", "colour = 1\nlabel_range"), "unknown key 'data.colour'"),
-        (lambda t: t.replace("src.txt", "nowhere.txt", 1), "names a missing file"),
+        (
+            lambda t: t.replace("src.txt", "nowhere.txt", 1),
+            "nowhere.txt': expected an existing file",  # data.train.src = '/tmp/...nowhere.txt'
+        ),
         (lambda t: t.replace('name = "svr"', 'name = "svm"'), "unknown learner 'svm'"),
         (lambda t: t + "[[[", "invalid TOML"),
         (lambda t: t + '[[report.against]]\nconfig = "toy.toml"\n', "needs name"),
         (
             lambda t: t + '[[report.against]]\nname = "x"\nconfig = "toy.toml"\nfeatures = {}\n',
-            "needs exactly one of config = FILE or features",
+            "report.against[0].config = 'toy.toml': expected exactly one of config = FILE or features = ",
         ),
-        (lambda t: t + '[[report.against]]\nname = "x"\nconfig = "gone.toml"\n', "names a missing config"),
+        (
+            lambda t: t + '[[report.against]]\nname = "x"\nconfig = "gone.toml"\n',
+            "report.against[0].config = 'gone.toml': expected an existing config file",
+        ),
         (
             lambda t: t + '[[report.against]]\nname = "x"\nfeatures = { famlies = [] }\n',
-            "unknown key 'report.against.x.features.famlies'",
+            "unknown key 'report.against[0].features.famlies'",
         ),
     ],
 )
@@ -182,17 +188,22 @@ def test_compare_keeps_runs_that_share_a_folder_name(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "content",
-    ['{"test": 5}', '{"test": {"MAE": "low", "RMSE": 1, "DeltaAvg": 1, "Spearman": 1}}', "[1, 2]"],
+    ("content", "problem"),
+    [
+        ('{"test": 5}', "test = 5: expected a table"),
+        (
+            '{"test": {"MAE": "low", "RMSE": 1, "DeltaAvg": 1, "Spearman": 1}}',
+            "test.MAE = 'low': expected a number",
+        ),
+        ("[1, 2]", "corrupt metrics.json: expected a JSON object"),
+    ],
 )
-def test_compare_names_a_malformed_metrics_file(tmp_path, capsys, content):
+def test_compare_names_a_malformed_metrics_file(tmp_path, capsys, content, problem):
     run = _fake_run(tmp_path / "run", 0.5)
     (run / "metrics.json").write_text(content)
     assert main(["compare", str(run)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith(
-        f"qe: error: {run / 'metrics.json'}: corrupt metrics.json"
-    )
+    assert err == f"qe: error: {run / 'metrics.json'}: {problem}"
 
 
 @pytest.mark.parametrize(

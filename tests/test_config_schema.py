@@ -88,7 +88,7 @@ def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, cap
 
     config = toy_config(tmp_path)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet", "--jobs", "0"]) == 2
-    assert "--jobs must be a number of processes from 1 to 256, or -1" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == "qe: error: --jobs = 0: expected an integer from 1 to 256 or -1"
     # the edges of the allowed ranges; [features.settings] checked by each family, naming the file
     text = config.read_text().replace("folds = 3", "folds = 2\nn_jobs = -1")
     good = text.replace("families = []", 'families = []\nsettings = { surface = { style = "wmt12" } }')
@@ -175,3 +175,21 @@ def test_near_duplicate_switch_values(tmp_path):
             write_config(tmp_path / "b.toml", _bundle(leakage__near_duplicate_chrf=value))
         )
         assert config["leakage"]["near_duplicate_chrf"] == threshold
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("--batch-size", "0", "--batch-size = 0: expected an integer >= 1"),
+        ("--chunk-size", "0", "--chunk-size = 0: expected an integer >= 1"),
+        ("--jobs", "300", "--jobs = 300: expected an integer from 1 to 256 or -1"),
+    ],
+)
+def test_command_line_numbers_are_refused_in_the_one_wording(tmp_path, capsys, option, value, expected):
+    """A number out of range on the command line reads as it does in a config: ``key = value: expected``."""
+    src = tmp_path / "s.txt"
+    src.write_text("a b\n")
+    argv = ["features", "--src", str(src), "--mt", str(src), "--out", str(tmp_path / "f.tsv")]
+    assert main([*argv, "--families", "surface", "--quiet", option, value]) == 2
+    assert capsys.readouterr().err.strip() == f"qe: error: {expected}"
+    assert not (tmp_path / "f.tsv").exists()

@@ -198,10 +198,16 @@ def test_a_manifest_without_a_member_sha256_is_refused(bundle_dir):
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
     [
-        ("members", ["ibm1.s2t"], "members is not a table"),
-        ("members", {"ibm1.s2t": "ibm1.s2t.npz"}, "members is not a table"),
-        ("text", 7, "text is not a table"),
-        ("languages", "en-es", "languages is not a table"),
+        ("members", ["ibm1.s2t"], "members = ['ibm1.s2t']: expected a table"),
+        ("members", {"ibm1.s2t": "ibm1.s2t.npz"}, "members.ibm1.s2t = 'ibm1.s2t.npz': expected a table"),
+        ("members", {"lm.src": {"kind": 3}}, "members.lm.src.kind = 3: expected a string"),
+        ("text", 7, "text = 7: expected a table"),
+        ("languages", "en-es", "languages = 'en-es': expected a table"),
+        (
+            "format",
+            "qe-resource-bundle/0",
+            "format = 'qe-resource-bundle/0': expected 'qe-resource-bundle/1'",
+        ),
     ],
 )
 def test_a_manifest_of_the_wrong_shape_is_one_line(tmp_path, bundle_dir, capsys, field, value, problem):
@@ -212,7 +218,7 @@ def test_a_manifest_of_the_wrong_shape_is_one_line(tmp_path, bundle_dir, capsys,
     manifest_path.write_text(json.dumps(manifest))
     code, err = _features(tmp_path, bundle_dir, capsys)
     assert code == 2 and len(err.splitlines()) == 1
-    assert "corrupt bundle manifest" in err and problem in err and "manifest.json" in err
+    assert err == f"qe: error: {manifest_path}: {problem}"  # file: key.path = value: expected ...
 
 
 def test_a_member_that_is_not_a_regular_file_says_so(tmp_path, bundle_dir, capsys):
@@ -231,11 +237,14 @@ def test_cross_fitting_folds_without_their_map_or_sharing_a_file_are_refused(tmp
     entry["folds"] = [{"file": entry["file"], "sha256": entry["sha256"]}] * 2
     manifest_path.write_text(json.dumps(manifest))
     code, err = _features(tmp_path, bundle_dir, capsys)
-    assert code == 2 and "members have cross-fitting folds but no cross_fit map" in err
+    assert code == 2 and err.endswith(
+        "manifest.json: members.cross_fit = null: expected the cross-fitting map of the members' folds"
+    )
     manifest["members"]["cross_fit"] = {"kind": "cross_fit", "file": "cross_fit.json.gz"}
     manifest_path.write_text(json.dumps(manifest))
     code, err = _features(tmp_path, bundle_dir, capsys)
-    assert code == 2 and "a member's folds share a file" in err
+    shared = f"members.ibm1.s2t.folds[1].file = {entry['file']!r}: expected a file no other fold of ibm1.s2t"
+    assert code == 2 and err.endswith(f"manifest.json: {shared} uses")
 
 
 def test_a_bundle_config_naming_a_dataset_of_another_pair_is_refused(tmp_path):

@@ -223,29 +223,31 @@ def _predict_error(capsys, model: Path, tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
     [
-        ("families", 123, "families is not a list of names"),
-        ("families", [1], "families is not a list of names"),
-        ("label_range", ["a", "b"], "label_range"),
-        ("label_range", [1], "label_range"),
-        ("label_range", [5, 1], "label_range"),
-        ("label_range", {"low": 1}, "label_range"),
-        ("languages", "xx", "languages"),
-        ("resources", "/etc", "resources"),
-        ("family_settings", [1, 2], "family_settings"),
-        ("family_settings", {"surface": 3}, "family_settings"),
-        ("mt2", "apertium", "mt2"),
-        ("feature_sets", "x", "feature_sets"),
+        ("families", 123, "manifest.families = 123: expected a list of a string"),
+        ("families", [1], "manifest.families[0] = 1: expected a string"),
+        ("label_range", ["a", "b"], "manifest.label_range = ['a', 'b']: expected [low, high]: two numbers"),
+        ("label_range", [1], "manifest.label_range = [1]: expected [low, high]: two numbers"),
+        ("label_range", [5, 1], "manifest.label_range = [5, 1]: expected [low, high]: two numbers"),
+        ("label_range", {"low": 1}, "manifest.label_range = a table: expected [low, high]: two numbers"),
+        ("languages", "xx", "manifest.languages = 'xx': expected a table"),
+        ("resources", "/etc", "manifest.resources = '/etc': expected a table"),
+        ("family_settings", [1, 2], "manifest.family_settings = [1, 2]: expected a table"),
+        ("family_settings", {"surface": 3}, "manifest.family_settings.surface = 3: expected a table"),
+        ("mt2", "apertium", "manifest.mt2 = 'apertium': expected a table"),
+        ("feature_sets", "x", "manifest.feature_sets = 'x': expected a list of a string"),
+        ("higher_is_better", "yes", "manifest.higher_is_better = 'yes': expected true or false"),
     ],
 )
 def test_a_manifest_with_fields_of_the_wrong_type_is_refused_in_one_line(
     tmp_path, capsys, field, value, problem
 ):
-    """These used to end in a TypeError / AttributeError traceback half-way through scoring."""
+    """These used to end in a TypeError / AttributeError traceback half-way through scoring; the
+    refusal is worded as every other: ``file: key.path = value: expected ...``."""
     base = tmp_path / "base.skops"
     _dump(base, _dummy())
     crafted = _with_manifest(base, tmp_path / "crafted.skops", **{field: value})
     err = _predict_error(capsys, crafted, tmp_path)
-    assert "not a qe model file" in err and problem in err and "crafted.skops" in err
+    assert err.startswith(f"qe: error: {crafted}: {problem}"), err
 
 
 def test_an_estimator_that_is_not_an_estimator_is_one_line(tmp_path, capsys):

@@ -229,10 +229,30 @@ def test_a_bad_prediction_is_named_by_line_never_quoted(tmp_path, data_root, cap
     assert "predictions.tsv:2" in err and SECRET not in err
 
 
-@pytest.mark.parametrize("value", ["NaN", "Infinity", "true"])
-def test_metrics_that_are_not_finite_numbers_are_refused(tmp_path, data_root, capsys, value):
+@pytest.mark.parametrize(("value", "shown"), [("NaN", "nan"), ("Infinity", "inf"), ("true", "true")])
+def test_metrics_that_are_not_finite_numbers_are_refused(tmp_path, data_root, capsys, value, shown):
     """qe compare printed inf for them."""
     run = _run_dir(tmp_path / "run", 'name = "x"\n')
     (run / "metrics.json").write_text(json.dumps(METRICS).replace("0.9", value, 1))
     assert main(["compare", str(run), str(run)]) == 2
-    assert "lacks finite numbers for MAE" in capsys.readouterr().err
+    expected = f"qe: error: {run / 'metrics.json'}: test.MAE = {shown}: expected a number"
+    assert capsys.readouterr().err.strip() == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        ("metrics.json", {"train": {}}, "test = null: expected a table of test metrics (or cv = a table"),
+        ("metrics.json", {"cv": [1]}, "cv = [1]: expected a table"),
+        ("ablation.json", {"systems": {"base": 3}}, "systems.base = 3: expected a table"),
+    ],
+)
+def test_a_run_file_of_the_wrong_shape_is_refused_in_the_one_wording(
+    tmp_path, capsys, name, content, problem
+):
+    """metrics.json and ablation.json are checked by the schema's rules: ``file: key = value: expected``."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / name).write_text(json.dumps(content))
+    assert main(["report", str(run)]) == 2
+    assert capsys.readouterr().err.strip().startswith(f"qe: error: {run / name}: {problem}")

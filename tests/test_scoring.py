@@ -229,7 +229,9 @@ def test_what_a_service_reads_from_the_context(tmp_path, surface_model):
     assert (told.label_kind, told.higher_is_better) == ("HTER", False)
     model.manifest.update(higher_is_better="no")
     model.save(tmp_path / "bad.skops")
-    with pytest.raises(QEInputError, match="higher_is_better is not true or false"):
+    with pytest.raises(
+        QEInputError, match=r"bad\.skops: manifest\.higher_is_better = 'no': expected true or false$"
+    ):
         ScoringContext.open(tmp_path / "bad.skops")
 
 

@@ -334,16 +334,17 @@ def test_tokenization_memos_do_not_outlive_a_chunk(pairs):
 
 
 @pytest.mark.parametrize(
-    "damage",
+    ("damage", "problem"),
     [
-        {"position": -5},
-        {"pairs_done": "abc"},
-        {"chunks_done": None},
-        {"offsets": "zz"},
-        {"offsets": {"src": -1}},
+        ({"position": -5}, "position = -5: expected an integer >= 0"),
+        ({"pairs_done": "abc"}, "pairs_done = 'abc': expected an integer >= 0"),
+        ({"chunks_done": None}, "chunks_done = null: expected an integer >= 0"),
+        ({"offsets": "zz"}, "offsets = 'zz': expected a table"),
+        ({"offsets": {"src": -1}}, "offsets.src = -1: expected an integer >= 0"),
+        ({"inputs": "x"}, "inputs = 'x': expected a table"),
     ],
 )
-def test_resume_refuses_a_damaged_state_file_in_one_line(tmp_path, surface_model, damage):
+def test_resume_refuses_a_damaged_state_file_in_one_line(tmp_path, surface_model, damage, problem):
     """Edited counts in the state file ended in a ValueError / TypeError traceback, or 'Invalid argument'."""
     src = write_lines(tmp_path / "src.txt", sentences(1500, EN, 11))
     mt = write_lines(tmp_path / "mt.txt", sentences(1500, ES, 12))
@@ -364,7 +365,10 @@ def test_resume_refuses_a_damaged_state_file_in_one_line(tmp_path, surface_model
     )
     err = resumed.stderr.decode().strip().splitlines()
     assert resumed.returncode == 2 and len(err) == 1, err
-    assert "state file's counts are damaged" in err[0] and str(state_path(target)) in err[0]
+    expected = (
+        f"qe: error: {state_path(target)}: {problem} (a damaged state file: run again without --resume)"
+    )
+    assert err[0] == expected
 
 
 def test_strict_checks_every_chunk_not_only_the_first(tmp_path, surface_model, capsys):

@@ -26,7 +26,7 @@ from qe.commands.options import (
 from qe.errors import QEInputError
 from qe.io import parse_bounded
 from qe.outputs import check_output_file
-from qe.schema import first_repeated
+from qe.schema import Int, first_repeated
 from qe.stream import (
     Chunk,
     ChunkTask,
@@ -174,8 +174,7 @@ def run(args: argparse.Namespace) -> int:
             raise QEInputError(f"--{option} is required (or use --list)")
     if args.out.suffix not in {".tsv", ".parquet"}:
         raise QEInputError("--out must end in .tsv or .parquet", args.out)
-    if args.batch_size < 1:
-        raise QEInputError(f"--batch-size must be at least 1, got {args.batch_size}")
+    Int(1).check(args.batch_size, "--batch-size", None)
     from qe.features.registry import check_line_inputs, check_unread_inputs, make_families, route_inputs
 
     given = given_inputs(args)

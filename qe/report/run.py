@@ -14,7 +14,7 @@ import numpy as np
 from qe.errors import QEInputError
 from qe.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
 from qe.published import METRICS_SHOWN
-from qe.schema import is_number
+from qe.schema import AnyTable, Anything, Mistake, Number, Optional, Table, TablesOf, check
 
 
 @dataclass
@@ -62,30 +62,23 @@ def read_predictions(path: Path) -> tuple[list[str], np.ndarray]:
     return ids, np.array(scores)
 
 
-def _check_metrics(metrics: dict[str, Any], path: Path) -> None:
-    for split in ("test", "cv"):
-        values = metrics.get(split)
-        if values is None:
-            continue
-        if not isinstance(values, dict) or not all(is_number(values.get(m)) for m in METRICS_SHOWN):
-            raise QEInputError(
-                f"corrupt metrics.json: {split!r} lacks finite numbers for {', '.join(METRICS_SHOWN)}", path
-            )
-    if "cv" not in metrics and "test" not in metrics:
-        raise QEInputError("corrupt metrics.json: neither 'test' nor 'cv' metrics", path)
+def _test_or_cv(metrics: dict[str, Any]) -> Mistake:
+    """A run scores its test split, its cross-validation, or both."""
+    if metrics.get("test") is None and metrics.get("cv") is None:
+        return "test", None, "a table of test metrics (or cv = a table of cross-validation metrics)"
+    return None
+
+
+SPLIT_METRICS = Optional(Table({name: Number() for name in METRICS_SHOWN}, METRICS_SHOWN, others=Anything()))
+METRICS_JSON = Table({"test": SPLIT_METRICS, "cv": SPLIT_METRICS}, others=Anything(), rules=(_test_or_cv,))
+"""What a report reads of ``metrics.json``: finite test and / or cross-validation metrics."""
+ABLATION_JSON = Table({"systems": TablesOf(AnyTable())}, ("systems",), others=Anything())
+"""What a report reads of ``ablation.json``: each system's results, by name."""
 
 
 def read_metrics(path: Path) -> dict[str, Any]:
     """A run's ``metrics.json``, refusing (one line naming it) anything but numeric test / CV metrics."""
-    metrics = _read_json(path, "metrics.json")
-    _check_metrics(metrics, path)
-    return metrics
-
-
-def _check_ablation(ablation: dict[str, Any], path: Path) -> None:
-    systems = ablation.get("systems")
-    if not isinstance(systems, dict) or not all(isinstance(s, dict) for s in systems.values()):
-        raise QEInputError("corrupt ablation.json: 'systems' must map names to objects", path)
+    return check(METRICS_JSON, _read_json(path, "metrics.json"), path)
 
 
 def own_file(folder: Path, name: str) -> Path | None:
@@ -116,8 +109,7 @@ def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> Run
     metrics = read_metrics(metrics_path) if metrics_path is not None else None
     ablation = None
     if ablation_path is not None:
-        ablation = _read_json(ablation_path, "ablation.json")
-        _check_ablation(ablation, ablation_path)
+        ablation = check(ABLATION_JSON, _read_json(ablation_path, "ablation.json"), ablation_path)
     config = None
     config_path = own_file(path, "config.toml")
     if config_path is not None:

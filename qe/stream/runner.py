@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.schema import check_jobs
+from qe.schema import Int, check_jobs
 from qe.stream import inputs as input_files
 from qe.stream import tasks
 from qe.stream.chunks import Chunk, auto_chunk_size, iter_chunks
@@ -121,8 +121,8 @@ def run_stream(
     exit_with_parent_everywhere()
     _no_progress_thread()
     started = time.perf_counter()
-    if chunk_size is not None and chunk_size < 1:
-        raise QEInputError(f"--chunk-size must be at least 1, got {chunk_size}")
+    if chunk_size is not None:
+        Int(1).check(chunk_size, "--chunk-size", None)
     check_jobs(n_jobs)
     paths = {role: Path(path) for role, path in inputs.items()}
     target = sink.target
@@ -147,8 +147,8 @@ def run_stream(
             for stale in stale_temporaries(target):
                 stale.unlink(missing_ok=True)
         if state is not None and resume:
-            check_resumable(state, job, infos, target)
             check_state_values(state, target)
+            check_resumable(state, job, infos, target)
             done, offsets = int(state["pairs_done"]), dict(state["offsets"])
             chunks_done, position = int(state["chunks_done"]), int(state["position"])
             if done:

@@ -20,7 +20,7 @@ from typing import Any
 from qe.errors import QEInputError
 from qe.io import atomic_temporary_of, parse_bounded, write_text_atomic
 from qe.outputs import sidecar_path
-from qe.schema import is_count
+from qe.schema import AnyTable, Anything, Choice, Int, Table, TablesOf, check
 from qe.stream.chunks import Chunk
 from qe.stream.inputs import InputInfo
 
@@ -100,19 +100,30 @@ def read_state(target: Path) -> dict[str, Any] | None:
     return state
 
 
+STATE = Table(
+    {
+        "format": Choice([STATE_FORMAT]),
+        "inputs": TablesOf(AnyTable()),
+        "pairs_done": Int(0),
+        "chunks_done": Int(0),
+        "position": Int(0),
+        "offsets": TablesOf(Int(0)),
+    },
+    ("pairs_done", "chunks_done", "position", "offsets"),
+    others=Anything(),
+)
+"""The state file fields a resumed run reads: counts and offsets as qe writes them."""
+
+
 def check_state_values(state: dict[str, Any], target: Path) -> None:
-    """Refuse a state file whose counts and offsets are not what qe writes (a damaged or edited file)."""
-    offsets = state.get("offsets")
-    fine = (
-        all(is_count(state.get(key)) for key in ("pairs_done", "chunks_done", "position"))
-        and isinstance(offsets, dict)
-        and all(isinstance(role, str) and is_count(offset) for role, offset in offsets.items())
-    )
-    if not fine:
+    """Refuse a state file whose counts and offsets are not what qe writes (a damaged or edited file),
+    in the one wording: ``.out.tsv.state.json: position = -5: expected an integer >= 0 (...)``."""
+    try:
+        check(STATE, state, state_path(target))
+    except QEInputError as exc:
         raise QEInputError(
-            "cannot resume: the state file's counts are damaged; run again without --resume",
-            state_path(target),
-        )
+            f"{exc.message} (a damaged state file: run again without --resume)", exc.path
+        ) from None
 
 
 def check_resumable(

@@ -14,6 +14,7 @@ from qe.errors import QEInputError
 from qe.io import parse_bounded, sha256_file
 from qe.outputs import BUNDLE_FORMAT as FORMAT
 from qe.resources.bundle.members import member_loader
+from qe.schema import AnyTable, Anything, Choice, List, Mistake, Optional, Str, Table, TablesOf, check
 from qe.text import TextConfig, TextProcessor
 
 MANIFEST = "manifest.json"
@@ -35,45 +36,41 @@ def clear_verified_members() -> None:
     _VERIFIED.clear()
 
 
-def _manifest_problem(manifest: dict[str, Any]) -> str | None:
-    """What is wrong with the shape of a bundle manifest's fields (None when nothing is), so a
-    damaged or crafted manifest is one line instead of a failure half-way through a run."""
-    members, text, languages = (
-        manifest.get("members", {}),
-        manifest.get("text", {}),
-        manifest.get("languages"),
-    )
-    checks = {
-        "members is not a table of member tables": isinstance(members, dict)
-        and all(
-            isinstance(key, str) and isinstance(entry, dict) and isinstance(entry.get("kind"), str)
-            for key, entry in members.items()
+def _folds_have_their_map(members: dict[str, Any]) -> Mistake:
+    """Cross-fitted members need the map of which training pair is in which fold."""
+    if "cross_fit" in members or not any(entry.get("folds") for entry in members.values()):
+        return None
+    return "cross_fit", None, "the cross-fitting map of the members' folds"
+
+
+def _folds_have_their_own_files(members: dict[str, Any]) -> Mistake:
+    """Each fold of a member is its own file: a fold scored with another fold's tables saw its pairs."""
+    for name, entry in members.items():
+        seen = set()
+        for index, fold in enumerate(entry.get("folds") or []):
+            file = fold.get("file")
+            if str(file) in seen:
+                return f"{name}.folds[{index}].file", file, f"a file no other fold of {name} uses"
+            seen.add(str(file))
+    return None
+
+
+SCHEMA = Table(
+    {
+        "format": Choice([FORMAT]),
+        "name": Str(),
+        "members": TablesOf(
+            Table({"kind": Str(), "folds": Optional(List(AnyTable()))}, ("kind",), others=Anything()),
+            rules=(_folds_have_their_map, _folds_have_their_own_files),
         ),
-        "a member's folds is not a list of member tables": isinstance(members, dict)
-        and all(
-            not isinstance(entry, dict)
-            or entry.get("folds") is None
-            or (isinstance(entry["folds"], list) and all(isinstance(fold, dict) for fold in entry["folds"]))
-            for entry in members.values()
-        ),
-        "members have cross-fitting folds but no cross_fit map": not isinstance(members, dict)
-        or "cross_fit" in members
-        or not any(isinstance(entry, dict) and entry.get("folds") for entry in members.values()),
-        "a member's folds share a file": not isinstance(members, dict)
-        or all(
-            len({str(fold.get("file")) for fold in entry["folds"]}) == len(entry["folds"])
-            for entry in members.values()
-            if isinstance(entry, dict)
-            and isinstance(entry.get("folds"), list)
-            and all(isinstance(fold, dict) for fold in entry["folds"])
-        ),
-        "text is not a table of text settings per side": isinstance(text, dict)
-        and all(isinstance(side, str) and isinstance(cfg, dict) for side, cfg in text.items()),
-        "languages is not a table of language codes": languages is None
-        or (isinstance(languages, dict) and all(isinstance(v, str) for v in languages.values())),
-        "name is not a string": isinstance(manifest.get("name", ""), str),
-    }
-    return next((problem for problem, fine in checks.items() if not fine), None)
+        "text": TablesOf(AnyTable()),
+        "languages": Optional(TablesOf(Str())),
+    },
+    ("format",),
+    others=Anything(),
+)
+"""The manifest fields a run reads, so that a damaged or crafted manifest is one line naming the field
+(``manifest.json: members.lm.src.kind = 3: expected a string``), not a failure half-way through a run."""
 
 
 class ResourceBundle:
@@ -95,11 +92,7 @@ class ResourceBundle:
             self.manifest: dict[str, Any] = parse_bounded(json.loads, text, manifest_path, "bundle manifest")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise QEInputError(f"corrupt bundle manifest ({exc.__class__.__name__})", manifest_path) from None
-        if not isinstance(self.manifest, dict) or self.manifest.get("format") != FORMAT:
-            raise QEInputError(f"unknown bundle manifest format (expected {FORMAT})", manifest_path)
-        problem = _manifest_problem(self.manifest)
-        if problem:
-            raise QEInputError(f"corrupt bundle manifest: {problem}", manifest_path)
+        check(SCHEMA, self.manifest, manifest_path)
         self._objects: dict[tuple, Any] = {}
         self._injected: dict[str, Any] = {}
         self._processors: dict[str, TextProcessor] = {}
