@@ -6,7 +6,7 @@ the epoch of best dev Pearson (early stopping after ``patience`` epochs without 
 ``select`` runs several settings and keeps the best on dev. Everything random comes from
 ``seed`` (head initialisation, batch order), and XLA's CPU kernels are deterministic for a
 given machine and thread count, so two runs give the same numbers. Each epoch logs its mean
-training loss, dev Pearson, seconds and the process's peak memory.
+training loss, dev Pearson, seconds (wall clock and CPU) and the process's peak memory.
 
 When the per-token layers stay frozen (``unfreeze`` head / dan / top) their output is computed
 once per sentence and the epochs run the sentence stage alone; ``all`` trains every dense weight
@@ -105,7 +105,10 @@ class _Pieces:
     def __init__(self, tokenizer: _Tokenizer, src: Sequence[str], mt: Sequence[str]):
         self.src = [tokenizer.encode(text) for text in src]
         self.mt = [tokenizer.encode(text) for text in mt]
-        self.lengths = np.array([max(len(a), len(b)) for a, b in zip(self.src, self.mt, strict=True)])
+        self.sizes = np.array(
+            [[len(p) for p in self.src], [len(p) for p in self.mt]], dtype=np.int32
+        ).reshape(2, -1)
+        self.lengths = self.sizes.max(axis=0)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -200,6 +203,101 @@ class _Network:
         return _token_sums(self.frozen, self.const, ids, lens, eps=self.eps)
 
 
+class Trainer:
+    """Training and dev pairs prepared once for any number of settings: tokenised, labels scaled to
+    zero mean and unit variance, and (on first need) the frozen per-token layers' sums."""
+
+    def __init__(
+        self,
+        train: tuple[Sequence[str], Sequence[str], Sequence[float]],
+        dev: tuple[Sequence[str], Sequence[str], Sequence[float]],
+        *,
+        log: Callable[[str], None] = print,
+        resources: Path | None = None,
+    ):
+        started = time.perf_counter()
+        root = resources or resource_dir()
+        self.log = log
+        self.const, self.base, self.eps = jaxnet.base_params(root)
+        labels = np.asarray(train[2], dtype=np.float64)
+        self.mean, self.std = float(labels.mean()), float(labels.std()) or 1.0
+        self.scaled = ((labels - self.mean) / self.std).astype(np.float32)
+        self.dev_gold = np.asarray(dev[2], dtype=np.float64)
+        tokenizer = _Tokenizer(root / "sp.model")
+        self.sets = [_Pieces(tokenizer, *split[:2]) for split in (train, dev)]
+        self._sums: list[np.ndarray] | None = None
+        seconds = time.perf_counter() - started
+        log(f"prepared {len(self.sets[0])} training and {len(self.sets[1])} dev pairs in {seconds:.1f} s")
+
+    def _feeds(self, net: _Network, size: int) -> list[Callable[[np.ndarray], tuple[Any, np.ndarray]]]:
+        """For the training and the dev split, the inputs of a batch of rows: padded piece ids (end to
+        end) or the token sums of its sentences (frozen per-token layers), and the sentence lengths."""
+        if net.end_to_end:
+            return [functools.partial(pieces.batch, size=size) for pieces in self.sets]
+        if self._sums is None:
+            started = time.perf_counter()
+            self._sums = [_token_sums_of(net, pieces) for pieces in self.sets]
+            self.log(f"computed the frozen layers' token sums in {time.perf_counter() - started:.1f} s")
+        return [
+            functools.partial(_sums_batch, sums, pieces, size)
+            for sums, pieces in zip(self._sums, self.sets, strict=True)
+        ]
+
+    def run(self, settings: Settings) -> Finetuned:
+        """Train ``settings``; keep the epoch of best dev Pearson."""
+        names = trained_names(settings.unfreeze)
+        frozen = {name: value for name, value in self.base.items() if name not in names}
+        net = _Network(frozen, self.const, self.eps, "token" in UNFREEZE[settings.unfreeze])
+        params = {
+            "encoder": {name: self.base[name] for name in names},
+            "head": jaxnet.init_head(jax.random.PRNGKey(settings.seed), settings.hidden),
+        }
+        state = _optimizer(settings).init(params)
+        size = settings.batch_size
+        feeds = self._feeds(net, size)
+        rng = np.random.default_rng(settings.seed)
+        result = Finetuned(settings, {}, {}, self.mean, self.std)
+        for epoch in range(1, settings.max_epochs + 1):
+            started, cpu = time.perf_counter(), time.process_time()
+            losses, counts = [], []
+            for rows in _order(self.sets[0], size, rng):
+                inputs, lens = feeds[0](rows)
+                y = np.zeros(size, dtype=np.float32)
+                y[: len(rows)] = self.scaled[rows]
+                w = (np.arange(size) < len(rows)).astype(np.float32)
+                params, state, value = _step(
+                    params, state, frozen, self.const, inputs, lens, y, w, settings=settings, eps=self.eps
+                )
+                losses.append(float(value))
+                counts.append(len(rows))
+            dev_r = pearson(self.dev_gold, _predict(net, params, feeds[1], self.sets[1], size))
+            row = {
+                "epoch": epoch,
+                "loss": float(np.average(losses, weights=counts)),
+                "dev_pearson": dev_r,
+                "seconds": time.perf_counter() - started,
+                "cpu_seconds": time.process_time() - cpu,
+                "peak_mb": _peak_mb(),
+            }
+            result.history.append(row)
+            self.log(
+                f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_r:.4f}  {row['seconds']:.1f} s "
+                f"({row['cpu_seconds']:.1f} s of CPU)  peak memory {row['peak_mb']:.0f} MB"
+            )
+            if not np.isfinite(row["loss"]):
+                raise QEInputError(
+                    f"fine-tuning diverged at epoch {epoch} (lr {settings.lr}): the loss is not finite"
+                )
+            if epoch == 1 or dev_r > result.best_dev_pearson:
+                result.best_epoch, result.best_dev_pearson = epoch, dev_r
+                result.encoder = {name: np.asarray(value) for name, value in params["encoder"].items()}
+                result.head = {name: np.asarray(value) for name, value in params["head"].items()}
+            elif epoch - result.best_epoch >= settings.patience:
+                break
+        self.log(f"best epoch {result.best_epoch}: dev Pearson {result.best_dev_pearson:.4f}")
+        return result
+
+
 def finetune(
     train: tuple[Sequence[str], Sequence[str], Sequence[float]],
     dev: tuple[Sequence[str], Sequence[str], Sequence[float]],
@@ -209,91 +307,32 @@ def finetune(
     resources: Path | None = None,
 ) -> Finetuned:
     """Train ``settings`` on ``train`` (sources, translations, labels); keep the best epoch on ``dev``."""
-    root = resources or resource_dir()
-    tokenizer = _Tokenizer(root / "sp.model")
-    const, base, eps = jaxnet.base_params(root)
-    labels = np.asarray(train[2], dtype=np.float64)
-    mean, std = float(labels.mean()), float(labels.std()) or 1.0
-    scaled = ((labels - mean) / std).astype(np.float32)
-    dev_gold = np.asarray(dev[2], dtype=np.float64)
-    names = trained_names(settings.unfreeze)
-    frozen = {name: value for name, value in base.items() if name not in names}
-    net = _Network(frozen, const, eps, "token" in UNFREEZE[settings.unfreeze])
-    params = {
-        "encoder": {name: base[name] for name in names},
-        "head": jaxnet.init_head(jax.random.PRNGKey(settings.seed), settings.hidden),
-    }
-    state = _optimizer(settings).init(params)
-    size = settings.batch_size
-    started = time.perf_counter()
-    sets = [_Pieces(tokenizer, *split[:2]) for split in (train, dev)]
-    inputs = [_inputs(net, pieces, size) for pieces in sets]
-    seconds = time.perf_counter() - started
-    log(f"prepared {len(sets[0])} training and {len(sets[1])} dev pairs in {seconds:.1f} s")
-    rng = np.random.default_rng(settings.seed)
-    result = Finetuned(settings, {}, {}, mean, std)
-    for epoch in range(1, settings.max_epochs + 1):
-        started = time.perf_counter()
-        losses, counts = [], []
-        for rows in _order(sets[0], size, rng):
-            batch_in, lens = inputs[0](rows)
-            y = np.zeros(size, dtype=np.float32)
-            y[: len(rows)] = scaled[rows]
-            w = (np.arange(size) < len(rows)).astype(np.float32)
-            params, state, value = _step(
-                params, state, frozen, const, batch_in, lens, y, w, settings=settings, eps=eps
-            )
-            losses.append(float(value))
-            counts.append(len(rows))
-        dev_scores = _predict(net, params, inputs[1], sets[1], size) * std + mean
-        dev_r = pearson(dev_gold, dev_scores)
-        row = {
-            "epoch": epoch,
-            "loss": float(np.average(losses, weights=counts)),
-            "dev_pearson": dev_r,
-            "seconds": time.perf_counter() - started,
-            "peak_mb": _peak_mb(),
-        }
-        result.history.append(row)
-        log(
-            f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_r:.4f}  "
-            f"{row['seconds']:.1f} s  peak memory {row['peak_mb']:.0f} MB"
-        )
-        if not np.isfinite(row["loss"]):
-            raise QEInputError(
-                f"fine-tuning diverged at epoch {epoch} (lr {settings.lr}): loss is not finite"
-            )
-        if epoch == 1 or dev_r > result.best_dev_pearson:
-            result.best_epoch, result.best_dev_pearson = epoch, dev_r
-            result.encoder = {name: np.asarray(value) for name, value in params["encoder"].items()}
-            result.head = {name: np.asarray(value) for name, value in params["head"].items()}
-        elif epoch - result.best_epoch >= settings.patience:
-            break
-    log(f"best epoch {result.best_epoch}: dev Pearson {result.best_dev_pearson:.4f}")
-    return result
+    return Trainer(train, dev, log=log, resources=resources).run(settings)
 
 
-def _inputs(net: _Network, pieces: _Pieces, size: int) -> Callable[[np.ndarray], tuple[Any, np.ndarray]]:
-    """For a batch of rows: the padded piece ids (end to end) or the precomputed token sums of its
-    sentences (frozen token layers, computed here once), and the sentence lengths."""
-    if net.end_to_end:
-        return lambda rows: pieces.batch(rows, size)
+_SUMS_BATCH = 32
+
+
+def _token_sums_of(net: _Network, pieces: _Pieces) -> np.ndarray:
+    """The frozen per-token layers' sums of every source (row 0) and translation (row 1) of a split."""
     sums = np.zeros((2, len(pieces), 1280), dtype=np.float32)
-    for rows in _order(pieces, size, None):
-        ids, lens = pieces.batch(rows, size)
+    for rows in _order(pieces, _SUMS_BATCH, None):
+        ids, lens = pieces.batch(rows, _SUMS_BATCH)
         out = np.asarray(net.sums(ids, lens))
-        sums[0, rows], sums[1, rows] = out[: len(rows)], out[size : size + len(rows)]
-    all_lens = np.array([[len(p) for p in pieces.src], [len(p) for p in pieces.mt]], dtype=np.int32)
+        sums[0, rows], sums[1, rows] = out[: len(rows)], out[_SUMS_BATCH : _SUMS_BATCH + len(rows)]
+    return sums
 
-    def batch(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = np.zeros((2 * size, 1280), dtype=np.float32)
-        lens = np.ones(2 * size, dtype=np.int32)
-        for half in (0, 1):
-            out[half * size : half * size + len(rows)] = sums[half, rows]
-            lens[half * size : half * size + len(rows)] = all_lens[half, rows]
-        return out, lens
 
-    return batch
+def _sums_batch(
+    sums: np.ndarray, pieces: _Pieces, size: int, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A batch of precomputed token sums laid out as ``_Pieces.batch`` lays out piece ids."""
+    out = np.zeros((2 * size, sums.shape[2]), dtype=np.float32)
+    lens = np.ones(2 * size, dtype=np.int32)
+    for half in (0, 1):
+        out[half * size : half * size + len(rows)] = sums[half, rows]
+        lens[half * size : half * size + len(rows)] = pieces.sizes[half, rows]
+    return out, lens
 
 
 def _predict(net: _Network, params: dict, inputs: Callable, pieces: _Pieces, size: int) -> np.ndarray:
@@ -316,9 +355,8 @@ def live_scores(
     pieces = _Pieces(_Tokenizer(root / "sp.model"), src, mt)
     params = {"encoder": model.encoder, "head": model.head}
     size = model.settings.batch_size
-    return (
-        _predict(net, params, _inputs(net, pieces, size), pieces, size) * model.label_std + model.label_mean
-    )
+    scores = _predict(net, params, functools.partial(pieces.batch, size=size), pieces, size)
+    return scores * model.label_std + model.label_mean
 
 
 def select(
@@ -332,9 +370,10 @@ def select(
     best epoch)."""
     best: Finetuned | None = None
     table = []
+    trainer = Trainer(train, dev, log=log)
     for settings in grid:
         log(f"setting {asdict(settings)}")
-        model = finetune(train, dev, settings, log=log)
+        model = trainer.run(settings)
         table.append((settings, model.best_dev_pearson, model.best_epoch))
         if best is None or model.best_dev_pearson > best.best_dev_pearson:
             best = model
