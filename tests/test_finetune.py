@@ -140,6 +140,20 @@ def test_finetuning_lowers_the_loss_repeats_exactly_and_saves_what_it_scores(pai
     )
 
 
+@pytest.mark.parametrize(
+    "train, words",
+    [
+        ((["a"], ["b"], [1.0]), "at least 2 pairs"),
+        ((["a", "b"], ["c"], [1.0, 2.0]), "at least 2 pairs"),
+        ((["a", "b"], ["c", "d"], [1.0, float("nan")]), "not a finite number"),
+    ],
+)
+def test_unusable_training_pairs_are_refused(train, words: str) -> None:
+    dev = (["x", "y"], ["z", "w"], [0.0, 1.0])
+    with pytest.raises(QEInputError, match=words):
+        finetune(train, dev, Settings(max_epochs=1), log=lambda _: None)
+
+
 @pytest.mark.slow
 def test_end_to_end_finetuning_lowers_the_loss(pairs, tmp_path: Path) -> None:
     train, dev = pairs

@@ -216,6 +216,13 @@ class Trainer:
         resources: Path | None = None,
     ):
         started = time.perf_counter()
+        for name, split in (("training", train), ("dev", dev)):
+            if not len(split[0]) == len(split[1]) == len(split[2]) >= 2:
+                raise QEInputError(
+                    f"the {name} split needs at least 2 pairs, each with a source, MT and label"
+                )
+            if not np.isfinite(np.asarray(split[2], dtype=np.float64)).all():
+                raise QEInputError(f"the {name} split has a label that is not a finite number")
         root = resources or resource_dir()
         self.log = log
         self.const, self.base, self.eps = jaxnet.base_params(root)
