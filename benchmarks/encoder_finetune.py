@@ -10,6 +10,7 @@ machine may be shared: the load average is printed beside every timing. Prints o
 
 ``--select`` instead runs the dev grid (unfrozen layers x encoder learning rate x head) with early
 stopping and prints dev Pearson per epoch of every setting and the one chosen; test20 is not read.
+``--model FILE`` only measures the scoring of a saved model.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 
 from qe.data import load_registered
 from qe.embeddings.finetune import Settings, finetune, select
-from qe.embeddings.finetuned import FinetunedEncoder
+from qe.embeddings.finetuned import FinetunedEncoder, score_in_process
 from qe.metrics import pearson
 
 DEFAULT_DATA_DIR = os.environ.get("QE_DATA_DIR", "/work/shared/data")
@@ -37,25 +38,39 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-_MODELS: dict[str, FinetunedEncoder] = {}
-
-
-def _score_here(path: str, src: list[str], mt: list[str]) -> np.ndarray:
-    """Scores from this process's copy of the model (loaded on first use, then kept)."""
-    if path not in _MODELS:
-        _MODELS[path] = FinetunedEncoder.load(path)
-    return _MODELS[path].score(src, mt)
-
-
 def score_parallel(path: Path, src: list[str], mt: list[str], jobs: int) -> np.ndarray:
-    """Scores from ``jobs`` loky processes (each keeps its model), on ``4 * jobs`` contiguous chunks."""
+    """Scores from ``jobs`` loky processes (each reads the model once), on ``4 * jobs`` contiguous chunks."""
     from joblib import Parallel, delayed
 
     bounds = np.linspace(0, len(src), 4 * jobs + 1).astype(int)
     parts = Parallel(n_jobs=jobs, backend="loky")(
-        delayed(_score_here)(str(path), src[a:b], mt[a:b]) for a, b in itertools.pairwise(bounds)
+        delayed(score_in_process)(str(path), src[a:b], mt[a:b]) for a, b in itertools.pairwise(bounds)
     )
     return np.concatenate(parts)
+
+
+def measure_scoring(path: Path, dev: tuple, jobs: int) -> dict:
+    """Dev pairs per second with the saved model's numpy pass: in this process (wall clock and CPU
+    time), then on ``jobs`` processes once started and holding the model; dev Pearson of the scores."""
+    report: dict = {}
+    started, before = time.perf_counter(), load()
+    scorer = FinetunedEncoder.load(path)
+    report["model_load_seconds"] = time.perf_counter() - started
+    started, cpu = time.perf_counter(), time.process_time()
+    scores = scorer.score(dev[0], dev[1])
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    report["1_process"] = {"pairs_per_s": len(scores) / seconds, "pairs_per_cpu_s": len(scores) / cpu}
+    report["1_process"]["load"] = [before, load()]
+    report["dev_pearson"] = pearson(dev[2], scores)
+    started = time.perf_counter()
+    score_parallel(path, list(dev[0][:64]), list(dev[1][:64]), jobs)  # start the workers, read the model
+    report["workers_start_seconds"] = time.perf_counter() - started
+    started, before = time.perf_counter(), load()
+    parallel = score_parallel(path, list(dev[0]), list(dev[1]), jobs)
+    seconds = time.perf_counter() - started
+    report[f"{jobs}_processes"] = {"pairs_per_s": len(parallel) / seconds, "load": [before, load()]}
+    report["max_diff_1_vs_parallel"] = float(np.abs(parallel - scores).max())
+    return report
 
 
 def grid(epochs: int) -> list[Settings]:
@@ -81,6 +96,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="scoring processes (default 2)")
     parser.add_argument("--select", action="store_true", help="run the dev grid instead")
     parser.add_argument("--save", type=Path, help="keep the model file here")
+    parser.add_argument("--model", type=Path, help="only score the dev pairs with this saved model")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     args = parser.parse_args()
 
@@ -94,6 +110,10 @@ def main() -> int:
         print(f"{line}  [load {load():.1f}]", file=sys.stderr, flush=True)
 
     report: dict = {"pair": args.pair, "train_pairs": n, "dev_pairs": len(dev_set), "cpus": os.cpu_count()}
+    if args.model:
+        report["scoring"] = measure_scoring(args.model, dev, args.jobs)
+        print(json.dumps(report, indent=1, default=float))
+        return 0
     if args.select:
         model, table = select(train, dev, grid(args.epochs), log=log)
         report["grid"] = [{**vars(s), "dev_pearson": round(r, 4), "best_epoch": e} for s, r, e in table]
@@ -111,29 +131,7 @@ def main() -> int:
         path = args.save or Path(tmp) / "model.qenc"
         model.save(path, args.pair.split("-"))
         report["model_bytes"] = path.stat().st_size
-        started, before = time.perf_counter(), load()
-        scorer = FinetunedEncoder.load(path)
-        report["model_load_seconds"] = time.perf_counter() - started
-        started, cpu = time.perf_counter(), time.process_time()
-        scores = scorer.score(dev[0], dev[1])
-        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-        report["score_1_process"] = {
-            "pairs_per_s": len(scores) / seconds,
-            "pairs_per_cpu_s": len(scores) / cpu,
-            "load": [before, load()],
-        }
-        report["dev_pearson_numpy"] = pearson(dev[2], scores)
-        started = time.perf_counter()
-        score_parallel(path, list(dev[0][:64]), list(dev[1][:64]), args.jobs)  # start workers, load models
-        report["workers_start_seconds"] = time.perf_counter() - started
-        started, before = time.perf_counter(), load()
-        parallel = score_parallel(path, list(dev[0]), list(dev[1]), args.jobs)
-        seconds = time.perf_counter() - started
-        report[f"score_{args.jobs}_processes"] = {
-            "pairs_per_s": len(parallel) / seconds,
-            "load": [before, load()],
-        }
-        report["max_diff_1_vs_parallel"] = float(np.abs(parallel - scores).max())
+        report["scoring"] = measure_scoring(path, dev, args.jobs)
     print(json.dumps(report, indent=1, default=float))
     return 0
 

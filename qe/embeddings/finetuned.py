@@ -197,3 +197,15 @@ class FinetunedEncoder:
             hidden = np.tanh(hidden @ self.head["w1"] + self.head["b1"])
         scores = (hidden @ self.head["w"] + self.head["b"])[:, 0]
         return scores * self.manifest["label_std"] + self.manifest["label_mean"]
+
+
+_LOADED: dict[str, FinetunedEncoder] = {}
+"""The models this process has read, by path: a worker process reads each file once."""
+
+
+def score_in_process(path: str, src: list[str], mt: list[str]) -> np.ndarray:
+    """Scores from this process's copy of the model file at ``path`` (read and checked on first use)."""
+    model = _LOADED.get(path)
+    if model is None:
+        model = _LOADED[path] = FinetunedEncoder.load(path)
+    return model.score(src, mt)
