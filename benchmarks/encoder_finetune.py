@@ -82,7 +82,10 @@ def grid(epochs: int) -> list[Settings]:
         for lr in (1e-4, 3e-4)
         for hidden in (0, 256)
     ]
-    return cheap + [Settings(unfreeze="all", lr=lr, max_epochs=min(epochs, 4)) for lr in (1e-5, 3e-5)]
+    end_to_end = [(1e-5, 256), (3e-5, 256), (3e-5, 0)]
+    return cheap + [
+        Settings(unfreeze="all", lr=lr, hidden=h, max_epochs=min(epochs, 4)) for lr, h in end_to_end
+    ]
 
 
 def main() -> int:
