@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "features": "list the feature catalogue, or extract features from source / MT files",
     "resources": "build or inspect language-resource bundles",
     "init": "write a working experiment config for your own files (no Python needed)",
+    "models": "build the ready-made models by name, or list them (name, languages, figures)",
 }
 
 

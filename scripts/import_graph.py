@@ -38,8 +38,9 @@ FLOORS: dict[str, int] = {
     # 4 assembly: configs, bundles, extraction, saved models, streaming
     **dict.fromkeys(("qe.config", "qe.resources.bundle", "qe.resources.check", "qe.resources.tagless"), 4),
     **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.streaming"), 4),
-    # 5 workflows: experiments, ablations, reports
-    **dict.fromkeys(("qe.experiment", "qe.ablation", "qe.report"), 5),
+    "qe.catalog": 4,
+    # 5 workflows: experiments, ablations, reports, building the ready-made models
+    **dict.fromkeys(("qe.experiment", "qe.ablation", "qe.report", "qe.modelbuild"), 5),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qe.catalog import ModelOption
 from qe.commands.options import (
     add_input_options,
     add_streaming_options,
@@ -55,7 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sentence (tsv: id<TAB>score with a header; wmt12: the official submission lines with ranks). "
         "Streams: memory stays flat however large the input.",
     )
-    parser.add_argument("--model", type=Path, required=True, help="model file written by qe run / qe train")
+    parser.add_argument(
+        "--model",
+        action=ModelOption,
+        required=True,
+        metavar="NAME|PATH",
+        help="a ready-made model's name (qe models list) or a model file written by qe run",
+    )
     parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
     parser.add_argument("--mt", type=Path, required=True, help="machine translations, one per line")
     parser.add_argument(
