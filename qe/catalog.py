@@ -67,6 +67,17 @@ class ReadyModel:
     def pair(self) -> str:
         return "-".join(self.languages)
 
+    def describe(self) -> dict[str, Any]:
+        """The record as a built model's manifest and ``qe models list --json`` give it."""
+        kind = self.label_kind
+        return {
+            "name": self.name,
+            "languages": {"src": self.languages[0], "tgt": self.languages[1]},
+            "label": {"kind": kind.name, "meaning": kind.meaning, "higher_is_better": kind.higher_is_better},
+            "training_data": self.training_data,
+            "test_data": self.test_data,
+        }
+
 
 WMT12_FIGURES = ("MAE", "RMSE", "DeltaAvg", "Spearman")  # the official WMT12 columns
 MLQE_PAIRS = ("ro-en", "et-en", "ne-en", "si-en", "ru-en", "en-de", "en-zh")  # the README table's order
@@ -188,3 +199,18 @@ def read_manifest(name: str, folder: str | Path | None = None) -> dict[str, Any]
     if manifest.get("name") != name:
         raise QEInputError(f"the manifest is of {manifest.get('name')!r}, not {name!r}", path)
     return manifest
+
+
+def listing(folder: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every catalogue model as ``qe models list`` shows it: the record, whether it is built, and if
+    so its training rows, test figures, signature and build time from its manifest."""
+    shown = []
+    for name, entry in CATALOG.items():
+        manifest = read_manifest(name, folder)
+        built = (
+            {key: manifest[key] for key in ("training_rows", "test", "signature", "built_at")}
+            if manifest
+            else {}
+        )
+        shown.append({**entry.describe(), "built": manifest is not None, **built})
+    return shown

@@ -92,16 +92,8 @@ def build_ready(
         shutil.copyfileobj(source, handle)
     manifest = {
         "format": MANIFEST_FORMAT,
-        "name": name,
-        "languages": {"src": entry.languages[0], "tgt": entry.languages[1]},
-        "label": {
-            "kind": entry.label_kind.name,
-            "meaning": entry.label_kind.meaning,
-            "higher_is_better": entry.label_kind.higher_is_better,
-        },
-        "training_data": entry.training_data,
+        **entry.describe(),
         "training_rows": (metrics.get("fit_on") or {}).get("rows", metrics["cv"]["n"]),
-        "test_data": entry.test_data,
         "test": {key: metrics["test"][key] for key in entry.figures},
         "signature": metrics["signature"],
         "config": entry.config,

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from qe.catalog import CATALOG, models_dir, read_manifest, record
+from qe.catalog import CATALOG, listing, models_dir, record
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,37 +78,9 @@ def _figures(manifest: dict[str, Any]) -> str:
     return "  ".join(f"{key.removesuffix('_exact')} {value:.3f}" for key, value in manifest["test"].items())
 
 
-def entries(folder: Path | None = None) -> list[dict[str, Any]]:
-    """Each catalogue model as ``qe models list`` shows it: the record, and the manifest if built."""
-    found = []
-    for name, entry in CATALOG.items():
-        manifest = read_manifest(name, folder)
-        kind = entry.label_kind
-        found.append(
-            {
-                "name": name,
-                "languages": {"src": entry.languages[0], "tgt": entry.languages[1]},
-                "label": {
-                    "kind": kind.name,
-                    "meaning": kind.meaning,
-                    "higher_is_better": kind.higher_is_better,
-                },
-                "training_data": entry.training_data,
-                "test_data": entry.test_data,
-                "built": manifest is not None,
-                **(
-                    {key: manifest[key] for key in ("training_rows", "test", "signature", "built_at")}
-                    if manifest
-                    else {}
-                ),
-            }
-        )
-    return found
-
-
 def _list(args: argparse.Namespace) -> int:
     folder = models_dir(args.models_dir)
-    shown = entries(folder)
+    shown = listing(folder)
     if args.json:
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         return 0
