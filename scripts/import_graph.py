@@ -36,8 +36,10 @@ FLOORS: dict[str, int] = {
     # 4 assembly: configs, bundles, extraction, saved models, streaming
     **dict.fromkeys(("qe.config", "qe.resources.bundle", "qe.resources.check", "qe.resources.tagless"), 4),
     **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.stream"), 4),
-    # 5 workflows: a run's stages, ablations, reports, the scoring context and service
-    **dict.fromkeys(("qe.run", "qe.ablation", "qe.report", "qe.scoring", "qe.serve"), 5),
+    "qe.catalog": 4,
+    # 5 workflows: a run's stages, ablations, reports, the scoring context and service, building the
+    # ready-made models
+    **dict.fromkeys(("qe.run", "qe.ablation", "qe.report", "qe.scoring", "qe.serve", "qe.modelbuild"), 5),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }

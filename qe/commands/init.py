@@ -90,7 +90,12 @@ def svr_grid(labels: np.ndarray) -> dict[str, list[float]]:
 
 
 def render_config(
-    args: argparse.Namespace, name: str, folder: Path, bundle: Path | None, grid: dict[str, list[float]]
+    args: argparse.Namespace,
+    name: str,
+    folder: Path,
+    bundle: Path | None,
+    grid: dict[str, list[float]],
+    rows: int,
 ) -> str:
     """The experiment config's text (with comments on what to change)."""
     lines = [
@@ -131,14 +136,37 @@ def render_config(
         f"src_lang = {_toml(args.src_lang)}",
         f"tgt_lang = {_toml(args.tgt_lang)}",
         "",
+        *learner_lines(rows, grid),
+        "",
+        "[cv]",
+        "n_jobs = -1  # one worker per core: the same numbers as one worker, sooner",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def learner_lines(rows: int, grid: dict[str, list[float]]) -> list[str]:
+    """The ``[learner]`` section for ``rows`` training pairs: the exact SVR and ``grid`` up to
+    :data:`~qe.learners.factory.FAST_ABOVE` rows, the large-data SVR and its default grid above
+    (the exact grid's time grows faster than the rows: hours at 13,000; docs/learners.md)."""
+    from qe.learners.factory import FAST_ABOVE
+
+    if rows > FAST_ABOVE:
+        return [
+            f"# {rows:,} training pairs, more than {FAST_ABOVE:,}: the large-data SVR (RBF kernel through",
+            f"# a Nyström map + linear SVR; docs/learners.md). Up to {FAST_ABOVE:,} pairs: the exact SVR.",
+            "[learner]",
+            'name = "svr_fast"',
+            'grid = "default"  # C, gamma, epsilon chosen by 5-fold CV, scaled to the labels and features',
+        ]
+    return [
+        f"# {rows:,} training pairs, at most {FAST_ABOVE:,}: the exact RBF SVR (above: svr_fast)",
         "[learner]",
         'name = "svr"',
         "",
         "[learner.grid]  # chosen by 5-fold CV on the training data; epsilon scaled to the labels' spread",
         *(f"{key} = [{', '.join(f'{v:g}' for v in values)}]" for key, values in grid.items()),
-        "",
     ]
-    return "\n".join(lines)
 
 
 def render_bundle(args: argparse.Namespace, name: str, bundle: Path) -> str:
@@ -228,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     draft = folder / f".{args.out.name}.{uuid.uuid4().hex[:8]}.toml"
     try:
         with draft.open("x", encoding="utf-8") as handle:
-            handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels)))
+            handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels), len(train)))
     except OSError as exc:
         if not isinstance(exc, FileExistsError):  # that one is not ours
             draft.unlink(missing_ok=True)

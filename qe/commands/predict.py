@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qe.catalog import ModelOption
 from qe.commands import Command, register_command
 from qe.commands.options import (
     add_input_options,
@@ -57,7 +58,13 @@ TSV_HEADER = "id\tscore\n"
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``qe predict``."""
-    parser.add_argument("--model", type=Path, required=True, help="model file written by qe run / qe train")
+    parser.add_argument(
+        "--model",
+        action=ModelOption,
+        required=True,
+        metavar="NAME|PATH",
+        help="a ready-made model's name (qe models list) or a model file written by qe run",
+    )
     parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line")
     parser.add_argument("--mt", type=Path, required=True, help="machine translations, one per line")
     parser.add_argument(

@@ -19,11 +19,15 @@
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.model_selection import GridSearchCV, ParameterGrid
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, ParameterGrid, check_cv
+from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_array
 
 from qe.learners import progress
@@ -66,6 +70,71 @@ def shown_score(scoring: Any, value: float) -> str:
 
 def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+PILOT_ROWS = 500
+PILOT_SECONDS = 0.5
+PILOT_FITS = 3
+WARM_UP_ROWS = 100
+
+
+@dataclass(frozen=True)
+class PilotFit:
+    """One timed fit: its rows, the CPU seconds this process spent and the wall-clock seconds."""
+
+    rows: int
+    cpu: float
+    wall: float
+
+
+def pilot_timings(estimator: Any, X: Any, y: Any, fold_rows: int) -> list[PilotFit]:
+    """Fits of ``estimator`` on samples of ``X`` whose size doubles from :data:`PILOT_ROWS` rows until
+    :data:`PILOT_FITS` fits are timed and the last took :data:`PILOT_SECONDS` of CPU, or the sample
+    reaches ``fold_rows`` (after one untimed fit on a few rows: imports and first-call costs). The
+    samples are drawn with their own generator, so nothing else's randomness moves."""
+    order = np.random.default_rng(0).permutation(len(y))
+
+    def fit(rows: int) -> PilotFit:
+        sample = order[:rows]
+        cpu, wall = time.process_time(), time.perf_counter()
+        clone(estimator).fit(_safe_indexing(X, sample), _safe_indexing(y, sample))
+        return PilotFit(rows, time.process_time() - cpu, time.perf_counter() - wall)
+
+    fit(min(WARM_UP_ROWS, fold_rows))
+    timings = [fit(min(PILOT_ROWS, fold_rows))]
+    while timings[-1].rows < fold_rows and (timings[-1].cpu < PILOT_SECONDS or len(timings) < PILOT_FITS):
+        timings.append(fit(min(2 * timings[-1].rows, fold_rows)))
+    return timings
+
+
+def expected_seconds(
+    timings: list[PilotFit], fold_rows: int, all_rows: int, fits: int, workers: int
+) -> float:
+    """Wall-clock seconds of ``fits`` fits on ``fold_rows`` rows spread over ``workers`` and the refit
+    on ``all_rows``, extrapolated from pilot fits: CPU time grows as rows to the power fitted to the
+    timings on log-log axes (kept from 1 to 3; 2, libsvm's usual, from one timing), times the pilot's
+    wall / CPU ratio (the machine's load as the pilot saw it)."""
+    last = timings[-1]
+    power = 2.0
+    timed = [t for t in timings if t.cpu > 0]
+    if len({t.rows for t in timed}) > 1:
+        power = float(np.polyfit(np.log([t.rows for t in timed]), np.log([t.cpu for t in timed]), 1)[0])
+    power = min(max(power, 1.0), 3.0)
+    cpu = sum(t.cpu for t in timings)
+    slowdown = sum(t.wall for t in timings) / cpu if cpu > 0 else 1.0
+
+    def seconds(rows: int) -> float:
+        return last.cpu * (rows / last.rows) ** power * slowdown
+
+    return math.ceil(fits / workers) * seconds(fold_rows) + seconds(all_rows)
+
+
+def shown_duration(seconds: float) -> str:
+    """``about 40 s`` / ``about 12 min`` / ``about 2 h 5 min``."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    return f"about {minutes} min" if minutes < 90 else f"about {minutes // 60} h {minutes % 60} min"
 
 
 class ScaledGridSearchCV(GridSearchCV):
@@ -114,7 +183,11 @@ class ScaledGridSearchCV(GridSearchCV):
             n_features = check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False).shape[1]
             self.resolved_grid_ = resolve_grid(grid, self.units, self.label_sd_, n_features)
         self._rows = (X.shape if hasattr(X, "shape") else np.asarray(X).shape)[0]  # X: any array-like
-        return super().fit(X, y, **params)
+        self._data = (X, y, params.get("groups"))  # for the timed pilot fits, while searching
+        try:
+            return super().fit(X, y, **params)
+        finally:
+            del self._data
 
     def _run_search(self, evaluate_candidates: Any) -> None:
         candidates = list(ParameterGrid(self.resolved_grid_))
@@ -124,13 +197,34 @@ class ScaledGridSearchCV(GridSearchCV):
         folds, workers = self.n_splits_, effective_n_jobs(self.n_jobs)
         batch = math.lcm(workers, folds) // folds
         what = f"grid search ({folds} folds, {self._rows} rows, {workers} worker{'s' * (workers > 1)})"
-        progress.say(f"{what}: {len(candidates)} candidates")
+        progress.say(f"{what}: {len(candidates)} candidates{self._expected(candidates, folds, workers)}")
         counter = progress.Progress(what, len(candidates), "candidates")
         for start in range(0, len(candidates), batch):
             results = evaluate_candidates(candidates[start : start + batch])
             counter.step(len(results["params"]), self._best_so_far(results))
         if self.refit:
             progress.say(f"{what}: refitting the best candidate on all {self._rows} rows")
+
+    def _expected(self, candidates: list[dict[str, Any]], folds: int, workers: int) -> str:
+        """``, expected to take about ...``: the mean of two estimates (:func:`expected_seconds`), from
+        pilot fits of the grid's first and last candidates (fit times differ most between them) on
+        samples of the first fold's training rows; empty when a candidate cannot be fitted alone (the
+        search reports that itself)."""
+        X, y, groups = self._data
+        fold_rows = len(next(check_cv(self.cv, y).split(X, y, groups))[0])
+        estimates = []
+        for params in (candidates[0], candidates[-1]):
+            try:
+                timings = pilot_timings(clone(self.estimator).set_params(**params), X, y, fold_rows)
+            except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError):
+                return ""
+            fits = len(candidates) * folds
+            estimates.append(expected_seconds(timings, fold_rows, self._rows, fits, workers))
+        largest = timings[-1].rows
+        return (
+            f", expected to take {shown_duration(sum(estimates) / len(estimates))} (extrapolated from "
+            f"fits on up to {largest:,} of a fold's {fold_rows:,} rows)"
+        )
 
     def _best_so_far(self, results: dict[str, Any]) -> str:
         scores = np.asarray(results.get("mean_test_score", []), dtype=np.float64)

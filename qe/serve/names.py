@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from qe.catalog import model_argument
 from qe.errors import QEInputError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -26,9 +27,9 @@ class ModelEntry:
 
 
 def resolve_model(text: str) -> ModelEntry:
-    """``--model``'s value as a served model: today a model file, served under its file name without
-    ``.skops``. (When ready-made models by name land, a catalogue name resolves here to its built file.)"""
-    path = Path(text)
+    """``--model``'s value as a served model: a ready-made model's name (:func:`qe.catalog.model_argument`:
+    its built file, ``MODELS/NAME.skops``) or a model file, served under its file name without ``.skops``."""
+    path = model_argument(text)
     if not path.is_file():
         raise QEInputError("model file not found" if not path.exists() else "is not a model file", path)
     name = path.name.removesuffix(".skops")
