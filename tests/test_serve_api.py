@@ -17,8 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import REPO, write_lines
-from tests.helpers.serve import assert_one_line_error, nmt_model, serving, start_server, wait_until
+from tests.helpers import REPO
+from tests.helpers.serve import (
+    assert_one_line_error,
+    nmt_model,
+    qe_predict_scores,
+    serving,
+    start_server,
+    wait_until,
+)
 from tests.helpers.toy import EN, ES, sentences
 
 pytestmark = pytest.mark.slow  # each test talks to a real server it starts
@@ -39,20 +46,6 @@ def _pairs(n: int, seed: int) -> list[dict[str, str]]:
     return [
         {"src": s, "mt": m} for s, m in zip(sentences(n, EN, seed), sentences(n, ES, seed + 1), strict=True)
     ]
-
-
-def _qe_predict(model: Path, pairs: list[dict[str, str]], folder: Path) -> list[str]:
-    """The score column `qe predict` writes for the pairs."""
-    src = write_lines(folder / "src.txt", [p["src"] for p in pairs])
-    mt = write_lines(folder / "mt.txt", [p["mt"] for p in pairs])
-    result = subprocess.run(
-        [sys.executable, "-m", "qe", "predict", "--model", str(model), "--src", str(src), "--mt", str(mt)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        check=True,
-    )
-    return [line.split("\t")[1] for line in result.stdout.splitlines()[1:]]
 
 
 def test_models_lists_each_model_with_its_label_and_inputs_and_no_file_path(server, surface_model):
@@ -76,7 +69,7 @@ def test_scores_equal_qe_predict_on_the_same_pairs(server, surface_model, tmp_pa
     status, body = server.score("model", pairs)
     assert status == 200
     scores = [result["score"] for result in body["results"]]
-    assert [f"{s:.6f}" for s in scores] == _qe_predict(surface_model, pairs, tmp_path)
+    assert [f"{s:.6f}" for s in scores] == qe_predict_scores(surface_model, pairs, tmp_path)
     model = QEModel.load(surface_model)
     expected = model.predict([p["src"] for p in pairs], [p["mt"] for p in pairs])
     np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-9)

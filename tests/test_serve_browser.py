@@ -8,16 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, write_lines
-from tests.helpers.serve import Server, serving
+from tests.helpers import REPO
+from tests.helpers.serve import Server, qe_predict_scores, serving
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -74,19 +72,6 @@ def server(surface_model: Path) -> Iterator[Server]:
         yield running
 
 
-def _qe_predict(model: Path, folder: Path) -> list[str]:
-    src = write_lines(folder / "src.txt", [s for s, _ in PAIRS])
-    mt = write_lines(folder / "mt.txt", [m for _, m in PAIRS])
-    result = subprocess.run(
-        [sys.executable, "-m", "qe", "predict", "--model", str(model), "--src", str(src), "--mt", str(mt)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        check=True,
-    )
-    return [line.split("\t")[1] for line in result.stdout.splitlines()[1:]]
-
-
 def _wait(driver, condition, seconds: float = 120.0):
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -134,7 +119,9 @@ def test_pasted_pairs_are_scored_as_qe_predict_scores_them(browser, server, surf
     _score_pasted(browser, server.url, PAIRS)
     rows = _table(browser)
     assert [(r["src"], r["mt"]) for r in rows] == PAIRS
-    assert [f"{float(r['score']):.6f}" for r in rows] == _qe_predict(surface_model, tmp_path)
+    assert [f"{float(r['score']):.6f}" for r in rows] == qe_predict_scores(
+        surface_model, [{"src": s, "mt": m} for s, m in PAIRS], tmp_path
+    )
     assert [r["shown"] for r in rows] == [f"{float(r['score']):.3f}" for r in rows]
     assert all(r["band"] in ("good", "light post-edit", "heavy post-edit") for r in rows)
     assert all("z " in r["why"] for r in rows)  # each segment's most unusual features

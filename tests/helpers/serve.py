@@ -147,6 +147,20 @@ def assert_one_line_error(status: int, body: Any, expected_status: int, *words: 
     return message
 
 
+def qe_predict_scores(model: Path, pairs: list[dict[str, str]], folder: Path) -> list[str]:
+    """The score column `qe predict` prints for the pairs (src / mt written into ``folder``)."""
+    src = write_lines(folder / "src.txt", [p["src"] for p in pairs])
+    mt = write_lines(folder / "mt.txt", [p["mt"] for p in pairs])
+    result = subprocess.run(
+        [sys.executable, "-m", "qe", "predict", "--model", str(model), "--src", str(src), "--mt", str(mt)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
+    return [line.split("\t")[1] for line in result.stdout.splitlines()[1:]]
+
+
 def wait_until(check, seconds: float = 120.0) -> bool:
     """Poll ``check()`` until it is true (or ``seconds`` pass)."""
     deadline = time.monotonic() + seconds
