@@ -13,7 +13,10 @@
   pipeline: a saved model holds nothing of the search.
 * while :mod:`qe.learners.progress` is on, candidates are evaluated in batches that keep every
   worker busy (``lcm(n_jobs, folds)`` fits), with a line after each batch: candidates done, time,
-  time left and the best score so far. Results are the same as one batch.
+  time left and the best score so far. Results are the same as one batch. The first line says how
+  long the search is expected to take, extrapolated from a few timed fits of two candidates on
+  samples of a fold (:func:`pilot_timings`, :func:`expected_seconds`), so that a search of hours is
+  known as one before it starts.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+PILOT_MIN_FITS = 20
+"""A search of fewer fits says no expected time: the pilot would cost a good share of it."""
 PILOT_ROWS = 500
 PILOT_SECONDS = 0.5
 PILOT_FITS = 3
@@ -197,7 +202,10 @@ class ScaledGridSearchCV(GridSearchCV):
         folds, workers = self.n_splits_, effective_n_jobs(self.n_jobs)
         batch = math.lcm(workers, folds) // folds
         what = f"grid search ({folds} folds, {self._rows} rows, {workers} worker{'s' * (workers > 1)})"
-        progress.say(f"{what}: {len(candidates)} candidates{self._expected(candidates, folds, workers)}")
+        expected = (
+            self._expected(candidates, folds, workers) if len(candidates) * folds >= PILOT_MIN_FITS else ""
+        )
+        progress.say(f"{what}: {len(candidates)} candidates{expected}")
         counter = progress.Progress(what, len(candidates), "candidates")
         for start in range(0, len(candidates), batch):
             results = evaluate_candidates(candidates[start : start + batch])
