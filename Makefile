@@ -45,14 +45,14 @@ demo: install
 	$(QE) run configs/wmt12-official-svr.toml --output-dir runs/wmt12-official-svr --overwrite --quiet
 	$(QE) run configs/wmt12-official-m5p.toml --output-dir runs/wmt12-official-m5p --overwrite --quiet
 	test -f $(BUNDLE)/manifest.json || $(QE) resources build configs/resources-wmt12-en-es.toml --quiet
-	$(QE) run configs/wmt12-extracted-svr.toml --output-dir runs/wmt12-extracted-svr --overwrite --quiet
+	$(QE) models build wmt12-en-es-fast --quiet
 	$(QE) models build wmt12-en-es --quiet
 	head -n 5 "$(QE_DATA_DIR)/wmt12-qe/test_set/source.eng" > runs/demo.src
 	head -n 5 "$(QE_DATA_DIR)/wmt12-qe/test_set/target_system.spa" > runs/demo.mt
 	@echo "== qe predict on 5 new sentence pairs with the ready-made en-es model (qe models list)"
 	$(QE) predict --model wmt12-en-es --src runs/demo.src --mt runs/demo.mt --quiet
 	@echo "== WMT12 test set: our runs beside the published systems"
-	$(QE) compare runs/wmt12-official-svr runs/wmt12-official-m5p runs/wmt12-extracted-svr models/runs/wmt12-en-es
+	$(QE) compare runs/wmt12-official-svr runs/wmt12-official-m5p models/runs/wmt12-en-es-fast models/runs/wmt12-en-es
 
 test: install
 	$(VENV)/bin/pytest -q

@@ -207,7 +207,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=REPO / "models" / "wmt12-extracted-svr.skops")
+    parser.add_argument("--model", type=Path, default=REPO / "models" / "wmt12-en-es.skops")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every request count by this")

@@ -75,6 +75,13 @@ class ScoringContext:
         bundle = loaded.open_resources(resources)
         return cls(loaded, bundle, [family.bind(bundle) for family in families], lines)
 
+    def warm(self) -> None:
+        """Let every family fill its bounded caches now (:meth:`FeatureFamily.warm`): a service pays
+        their time and memory at start, not on its first requests."""
+        with self._lock:
+            for family in self.families:
+                family.warm()
+
     @property
     def feature_names(self) -> tuple[str, ...]:
         """The model's input features, in order."""

@@ -25,9 +25,10 @@ from tests.helpers.toy import EN, ES, sentences
 def test_the_catalogue_holds_wmt12_en_es_and_each_mlqe_pairs_da_and_hter_model():
     from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 
-    expected = {"wmt12-en-es"} | {f"mlqe-{kind}-{pair}" for kind in ("da", "hter") for pair in MLQE_PAIRS}
+    expected = {"wmt12-en-es", "wmt12-en-es-fast"} | {f"mlqe-{kind}-{pair}" for kind in ("da", "hter") for pair in MLQE_PAIRS}
     assert set(CATALOG) == expected
     assert CATALOG["wmt12-en-es"].config == "configs/wmt12-best-rawtext.toml"  # the best raw-text system
+    assert CATALOG["wmt12-en-es-fast"].config == "configs/wmt12-extracted-svr.toml"  # 17 features, SVR
     assert CATALOG["mlqe-hter-en-de"].config == "configs/mlqe/pe-en-de-best.toml"
     assert CATALOG["mlqe-da-ro-en"].bundle_config == "configs/mlqe/resources-da-ro-en.toml"
 
@@ -109,13 +110,13 @@ def test_a_name_is_never_a_path(tmp_path, name):
     with pytest.raises(QEInputError) as caught:
         find_ready(name, tmp_path)
     message = str(caught.value)
-    assert "unknown model name" in message and "wmt12-en-es, mlqe-da-ro-en" in message
+    assert "unknown model name" in message and "wmt12-en-es, wmt12-en-es-fast, mlqe-da-ro-en" in message
     assert "\n" not in message and "\x00" not in message and len(message) < 700
 
 
 def test_an_unknown_word_lists_the_known_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(QEInputError, match=r"unknown model name 'en-es'; known names: wmt12-en-es, mlqe-da"):
+    with pytest.raises(QEInputError, match=r"unknown model name 'en-es'; known names: wmt12-en-es, wmt12-en-es-fast, mlqe-da"):
         model_argument("en-es")
 
 

@@ -142,6 +142,15 @@ class SentenceEncoder:
             return np.empty((0, DIM), dtype=np.float32)
         return np.stack([vectors[text] for text in sentences]).astype(np.float32, copy=False)
 
+    def warm(self) -> None:
+        """Load this process's model and fill its per-piece row cache (:meth:`UseModel.warm`); workers
+        of ``n_jobs > 1`` load their own on first use."""
+        model = _MODELS.get(self._settings)
+        if model is None:
+            _encode_here([""], self._settings)
+            model = _MODELS[self._settings]
+        model.warm()
+
     def _compute(self, texts: list[str]) -> np.ndarray:
         if self.n_jobs == 1 or len(texts) < self.min_parallel:
             return _encode_here(texts, self._settings)

@@ -225,6 +225,15 @@ class UseModel:
                 self._encode_batch(group, n_tokens, out[first:])
         return out
 
+    def warm(self, chunk: int = 2048) -> None:
+        """Compute and keep the rows of the ``id_cache_size`` most probable pieces now (the tokenizer's
+        ids are sorted by piece score, most probable first), in chunks of ``chunk`` ids: a long-running
+        process then takes this memory at start instead of while it serves, and its later requests
+        find most pieces ready. Vectors do not change (a row is a function of its id)."""
+        stop = min(self._id_cache_size, self.table.shape[0])
+        for begin in range(0, stop, chunk):
+            self._id_rows(np.arange(begin, min(begin + chunk, stop), dtype=np.int64))
+
     # ---------- per-id rows ----------
     def _id_rows(self, ids: np.ndarray) -> np.ndarray:
         """Row numbers in ``self._rows`` of the distinct piece ids ``ids``, computing missing rows."""

@@ -14,6 +14,7 @@ bundle; one the encoder does not cover, on a side that is encoded, is refused wh
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,10 +53,14 @@ def encoded_sides(settings: dict[str, Any]) -> tuple[str, ...]:
     return SIDES if settings.get("sides", "both") == "both" else ("tgt",)
 
 
+@functools.lru_cache(maxsize=4)
 def rotation(k: int) -> np.ndarray:
-    """A fixed (seed 0) random orthonormal ``(512, k)`` matrix: the projection directions."""
+    """A fixed (seed 0) random orthonormal ``(512, k)`` matrix: the projection directions. Made once per
+    process (a QR of 512 x 512 costs about 25 ms, more than the rest of a one-pair request), read-only."""
     q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((DIM, DIM)))
-    return q[:, :k]
+    directions = q[:, :k]
+    directions.flags.writeable = False
+    return directions
 
 
 @register_family
@@ -168,7 +173,7 @@ class EmbeddingFamily(FeatureFamily):
         """Every feature kind the family can produce (two projections shown)."""
         return cls(pseudo_ref=True, projections=2).specs()
 
-    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
+    def _sentence_encoder(self) -> Any:
         from qe.workers import inner_parallelism_allowed
 
         n_jobs = self.settings["n_jobs"] if inner_parallelism_allowed() else 1  # a stream's --jobs decides
@@ -176,7 +181,14 @@ class EmbeddingFamily(FeatureFamily):
             from qe.embeddings.encoder import SentenceEncoder
 
             self._encoder = SentenceEncoder(n_jobs=n_jobs)
-        return np.asarray(self._encoder.encode(sentences, lang), dtype=np.float64)
+        return self._encoder
+
+    def _encode(self, sentences: list[str], lang: str) -> np.ndarray:
+        return np.asarray(self._sentence_encoder().encode(sentences, lang), dtype=np.float64)
+
+    def warm(self) -> None:
+        """Load the encoder and compute its kept per-piece rows now (about 220 MB, a few seconds)."""
+        self._sentence_encoder().warm()
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""

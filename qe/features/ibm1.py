@@ -68,6 +68,8 @@ SETTINGS = {
 LIMITS = TextLimits(tokens=2_000)
 """Tokens of one side at most (docs/length-limits.md): the two alignment matrices grow with the
 product of the sides (2,000 x 2,000 cells take seconds; 20,000 tokens a side took 9 GB and 142 s)."""
+MEMO_WORDS = 50_000
+"""Lexicon rows kept per direction (a few KB each) before the memo starts again."""
 
 BASE_SPECS = [
     FeatureSpec(
@@ -247,6 +249,8 @@ class IBM1Features(FeatureFamily):
         has the empty word (as ``IBM1Table`` lays it out); lexicon rows memoised per source word."""
         memo: dict[str, dict[str, float]] = self._cache.setdefault((key, id(table)), {})
         words = [NULL, *src] if table.has_null else src
+        if len(memo) > MEMO_WORDS:  # a long-running service sees ever more words: memory stays bounded
+            memo.clear()
         for w in words:
             if w not in memo:
                 memo[w] = table.translations(w)

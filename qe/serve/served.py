@@ -121,8 +121,9 @@ class ServedModel:
         }
 
     def warm_up(self) -> None:
-        """Score one pair, so that what the families load on first use is loaded now (a family that
-        refuses the pair only loses the head start)."""
+        """Fill the families' bounded caches, then score one pair, so that what the families load on
+        first use is loaded now (a family that refuses the pair only loses the head start)."""
+        self.context.warm()
         if not self.context.pair_inputs:
             with contextlib.suppress(QEInputError):
                 self.context.score([WARM_UP[0]], [WARM_UP[1]])

@@ -32,6 +32,11 @@ def serve_forever(conn: Connection, entries: tuple[ModelEntry, ...], parent_pid:
     from qe.workers import exit_with_parent
 
     exit_with_parent(parent_pid)
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread, as `qe predict` scores: a pool per worker spins on every small product and, on
+    # a busy machine, took four times the CPU of the whole one-pair request (--workers scales instead).
+    threadpool_limits(1)
     try:
         from qe.serve.served import ServedModel
 
