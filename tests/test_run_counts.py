@@ -1,6 +1,8 @@
 """A run does each shared piece of work once (issue 20): ``qe run`` with a ``[[report.against]]`` system, and
-``qe ablate``, open the resource bundle once, load and hash each split's text once, make and bind each
-feature family once and make the learner once. Counted by wrapping the functions that do that work."""
+``qe ablate``, open the resource bundle once, load each split once and hash each of its texts once (the
+fingerprint in the signature and the feature cache's key come from the same pass), make and bind each
+feature family once and make the learner once. Counted by wrapping the functions that do that work, and
+``hashlib``'s constructors for the hashing passes over each text."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from typing import Any
 import pytest
 
 import qe.data
-import qe.features.cache
 import qe.learners.factory
 import qe.selection
 from qe.cli import main
@@ -23,10 +24,14 @@ from qe.features.registry import family_class
 from qe.resources.bundle import ResourceBundle
 from tests.helpers import write_config, write_lines
 from tests.helpers.bundles import build, small_config, write_small_data
+from tests.helpers.hashing import HashPasses
 from tests.helpers.toy import EN, ES, sentences
 
 FAMILIES = ("surface", "ibm1")
 SIZES = {"train": 40, "test": 12}
+# A word that only one text (a split's src or mt file) holds, on its first line: the hashing passes over
+# that text are the hash objects fed it.
+MARKERS = {f"{split}.{column}": f"Marked{split}{column}" for split in SIZES for column in ("src", "mt")}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +47,7 @@ def _config(tmp_path: Path, bundle: Path, against: bool, selection: dict[str, An
     data: dict[str, Any] = {"label_range": [1, 5]}
     for seed, (split, n) in enumerate(SIZES.items()):
         src, mt = sentences(n, EN, seed), sentences(n, ES, seed + 10)
+        src[0], mt[0] = f"{MARKERS[f'{split}.src']} {src[0]}", f"{MARKERS[f'{split}.mt']} {mt[0]}"
         labels = [f"{1 + 4 * (len(m) % 7) / 6:.2f}" for m in mt]
         files = {"src": src, "mt": mt, "labels": labels}
         data[split] = {k: str(write_lines(tmp_path / f"{split}.{k}", v)) for k, v in files.items()}
@@ -64,11 +70,12 @@ def _config(tmp_path: Path, bundle: Path, against: bool, selection: dict[str, An
 
 
 class Counts:
-    """Calls of the wrapped functions, by a label of their arguments."""
+    """Calls of the wrapped functions, by a label of their arguments; the hashing passes over each text."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.monkeypatch = monkeypatch
         self.calls: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        self.hashed = HashPasses(monkeypatch, MARKERS)
 
     def wrap(self, owner: Any, name: str, what: str, label: Callable[..., Any] = lambda *a, **k: "") -> None:
         """Count the calls of ``owner.name`` under ``what``, also where a qe module imported it by name
@@ -97,8 +104,6 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counts:
     found = Counts(monkeypatch)
     found.wrap(ResourceBundle, "__init__", "bundle opened")
     found.wrap(qe.data, "load_parallel", "split loaded", lambda *a, **k: k["name"])
-    found.wrap(qe.data.QEDataset, "fingerprint", "text hashed (fingerprint)", lambda data: data.name)
-    found.wrap(qe.features.cache, "sentences_hash", "text hashed (cache key)", lambda ids, *a: len(ids))
     for name in FAMILIES:
         cls = family_class(name)
         found.wrap(cls, "__init__", "family made", lambda family, *a, **k: type(family).__name__)
@@ -111,8 +116,7 @@ def _each_once(counts: Counts) -> None:
     calls = counts.calls
     assert calls["bundle opened"] == {"": 1}
     assert calls["split loaded"] == {"train": 1, "test": 1}
-    assert calls["text hashed (fingerprint)"] == {"train": 1, "test": 1}
-    assert calls["text hashed (cache key)"] == {SIZES["train"]: 1, SIZES["test"]: 1}
+    assert counts.hashed.counts() == dict.fromkeys(sorted(MARKERS), 1)  # 7974b6f: 2 (fingerprint, cache key)
     assert calls["family made"] == {"SurfaceFamily": 1, "IBM1Features": 1}
     assert list(calls["family bound"].values()) == [1, 1]  # two families, each bound once
     assert calls["learner made"] == {"": 1}

@@ -20,9 +20,9 @@ from sklearn.model_selection import PredefinedSplit
 
 from qe.config import config_learner, split_settings
 from qe.data import QEDataset
+from qe.data.digest import column_digest
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
-from qe.features.cache import sentences_hash
 from qe.run.splits import LoadedSplit, languages, load_split
 
 
@@ -95,12 +95,15 @@ class RunContext:
 
     def data_key(self, split: str, extra: dict[str, list[Any]], files: dict[str, str]) -> str:
         """The feature cache's hash of the split's ids, sentences and the ``extra`` inputs read with them
-        (``qe.features.cache.sentences_hash``), the dataset's own or, by name, from ``files``; once per
-        split and set of inputs."""
+        (``TextDigest.cache_key``), the dataset's own or, by name, from ``files``; once per split and set
+        of inputs. It reuses the digests the split's fingerprint took: the text is not hashed again."""
         key = _key(self._split_key(split), sorted(extra), files)
         if key not in self.made.data_keys:
-            dataset = self.dataset(split)
-            self.made.data_keys[key] = sentences_hash(dataset.ids, dataset.src, dataset.mt, extra)
+            digest = self.dataset(split).digest()
+            inputs = {
+                name: column_digest(v) if name in files else digest.inputs[name] for name, v in extra.items()
+            }
+            self.made.data_keys[key] = digest.cache_key(inputs)
         return self.made.data_keys[key]
 
     # ------------------------------------------------------------------ features
