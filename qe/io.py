@@ -50,14 +50,18 @@ def is_blank(text: str) -> bool:
     return _BLANK.fullmatch(text) is not None
 
 
-def read_lines(path: str | Path, *, allow_empty_lines: bool = False) -> list[str]:
+def read_lines(path: str | Path, *, allow_empty_lines: bool = False, digest: Any = None) -> list[str]:
     """Read a text file as UTF-8 lines (CRLF accepted), refusing invalid bytes and blank lines.
 
     A leading UTF-8 byte-order mark (as some editors write) is dropped, so it never becomes part
-    of the first line's first word.
+    of the first line's first word. ``digest`` (a ``hashlib`` object) is fed the file's bytes as
+    read, so that a caller who also needs the file's hash does not read it again.
     """
     path = require_file(path)
-    data = path.read_bytes().removeprefix(UTF8_BOM)
+    data = path.read_bytes()
+    if digest is not None:
+        digest.update(data)
+    data = data.removeprefix(UTF8_BOM)
     if not data:
         raise QEInputError("file is empty", path)
     lines = data.split(b"\n")

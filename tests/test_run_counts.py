@@ -1,11 +1,14 @@
 """A run does each shared piece of work once (issue 20): ``qe run`` with a ``[[report.against]]`` system, and
-``qe ablate``, open the resource bundle once, load and hash each split's text once, make and bind each
-feature family once and make the learner once. Counted by wrapping the functions that do that work."""
+``qe ablate``, open the resource bundle once, load each split once and hash each of its texts once (the
+fingerprint in the signature and the feature cache's key come from the same pass), make and bind each
+feature family once and make the learner once. Counted by wrapping the functions that do that work, and
+``hashlib``'s constructors for the hashing passes over each text."""
 
 from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -15,7 +18,7 @@ from typing import Any
 import pytest
 
 import qe.data
-import qe.features.cache
+import qe.io
 import qe.learners.factory
 import qe.selection
 from qe.cli import main
@@ -23,10 +26,20 @@ from qe.features.registry import family_class
 from qe.resources.bundle import ResourceBundle
 from tests.helpers import write_config, write_lines
 from tests.helpers.bundles import build, small_config, write_small_data
+from tests.helpers.hashing import HashPasses
 from tests.helpers.toy import EN, ES, sentences
 
 FAMILIES = ("surface", "ibm1")
 SIZES = {"train": 40, "test": 12}
+# A word that only one text (a split's src or mt file) holds, on its first line: the hashing passes over
+# that text are the hash objects fed it.
+MARKERS = {f"{split}.{column}": f"Marked{split}{column}" for split in SIZES for column in ("src", "mt")}
+# Likewise a number only one line-input file (the nmt family's, named in [data.<split>]) holds.
+INPUT_MARKERS = {
+    f"{split}.{name}": f"-0.{k}{j}1234567"
+    for k, split in enumerate(SIZES)
+    for j, name in enumerate(("nmt_logprobs", "nmt_score"))
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,18 +51,28 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "out"
 
 
-def _config(tmp_path: Path, bundle: Path, against: bool, selection: dict[str, Any] | None = None) -> Path:
+def _config(
+    tmp_path: Path, bundle: Path, against: bool, selection: dict[str, Any] | None = None, inputs: bool = False
+) -> Path:
+    """Our system (surface and ibm1 features; ``inputs``: also nmt, whose inputs are files named in
+    ``[data.<split>]``), optionally with a ``[[report.against]]`` system of one of its families."""
     data: dict[str, Any] = {"label_range": [1, 5]}
     for seed, (split, n) in enumerate(SIZES.items()):
         src, mt = sentences(n, EN, seed), sentences(n, ES, seed + 10)
+        src[0], mt[0] = f"{MARKERS[f'{split}.src']} {src[0]}", f"{MARKERS[f'{split}.mt']} {mt[0]}"
         labels = [f"{1 + 4 * (len(m) % 7) / 6:.2f}" for m in mt]
         files = {"src": src, "mt": mt, "labels": labels}
+        if inputs:
+            files["nmt_logprobs"] = [f"-0.{k % 9 + 1} -{k % 4}.5 -0.25" for k in range(n)]
+            files["nmt_score"] = [f"-{k % 7}.75" for k in range(n)]
+            for name in ("nmt_logprobs", "nmt_score"):
+                files[name][0] = INPUT_MARKERS[f"{split}.{name}"]
         data[split] = {k: str(write_lines(tmp_path / f"{split}.{k}", v)) for k, v in files.items()}
     config = {
         "name": "counted",
         "data": data,
         "features": {
-            "families": list(FAMILIES),
+            "families": [*FAMILIES, "nmt"] if inputs else list(FAMILIES),
             "resources": str(bundle),
             "settings": {"ibm1": {"pos": False}},
         },
@@ -58,17 +81,19 @@ def _config(tmp_path: Path, bundle: Path, against: bool, selection: dict[str, An
     }
     if selection is not None:
         config["selection"] = selection
-    if against:  # a second system on the same data, bundle and learner: one of our two families
-        config["report"] = {"against": [{"name": "ibm1 alone", "features": {"families": ["ibm1"]}}]}
+    if against:  # a second system on the same data, bundle and learner: one of our two families (and nmt)
+        families = ["ibm1", "nmt"] if inputs else ["ibm1"]
+        config["report"] = {"against": [{"name": " and ".join(families), "features": {"families": families}}]}
     return write_config(tmp_path / "counted.toml", config)
 
 
 class Counts:
-    """Calls of the wrapped functions, by a label of their arguments."""
+    """Calls of the wrapped functions, by a label of their arguments; the hashing passes over each text."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.monkeypatch = monkeypatch
         self.calls: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        self.hashed = HashPasses(monkeypatch, {**MARKERS, **INPUT_MARKERS})
 
     def wrap(self, owner: Any, name: str, what: str, label: Callable[..., Any] = lambda *a, **k: "") -> None:
         """Count the calls of ``owner.name`` under ``what``, also where a qe module imported it by name
@@ -97,8 +122,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counts:
     found = Counts(monkeypatch)
     found.wrap(ResourceBundle, "__init__", "bundle opened")
     found.wrap(qe.data, "load_parallel", "split loaded", lambda *a, **k: k["name"])
-    found.wrap(qe.data.QEDataset, "fingerprint", "text hashed (fingerprint)", lambda data: data.name)
-    found.wrap(qe.features.cache, "sentences_hash", "text hashed (cache key)", lambda ids, *a: len(ids))
+    found.wrap(qe.io, "read_lines", "file read", lambda path, **k: Path(path).name)
     for name in FAMILIES:
         cls = family_class(name)
         found.wrap(cls, "__init__", "family made", lambda family, *a, **k: type(family).__name__)
@@ -107,12 +131,15 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counts:
     return found
 
 
-def _each_once(counts: Counts) -> None:
+def _each_once(counts: Counts, inputs: bool = False) -> None:
     calls = counts.calls
     assert calls["bundle opened"] == {"": 1}
     assert calls["split loaded"] == {"train": 1, "test": 1}
-    assert calls["text hashed (fingerprint)"] == {"train": 1, "test": 1}
-    assert calls["text hashed (cache key)"] == {SIZES["train"]: 1, SIZES["test"]: 1}
+    read = [f"{split}.{name}" for split in SIZES for name in ("src", "mt", "labels")]
+    read += list(INPUT_MARKERS) if inputs else []
+    assert calls["file read"] == dict.fromkeys(read, 1)  # 7974b6f: the inputs once per system
+    # 7974b6f: each text twice (fingerprint, cache key), each input twice (signature, cache key)
+    assert counts.hashed.counts() == dict.fromkeys(sorted([*MARKERS, *(INPUT_MARKERS if inputs else [])]), 1)
     assert calls["family made"] == {"SurfaceFamily": 1, "IBM1Features": 1}
     assert list(calls["family bound"].values()) == [1, 1]  # two families, each bound once
     assert calls["learner made"] == {"": 1}
@@ -124,7 +151,7 @@ def test_a_run_with_an_against_system_does_each_piece_of_work_once(tmp_path, bun
         capsys.readouterr()
     )
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert list(metrics["against"]) == ["ibm1 alone"]  # the second system was fitted and compared
+    assert list(metrics["against"]) == ["ibm1"]  # the second system was fitted and compared
     assert "family:surface(" in metrics["signature"] and "family:ibm1(" in metrics["signature"]
     _each_once(counts)
 
@@ -151,3 +178,20 @@ def test_a_run_makes_its_selector_once(tmp_path, bundle, counts, capsys):
     selection = json.loads((tmp_path / "run" / "selection.json").read_text())
     assert selection["n_selected"] == 3 and selection["params"]["k"] == 3
     _each_once(counts)
+
+
+@pytest.mark.parametrize("command", ["run", "ablate"])
+def test_line_inputs_are_read_and_hashed_once(tmp_path, bundle, counts, capsys, command):
+    """Files named in ``[data.<split>]`` (here the nmt family's log-probabilities and scores) are read
+    once for all the systems of a run, and hashed once for the signature and the feature cache."""
+    config = _config(tmp_path, bundle, against=command == "run", inputs=True)
+    assert main([command, str(config), "--output-dir", str(tmp_path / "out"), "--quiet"]) == 0, (
+        capsys.readouterr()
+    )
+    _each_once(counts, inputs=True)
+    if command == "run":
+        signature = (tmp_path / "out" / "signature.txt").read_text()
+        for split in SIZES:
+            for name in ("nmt_logprobs", "nmt_score"):
+                sha = hashlib.sha256((tmp_path / f"{split}.{name}").read_bytes()).hexdigest()[:16]
+                assert f"|input.{split}.{name}:{sha}|" in signature

@@ -1,6 +1,7 @@
 """Datasets: sentence pairs read from line-aligned files, TSV / JSONL tables or the registered datasets.
 
-One module per job: ``dataset`` (``QEDataset``), ``files`` (line-aligned text files, labels),
+One module per job: ``dataset`` (``QEDataset``), ``digest`` (what its columns hash to, each hashed
+once: its fingerprint and the feature cache's key), ``files`` (line-aligned text files, labels),
 ``tables`` (TSV / JSONL sentence tables), ``features`` (precomputed feature tables), ``registry``
 (the known datasets; one record per dataset in ``qe.data.sets``), ``fetch`` (the data directory,
 downloads checked against their sha256), ``da`` (MLQE-PE direct-assessment tables, NMT inputs) and

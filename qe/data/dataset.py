@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from qe.data.digest import TextDigest, text_digest
 
 
 @dataclass
@@ -30,6 +32,10 @@ class QEDataset:
     # first pair), so that errors name the file and line.
     inputs: dict[str, list[str]] = field(default_factory=dict)
     input_origins: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # The digest of the columns, with the input names and the column objects it was taken of (digest()).
+    _digest: tuple[list[str], list[Any], TextDigest] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __len__(self) -> int:
         return len(self.src)
@@ -58,14 +64,19 @@ class QEDataset:
             inputs={key: pick(values) for key, values in self.inputs.items()},
         )
 
+    def digest(self) -> TextDigest:
+        """The digests of the ids, sentence pairs and per-pair inputs (``qe.data.digest``), each column
+        hashed once: taken on first use and kept while the dataset holds the same column objects (a
+        column replaced is hashed again; one edited in place is not noticed)."""
+        columns = [self.ids, self.src, self.mt, *self.inputs.values()]
+        if self._digest is not None:
+            names, kept, digest = self._digest
+            if names == list(self.inputs) and all(a is b for a, b in zip(kept, columns, strict=True)):
+                return digest
+        digest = text_digest(self.ids, self.src, self.mt, self.inputs)
+        self._digest = (list(self.inputs), columns, digest)
+        return digest
+
     def fingerprint(self) -> str:
         """A short hash of the sentences and labels, recorded in signatures and model manifests."""
-        digest = hashlib.sha256()
-        for s, t in zip(self.src, self.mt, strict=True):
-            digest.update(s.encode())
-            digest.update(b"\t")
-            digest.update(t.encode())
-            digest.update(b"\n")
-        if self.labels is not None:
-            digest.update(np.asarray(self.labels, dtype=np.float64).tobytes())
-        return digest.hexdigest()[:16]
+        return self.digest().fingerprint(self.labels)

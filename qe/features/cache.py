@@ -5,7 +5,8 @@ under ``<cache_dir>/<family>/<dataset>-<key>.parquet`` and reuses them when the 
 key hashes everything that changes a value: the family name, its settings and ``signature()``
 (after ``bind(bundle)``, so resolved settings such as ``pos="auto"`` count), its column names,
 the bundle's ``signature()`` (which changes whenever a member does), the ids, sentences and
-extra inputs, a hash of the source file defining the family (editing a family invalidates its
+extra inputs (``qe.data.digest``: from the digests a run's splits take once, which also make their
+fingerprints), a hash of the source file defining the family (editing a family invalidates its
 entries), the qe version, ``qe.text.TEXT_VERSION`` and ``CACHE_VERSION``. Code a family calls in
 other modules (e.g. resource loaders) is not hashed: pass ``refresh=True`` after changing it.
 The extraction time of each family is measured and stored with its columns, so a cache hit
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from qe import __version__
+from qe.data.digest import text_digest
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
 from qe.features.extractor import extract_features
@@ -39,8 +41,8 @@ from qe.text import TEXT_VERSION
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 1
-"""Bumped when the cache layout or key changes."""
+CACHE_VERSION = 2
+"""Bumped when the cache layout or key changes (2: the data part comes from ``qe.data.digest``)."""
 
 _META_KEY = b"qe_feature_cache"
 
@@ -48,22 +50,6 @@ _META_KEY = b"qe_feature_cache"
 def default_cache_dir() -> Path:
     """``$QE_CACHE_DIR/features`` or ``~/.cache/qe/features``."""
     return cache_root() / "features"
-
-
-def sentences_hash(
-    ids: list[str], src: list[str], mt: list[str], extra: dict[str, list[Any]] | None = None
-) -> str:
-    """sha256 of the ids, sentence pairs and extra inputs (order matters)."""
-    digest = hashlib.sha256()
-    for i, s, t in zip(ids, src, mt, strict=True):
-        for part in (str(i), s, t):
-            digest.update(part.encode("utf-8"))
-            digest.update(b"\x00")
-        digest.update(b"\n")
-    for name in sorted(extra or {}):
-        digest.update(name.encode("utf-8"))
-        digest.update(json.dumps(list(extra[name]), default=str, ensure_ascii=False).encode("utf-8"))
-    return digest.hexdigest()
 
 
 def bundle_signature(resources: Any) -> str:
@@ -173,7 +159,7 @@ def extract_cached(
     Each family is bound to ``resources`` (``bind=False``: the caller has bound them), then loaded
     from the cache or extracted with ``extract_features`` and stored. ``dataset`` is a readable label
     for the file name only (the sentences are part of the key: ``data_hash``, the caller's
-    ``sentences_hash`` of these ids, sentences and ``extra`` inputs, or computed here). ``refresh``
+    ``TextDigest.cache_key`` of these ids, sentences and ``extra`` inputs, or computed here). ``refresh``
     recomputes and overwrites; ``use_cache=False`` neither reads nor writes. The seconds of a cached
     family are those measured when it was computed; ``table.attrs["cache_hits"]`` lists the families
     read from the cache. ``origins`` (where each extra input was read) only serves error messages.
@@ -185,7 +171,7 @@ def extract_cached(
         raise QEInputError(f"a feature family is listed twice: {', '.join(names)}")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if data_hash is None:
-        data_hash = sentences_hash(ids, src, mt, extra) if use_cache else ""
+        data_hash = text_digest(ids, src, mt, extra).cache_key() if use_cache else ""
     frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
     hits: list[str] = []

@@ -10,6 +10,7 @@ and settings, the learner by its config and the data's size.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from qe.config import config_learner, split_settings
 from qe.data import QEDataset
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
-from qe.features.cache import sentences_hash
+from qe.io import read_lines, sha256_file
 from qe.run.splits import LoadedSplit, languages, load_split
 
 
@@ -38,6 +39,8 @@ class _Made:
     splits: dict[str, LoadedSplit] = field(default_factory=dict)
     fingerprints: dict[str, str] = field(default_factory=dict)
     data_keys: dict[str, str] = field(default_factory=dict)
+    input_lines: dict[str, list[str]] = field(default_factory=dict)  # line-input files, by path
+    input_digests: dict[str, str] = field(default_factory=dict)  # sha256 of input files, by path
     families: dict[str, FeatureFamily] = field(default_factory=dict)
     bound: set[int] = field(default_factory=set)  # id() of the families bound to their bundle
     learners: dict[str, Any] = field(default_factory=dict)
@@ -93,14 +96,37 @@ class RunContext:
             self.made.fingerprints[key] = self.dataset(split).fingerprint()
         return self.made.fingerprints[key]
 
+    def line_input(self, path: str) -> list[str]:
+        """A line-input file named in ``[data.<split>]`` (NMT log-probabilities, ...), read and hashed once
+        per run (its sha256: :meth:`input_digest`)."""
+        path = str(path)
+        if path not in self.made.input_lines:
+            digest = hashlib.sha256()
+            self.made.input_lines[path] = read_lines(path, digest=digest)
+            self.made.input_digests[path] = digest.hexdigest()
+        return self.made.input_lines[path]
+
+    def input_digest(self, path: str) -> str:
+        """The sha256 of an input file (in the signature and the feature cache's key), hashed once per run:
+        as it was read by :meth:`line_input`, else read for it."""
+        path = str(path)
+        if path not in self.made.input_digests:
+            self.made.input_digests[path] = sha256_file(path)
+        return self.made.input_digests[path]
+
     def data_key(self, split: str, extra: dict[str, list[Any]], files: dict[str, str]) -> str:
         """The feature cache's hash of the split's ids, sentences and the ``extra`` inputs read with them
-        (``qe.features.cache.sentences_hash``), the dataset's own or, by name, from ``files``; once per
-        split and set of inputs."""
+        (``TextDigest.cache_key``), the dataset's own or, by name, from ``files``; once per split and set
+        of inputs. It reuses the digests the split's fingerprint and the input files took: no text is
+        hashed again."""
         key = _key(self._split_key(split), sorted(extra), files)
         if key not in self.made.data_keys:
-            dataset = self.dataset(split)
-            self.made.data_keys[key] = sentences_hash(dataset.ids, dataset.src, dataset.mt, extra)
+            digest = self.dataset(split).digest()
+            inputs = {
+                name: self.input_digest(files[name]) if name in files else digest.inputs[name]
+                for name in extra
+            }
+            self.made.data_keys[key] = digest.cache_key(inputs)
         return self.made.data_keys[key]
 
     # ------------------------------------------------------------------ features

@@ -10,7 +10,6 @@ import pandas as pd
 from qe.data import QEDataset, load_registered_features
 from qe.errors import QEInputError
 from qe.features.cache import extract_cached
-from qe.io import read_lines
 from qe.run.context import RunContext
 from qe.run.splits import has_text, languages, registered_dataset
 
@@ -92,7 +91,7 @@ def _extract_families(
     check_line_inputs(families, {*inputs, *dataset.inputs}, resources)
     extra, origins = dict(dataset.inputs), dict(dataset.input_origins)
     for name, path in inputs.items():  # files named in [data.<split>] replace the dataset's own
-        extra[name] = read_lines(path)
+        extra[name] = ctx.line_input(path)
         origins[name] = (str(path), 1)
         if len(extra[name]) != len(dataset):
             raise QEInputError(f"has {len(extra[name])} lines but the {split} data has {len(dataset)}", path)

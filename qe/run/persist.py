@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import sklearn
 
 from qe import __version__
 from qe.config import dump_config
-from qe.io import atomic_write, sha256_file, write_text_atomic
+from qe.io import atomic_write, write_text_atomic
 from qe.model import QEModel
 from qe.run.context import RunContext
 from qe.run.features import SplitData
@@ -34,7 +35,7 @@ def signature(ctx: RunContext, estimator_description: str, tables: dict[str, str
     if dev:
         parts.append(f"dev:{ctx.fingerprint('dev')}")
     parts += [f"table.{split}:{sha}" for split, sha in sorted((tables or {}).items())]
-    parts += input_hashes(config)
+    parts += input_hashes(config, ctx.input_digest)
     parts.append(f"features:{'+'.join(features['sets'] + features['families'])}")
     if config.get("selection"):
         parts.append(f"selection:{config['selection']['name']}")
@@ -83,14 +84,15 @@ def compact(value: Any) -> str:
     return text if len(text) <= 80 else f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def input_hashes(config: dict[str, Any]) -> list[str]:
+def input_hashes(config: dict[str, Any], digest: Callable[[str], str]) -> list[str]:
     """``input.<split>.<name>:<sha256>`` of every family input file named in ``[data.<split>]``
-    (NMT log-probabilities, pseudo-references, decoder logs): they change the features."""
+    (NMT log-probabilities, pseudo-references, decoder logs): they change the features. ``digest``:
+    a file's sha256 (a run's context hashes each file once)."""
     parts = []
     for split in SPLITS:
         for name, value in sorted(config["data"].get(split, {}).items()):
             if name not in SPLIT_FILES and name not in SPLIT_COLUMNS and Path(value).is_file():
-                parts.append(f"input.{split}.{name}:{sha256_file(value)[:16]}")
+                parts.append(f"input.{split}.{name}:{digest(value)[:16]}")
     return parts
 
 
