@@ -94,8 +94,8 @@ def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, cap
     good = text.replace("families = []", 'families = []\nsettings = { surface = { style = "wmt12" } }')
     config.write_text("seed = 0\n" + good)
     loaded = load_config(config)
-    assert loaded["cv"] == {"folds": 2, "n_jobs": -1} and loaded["seed"] == 0
-    assert loaded["features"]["settings"] == {"surface": {"style": "wmt12"}}
+    assert (loaded.cv.folds, loaded.cv.n_jobs, loaded.seed) == (2, -1, 0)
+    assert loaded.features.settings == {"surface": {"style": "wmt12"}}
     for settings, expected in (
         ('{ surface = { any = "thing" } }', "features.settings.surface: unknown setting(s) any"),
         ('{ surface = { style = "nltk" } }', "features.settings.surface.style = 'nltk': expected one of"),
