@@ -587,6 +587,26 @@ def _has_features(config: dict[str, Any]) -> Mistake:
     return None
 
 
+def _sets_need_a_dataset(config: dict[str, Any]) -> Mistake:
+    """Registered feature sets are a registered dataset's (for this system and each ``[[report.against]]``
+    one that replaces its features)."""
+    if "dataset" in config.get("data", {}):
+        return None
+    tables = [("features", config.get("features", {}))]
+    tables += [
+        (f"report.against[{index}].features", entry.get("features") or {})
+        for index, entry in enumerate(config.get("report", {}).get("against", []))
+    ]
+    for where, features in tables:
+        if features.get("sets"):
+            return (
+                f"{where}.sets",
+                features["sets"],
+                "no feature sets without data.dataset (they are a dataset's)",
+            )
+    return None
+
+
 def _params_not_in_grid(learner: dict[str, Any]) -> Mistake:
     grid = learner.get("grid")
     both = sorted(set(grid if isinstance(grid, dict) else {}) & set(learner.get("params", {})))
@@ -651,7 +671,7 @@ EXPERIMENT = Table(
         "mt2": MT2,
     },
     ("learner",),
-    rules=(_has_data, _has_features),
+    rules=(_has_data, _has_features, _sets_need_a_dataset),
 )
 """An experiment config (``qe run`` / ``qe ablate``); its table-level rules are the checks across keys."""
 

@@ -56,6 +56,11 @@ SVR = 'name = "svr"\ngrid = { C = [1.0, 10.0] }'
         ('name = "toy"', 'name = "toy"\nseed = -1', "seed = -1: expected an integer from 0 to 4294967295"),
         ('name = "toy"', 'name = "toy"\nseed = true', "seed = true: expected an integer from 0"),
         ("sets = []", "sets = ['a', 3]", "features.sets[1] = 3: expected a string"),
+        (
+            "sets = []",
+            "sets = ['wmt12-official-bf17']",  # a run on the user's files: refused when extracting
+            "features.sets = ['wmt12-official-bf17']: expected no feature sets without data.dataset",
+        ),
         ("[cv]", "[selection]\nparams = {}\n[cv]", "[selection] needs name = ..."),
         ("[cv]", "[report]\npublished = 1\n[cv]", "report.published = 1: expected true or false"),
     ],

@@ -49,8 +49,7 @@ def build_split(ctx: RunContext, split: str) -> SplitData:
     tables: list[pd.DataFrame] = []
     seconds: dict[str, float] = {}
     for feature_set in features.sets:
-        if data.dataset is None:
-            raise QEInputError(f"feature set {feature_set!r} needs a registered dataset in [data]")
+        assert data.dataset is not None, "the schema refuses feature sets without a dataset"
         tables.append(
             load_registered_features(data.dataset, feature_set, data.split_name(split), data.data_dir)
         )

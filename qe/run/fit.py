@@ -19,6 +19,7 @@ from qe.metrics import METRICS
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.splits import label_range, repeated_pairs
+from qe.schema import mistake
 
 MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
 RANK_SCORINGS = tuple(name for name, metric in METRICS.items() if metric.ranking and metric.scorer)
@@ -29,17 +30,15 @@ def check_folds(config: ExperimentConfig, n_rows: int) -> None:
     """Refuse more cross-validation folds than training rows (a config error, named with its file)."""
     folds = config.cv.folds
     if folds > n_rows:
-        raise QEInputError(
-            f"cv.folds = {folds}: expected an integer from 2 to {n_rows} (the number of training rows)",
-            config.config_file,
-        )
+        allowed = f"an integer from 2 to {n_rows} (the number of training rows)"
+        raise QEInputError(mistake("cv.folds", folds, allowed), config.config_file)
     scoring = config.learner.scoring
     if config.learner.grid and scoring in RANK_SCORINGS and n_rows // folds < MIN_SCORED:
-        raise QEInputError(
-            f"cv.folds = {folds}: folds of {n_rows // folds} rows cannot be scored by {scoring} (it needs "
-            f"{MIN_SCORED}); use at most {n_rows // MIN_SCORED} folds or another scoring",
-            config.config_file,
+        allowed = (
+            f"at most {n_rows // MIN_SCORED} folds, or another scoring: folds of {n_rows // folds} rows "
+            f"cannot be scored by {scoring} (it needs {MIN_SCORED})"
         )
+        raise QEInputError(mistake("cv.folds", folds, allowed), config.config_file)
 
 
 @dataclass
