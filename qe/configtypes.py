@@ -69,8 +69,8 @@ def _written(section: Any, given: Mapping[str, Any]) -> dict[str, Any]:
     for name in order:
         value, f = getattr(section, name), own[name]
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        if name not in given and name not in shown and (value is None or value == default):
-            continue
+        if value is None or (name not in given and name not in shown and value == default):
+            continue  # TOML has no null: an unset key is left out
         inner = given.get(name)
         if dataclasses.is_dataclass(value):
             written[name] = _written(value, inner if isinstance(inner, Mapping) else {})
