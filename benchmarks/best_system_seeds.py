@@ -13,7 +13,6 @@ rounds it, max_diff = largest minus smallest).
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import sys
 import warnings
@@ -22,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qe.config import load_config  # noqa: E402
+from qe.config import apply_overrides, load_config  # noqa: E402
 from qe.run.context import RunContext  # noqa: E402
 from qe.run.evaluate import fit_and_evaluate  # noqa: E402
 from qe.run.features import build_split  # noqa: E402
@@ -35,17 +34,13 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, help="data directory (default $QE_DATA_DIR)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    config = load_config(args.config)
-    if args.data_dir:
-        config["data"]["data_dir"] = str(args.data_dir)
+    config = apply_overrides(load_config(args.config), args.data_dir)
     ctx = RunContext(config)
     train, test = build_split(ctx, "train"), build_split(ctx, "test")
     seeds = [int(s) for s in args.seeds.split(",")]
     maes = []
     for seed in seeds:
-        seeded = copy.deepcopy(config)
-        seeded["seed"] = seed
-        fitted = fit_and_evaluate(ctx.system(seeded), train, test)
+        fitted = fit_and_evaluate(ctx.system(config.replace(seed=seed)), train, test)
         maes.append(round(fitted.metrics["test"]["MAE"], 6))
     print(json.dumps({"seeds": seeds, "test_MAE": maes, "max_diff": round(max(maes) - min(maes), 6)}))
     return 0

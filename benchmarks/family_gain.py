@@ -81,9 +81,7 @@ def load_row_config(config: dict[str, Any], folder: Path, data_dir: Path | None 
 
     path = folder / f"{config['name']}.toml"
     path.write_text(tomli_w.dumps(config), encoding="utf-8")
-    loaded = load_config(path)
-    apply_overrides(loaded, data_dir)
-    return loaded
+    return apply_overrides(load_config(path), data_dir)
 
 
 def measure(config: dict[str, Any], folder: Path, data_dir: Path | None) -> dict[str, Any]:

@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from qe.config import load_config  # noqa: E402
+from qe.config import apply_overrides, load_config  # noqa: E402
+from qe.configtypes import ExperimentConfig, thaw  # noqa: E402
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS  # noqa: E402
 from qe.learners.factory import describe, make_learner  # noqa: E402
 from qe.metrics import evaluate  # noqa: E402
@@ -44,7 +45,7 @@ from qe.run.context import RunContext  # noqa: E402
 from qe.run.features import build_split  # noqa: E402
 from qe.run.fit import refit_with_dev  # noqa: E402
 from qe.run.persist import signature  # noqa: E402
-from qe.run.splits import has_dev, label_range  # noqa: E402
+from qe.run.splits import label_range  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix
@@ -73,9 +74,9 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def ensure_bundle(config: dict, label: str, pair: str, data_dir: str | None) -> None:
+def ensure_bundle(config: ExperimentConfig, label: str, pair: str, data_dir: str | None) -> None:
     """Build the config's resource bundle from its bundle config when it is not there yet."""
-    path = config["features"].get("resources")
+    path = config.features.resources
     if not path or (Path(path) / "manifest.json").is_file():
         return
     from qe.resources.bundle import build_bundle
@@ -86,28 +87,26 @@ def ensure_bundle(config: dict, label: str, pair: str, data_dir: str | None) -> 
     log(f"built {path} in {time.perf_counter() - started:.0f} s")
 
 
-def run_system(config: dict) -> tuple[dict[str, float | str], float, dict[str, float]]:
+def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float, dict[str, float]]:
     """Fit on train (and dev), predict test20: (metrics and the run's signature, lp_mean-alone
     Pearson or nan, seconds per step)."""
     started = time.perf_counter()
     ctx = RunContext(config)
     train, test = build_split(ctx, "train"), build_split(ctx, "test")
-    dev = build_split(ctx, "dev") if has_dev(config) else None
+    dev = build_split(ctx, "dev") if config.data.has_dev else None
     extracted = time.perf_counter()
-    learner = config["learner"]
-    if learner.get("grid"):
-        raise SystemExit(f"{config['name']}: the table runs frozen configs only (no [learner] grid)")
-    model = make_learner(
-        learner["name"], learner.get("params"), scale=learner.get("scale"), seed=config["seed"], n_jobs=1
-    )
+    learner = config.learner
+    if learner.grid:
+        raise SystemExit(f"{config.name}: the table runs frozen configs only (no [learner] grid)")
+    model = make_learner(learner.name, thaw(learner.params), scale=learner.scale, seed=config.seed, n_jobs=1)
     sig = signature(ctx, describe(model))
-    if dev is not None and config["data"].get("fit_on") == "train+dev":  # as `qe run` (dev repeats left out)
+    if dev is not None and config.data.fit_on == "train+dev":  # as `qe run` (dev repeats left out)
         model, _ = refit_with_dev(learner, model, model, train, dev, train.dataset.labels)
     else:
         model.fit(train.features.to_numpy(), train.dataset.labels)
     pred = model.predict(test.features.to_numpy())
-    bounds = label_range(config)
-    if bounds and learner["clip"]:
+    bounds = label_range(config.data)
+    if bounds and learner.clip:
         pred = np.clip(pred, *bounds)
     scores = evaluate(test.dataset.labels, pred)
     metrics = {
@@ -239,7 +238,7 @@ def main() -> None:
             raise SystemExit(f"{path}: not found (python scripts/mlqe_configs.py writes the configs)")
         config = load_config(path)
         if args.data_dir:
-            config["data"]["data_dir"] = args.data_dir
+            config = apply_overrides(config, args.data_dir)
         ensure_bundle(config, LABELS[key], pair, args.data_dir)
         metrics, lp_mean, seconds = run_system(config)
         (table[pair] if system == "best" else table[system].setdefault(pair, {}))[key] = metrics

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from qe.config import dump_config
+from qe.configtypes import ExperimentConfig
 from qe.errors import QEInputError
 from qe.io import atomic_write, write_text_atomic
 from qe.learners.factory import describe
@@ -20,7 +21,6 @@ from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
 from qe.run.features import SplitData, build_split
 from qe.run.persist import config_inputs, signature
-from qe.run.splits import has_dev
 from qe.schema import is_count
 from qe.workers import exit_with_parent_everywhere
 
@@ -89,7 +89,7 @@ def check_bootstrap_samples(bootstrap_samples: int) -> None:
 
 
 def run_ablation(
-    config: dict[str, Any],
+    config: ExperimentConfig,
     output_dir: str | Path,
     *,
     overwrite: bool = False,
@@ -108,14 +108,14 @@ def run_ablation(
     check_bootstrap_samples(bootstrap_samples)
     unsupported = [
         what
-        for what, given in (("[selection]", config.get("selection")), ("a dev split", has_dev(config)))
+        for what, given in (("[selection]", config.selection), ("a dev split", config.data.has_dev))
         if given
     ]
     if unsupported:
         raise QEInputError(
             f"qe ablate fits every variant by CV on train with all its features: it does not apply "
             f"{' or '.join(unsupported)}; remove it from the config (qe run applies it)",
-            config.get("config_file"),
+            config.config_file,
         )
     exit_with_parent_everywhere()
     protected = [*inputs, *config_inputs(config)]
@@ -127,7 +127,7 @@ def run_ablation(
             raise QEInputError(
                 f"nothing to ablate: every feature belongs to one family ({next(iter(groups))}); "
                 "an ablation leaves out and keeps one family at a time, so it needs two or more",
-                config.get("config_file"),
+                config.config_file,
             )
         variants = chosen_variants(ablation_variants(groups), systems)
         results: dict[str, Any] = {}
@@ -156,7 +156,7 @@ def run_ablation(
                     ).as_dict()
                     for metric in BOOTSTRAP_METRICS
                 }
-        result = {"config": config["name"], "dataset": config["data"].get("dataset"), "systems": results}
+        result = {"config": config.name, "dataset": config.data.dataset, "systems": results}
         write_text_atomic(staging / "config.toml", dump_config(config))
         write_text_atomic(staging / "ablation.json", json.dumps(result, indent=2) + "\n")
         write_text_atomic(staging / "ablation.md", ablation_table(result) + "\n")

@@ -1,37 +1,21 @@
 """Experiment configs: TOML files checked against ``qe.schema.EXPERIMENT`` (unknown keys, wrong types
-or ranges and missing files refused), completed with defaults, learner and selector checked."""
+or ranges and missing files refused), paths resolved, learner and selector checked; read as the typed,
+frozen ``qe.configtypes.ExperimentConfig`` (whose fields hold the defaults)."""
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from qe.configtypes import DataConfig, ExperimentConfig, from_table, thaw
 from qe.errors import QEInputError
 from qe.io import parse_bounded, require_file
 from qe.schema import EXPERIMENT, SPLIT_COLUMNS, SPLITS, check, check_jobs, mistake
-
-DEFAULTS: dict[str, Any] = {
-    "seed": 42,
-    "data": {"train_split": "train", "test_split": "test"},
-    "features": {"sets": [], "families": [], "settings": {}},
-    "learner": {"params": {}, "scoring": "MAE", "clip": True},
-    "cv": {"folds": 5, "n_jobs": 1},
-    "report": {"published": True},
-}
-
-
-def _merge(defaults: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(defaults)
-    for key, value in values.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def _load_registries() -> None:
@@ -42,7 +26,7 @@ def _load_registries() -> None:
     from qe.learners import aux, factory  # noqa: F401
 
 
-def load_config(path: str | Path, *, check_learner: bool = True) -> dict[str, Any]:
+def load_config(path: str | Path, *, check_learner: bool = True) -> ExperimentConfig:
     """Read, validate and complete a config; relative file paths are resolved against its folder.
 
     ``check_learner=False`` leaves building the learner and the selector (which checks their parameters)
@@ -50,17 +34,16 @@ def load_config(path: str | Path, *, check_learner: bool = True) -> dict[str, An
     path = require_file(path, "config file")
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a leading BOM is dropped
-        raw = parse_bounded(tomllib.loads, text, path, "config")
+        document = parse_bounded(tomllib.loads, text, path, "config")
     except UnicodeDecodeError:
         raise QEInputError("config is not valid UTF-8", path) from None
     except tomllib.TOMLDecodeError as exc:
         raise QEInputError(f"invalid TOML: {exc}", path) from None
     _load_registries()
-    check(EXPERIMENT, raw, path)
-    config = _merge(DEFAULTS, raw)
-    config.setdefault("name", path.stem)
-    config["config_file"] = str(path.resolve())
-    data = config["data"]
+    check(EXPERIMENT, document, path)
+    document.setdefault("name", path.stem)
+    document["config_file"] = str(path.resolve())
+    data = document.get("data", {})
     for split in SPLITS:
         for role, value in data.get(split, {}).items():
             if role in SPLIT_COLUMNS:
@@ -71,18 +54,30 @@ def load_config(path: str | Path, *, check_learner: bool = True) -> dict[str, An
             data[split][role] = str(resolved)
     if "data_dir" in data:
         data["data_dir"] = str(_beside(path, data["data_dir"]))
-    against = config["report"].get("against", [])
-    config["report"]["against"] = [_against_entry(item, index, path) for index, item in enumerate(against)]
-    resources = config["features"].get("resources")
+    report = document.get("report", {})
+    if "against" in report:
+        report["against"] = [
+            _against_entry(item, index, path) for index, item in enumerate(report["against"])
+        ]
+    resources = document.get("features", {}).get("resources")
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
-        config["features"]["resources"] = str(Path(resources))
+        document["features"]["resources"] = str(Path(resources))
+    config = ExperimentConfig.from_document(document)
     _check_learner_and_selector(config, path, check_learner)
-    check_family_settings(config["features"], path)
+    check_family_settings(config.features.families, config.features.settings, path)
     return config
 
 
-def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
+def read_back_data(document: Mapping[str, Any], path: Path) -> DataConfig:
+    """The ``[data]`` of a config ``qe run`` wrote (a run directory's ``config.toml``, which may have been
+    edited since), checked by the schema's rule of that table; ``path`` names the file in a mistake."""
+    _load_registries()
+    table = document.get("data", {})
+    return from_table(DataConfig, check(EXPERIMENT.fields["data"], thaw(table), path, "data"))
+
+
+def check_family_settings(families: Iterable[str], settings: Mapping[str, Any], path: Path | None) -> None:
     """Each ``[features.settings.<family>]`` checked by its family (for every split), naming the key
     as ``features.settings.<family>.<key>`` and the config file."""
     from qe.features.registry import family_class
@@ -93,42 +88,42 @@ def check_family_settings(features: dict[str, Any], path: Path | None) -> None:
         except QEInputError as exc:
             raise QEInputError(f"{key}: {exc.message}", path) from None
 
-    for name in features["families"]:
+    for name in families:
         known(name, "features.families")
     for split in SPLITS:
-        for family, values in split_settings(features["settings"], split).items():
+        for family, values in split_settings(settings, split).items():
             where = f"features.settings.{family}"
             known(family, where).validate_settings(values, where, path)
 
 
-def split_settings(settings: dict[str, dict[str, Any]], split: str) -> dict[str, dict[str, Any]]:
-    """Per-family settings for one split: a family's ``train`` / ``dev`` / ``test`` sub-table (e.g. the
-    decoder logs of that split) overrides its shared settings."""
+def split_settings(settings: Mapping[str, Mapping[str, Any]], split: str) -> dict[str, dict[str, Any]]:
+    """Per-family settings for one split, as plain dicts: a family's ``train`` / ``dev`` / ``test``
+    sub-table (e.g. the decoder logs of that split) overrides its shared settings."""
     resolved = {}
     for family, values in settings.items():
-        merged = {k: v for k, v in values.items() if k not in SPLITS}
-        merged.update(values.get(split, {}))
+        merged = {k: thaw(v) for k, v in values.items() if k not in SPLITS}
+        merged.update(thaw(values.get(split, {})))
         resolved[family] = merged
     return resolved
 
 
-def _check_learner_and_selector(config: dict[str, Any], path: Path, check_learner: bool = True) -> None:
+def _check_learner_and_selector(config: ExperimentConfig, path: Path, check_learner: bool = True) -> None:
     """Build the learner and the selector once (unless the caller will; nothing is fitted), so that a bad
     name or parameter (checked against scikit-learn's parameter constraints) is reported now, naming the
     config file."""
     try:
         if check_learner:
             config_learner(config)
-        if check_learner and config.get("selection"):
+        if check_learner and config.selection is not None:
             from qe.selection import make_selector
 
-            make_selector(config["selection"]["name"], **config["selection"].get("params", {}))
+            make_selector(config.selection.name, **thaw(config.selection.params))
     except QEInputError as exc:
         raise QEInputError(exc.message, path) from None
 
 
 def config_learner(
-    config: dict[str, Any], *, n_jobs: int | None = None, cv: Any = None, n_rows: int | None = None
+    config: ExperimentConfig, *, n_jobs: int | None = None, cv: Any = None, n_rows: int | None = None
 ) -> Any:
     """The config's learner, unfitted (``qe.learners.factory.make_learner`` with its ``[learner]``,
     ``[cv]`` folds and seed); ``cv``: another tuning splitter, ``n_rows``: the training size, which
@@ -136,24 +131,24 @@ def config_learner(
     name or parameter raises ``QEInputError``."""
     from qe.learners.factory import AUTO, auto_choice, make_learner
 
-    learner = config["learner"]
-    if learner["name"] == AUTO:  # its parameters must suit both learners it may stand for
-        if auto_choice(n_rows, learner.get("fast_above")) == auto_choice(None):
+    learner = config.learner
+    if learner.name == AUTO:  # its parameters must suit both learners it may stand for
+        if auto_choice(n_rows, learner.fast_above) == auto_choice(None):
             n_rows = None  # the same learner; built without the size, it is checked for both
         else:
             config_learner(config)  # checked for both without the size, then built for it
     return make_learner(
-        learner["name"],
-        learner.get("params"),
-        learner.get("grid"),
-        scale=learner.get("scale"),
-        cv_folds=config["cv"]["folds"],
-        seed=config["seed"],
-        scoring=learner["scoring"],
+        learner.name,
+        thaw(learner.params),
+        thaw(learner.grid),
+        scale=learner.scale,
+        cv_folds=config.cv.folds,
+        seed=config.seed,
+        scoring=learner.scoring,
         n_jobs=n_jobs,
         cv=cv,
         n_rows=n_rows,
-        fast_above=learner.get("fast_above"),
+        fast_above=learner.fast_above,
     )
 
 
@@ -176,15 +171,16 @@ def _against_entry(entry: dict[str, Any], index: int, path: Path) -> dict[str, A
 
 
 def apply_overrides(
-    config: dict[str, Any], data_dir: str | Path | None = None, jobs: int | None = None
-) -> None:
-    """Command-line overrides of a loaded config: the data directory and the number of parallel jobs."""
+    config: ExperimentConfig, data_dir: str | Path | None = None, jobs: int | None = None
+) -> ExperimentConfig:
+    """A loaded config with the command line's overrides: the data directory, the parallel jobs."""
     if data_dir:
-        config["data"]["data_dir"] = str(data_dir)
+        config = config.replace(data=dataclasses.replace(config.data, data_dir=str(data_dir)))
     if jobs is not None:
-        config["cv"]["n_jobs"] = check_jobs(jobs)
+        config = config.replace(cv=dataclasses.replace(config.cv, n_jobs=check_jobs(jobs)))
+    return config
 
 
-def dump_config(config: dict[str, Any]) -> str:
-    """The resolved config as TOML text (written to the run directory)."""
-    return tomli_w.dumps(config)
+def dump_config(config: ExperimentConfig) -> str:
+    """The resolved config as TOML text (written to the run directory), in the user's key order."""
+    return tomli_w.dumps(config.to_document())

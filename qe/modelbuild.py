@@ -8,6 +8,7 @@ directories, for ``qe report`` / ``qe compare``), ``<name>.skops`` and ``<name>.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -70,13 +71,12 @@ def build_ready(
     entry = record(name)
     folder = models_dir(folder)
     config_file = _config_file(entry.config)
-    config = load_config(config_file)
-    apply_overrides(config, data_dir, jobs)
+    config = apply_overrides(load_config(config_file), data_dir, jobs)
     bundle_dir, bundle_seconds = None, None
     if entry.bundle_config is not None:
         bundle_file = _config_file(entry.bundle_config)
         bundle_dir = folder / "resources" / read_bundle_config(bundle_file)["name"]
-        config["features"]["resources"] = str(bundle_dir)
+        config = config.replace(features=dataclasses.replace(config.features, resources=str(bundle_dir)))
     started = time.perf_counter()
     if bundle_dir is not None and not (bundle_dir / "manifest.json").is_file():
         say(f"{name}: building the resource bundle {bundle_dir}")

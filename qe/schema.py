@@ -587,6 +587,26 @@ def _has_features(config: dict[str, Any]) -> Mistake:
     return None
 
 
+def _sets_need_a_dataset(config: dict[str, Any]) -> Mistake:
+    """Registered feature sets are a registered dataset's (for this system and each ``[[report.against]]``
+    one that replaces its features)."""
+    if "dataset" in config.get("data", {}):
+        return None
+    tables = [("features", config.get("features", {}))]
+    tables += [
+        (f"report.against[{index}].features", entry.get("features") or {})
+        for index, entry in enumerate(config.get("report", {}).get("against", []))
+    ]
+    for where, features in tables:
+        if features.get("sets"):
+            return (
+                f"{where}.sets",
+                features["sets"],
+                "no feature sets without data.dataset (they are a dataset's)",
+            )
+    return None
+
+
 def _params_not_in_grid(learner: dict[str, Any]) -> Mistake:
     grid = learner.get("grid")
     both = sorted(set(grid if isinstance(grid, dict) else {}) & set(learner.get("params", {})))
@@ -651,7 +671,7 @@ EXPERIMENT = Table(
         "mt2": MT2,
     },
     ("learner",),
-    rules=(_has_data, _has_features),
+    rules=(_has_data, _has_features, _sets_need_a_dataset),
 )
 """An experiment config (``qe run`` / ``qe ablate``); its table-level rules are the checks across keys."""
 
@@ -671,16 +691,114 @@ def register_tables(kind: str, tables: dict[str, Rule]) -> None:
 
 class WithTables(Table):
     """A table of fixed ``fields`` plus the tables a registry hands in as ``kind`` (looked up when a
-    config is checked)."""
+    config is checked), then its table-level ``rules``."""
 
-    def __init__(self, fields: dict[str, Rule], kind: str) -> None:
-        self.own, self.kind, self.required = fields, kind, ()
+    def __init__(
+        self,
+        fields: dict[str, Rule],
+        kind: str,
+        required: tuple[str, ...] = (),
+        *,
+        rules: tuple[TableRule, ...] = (),
+    ) -> None:
+        self.own, self.kind, self.required, self.rules = fields, kind, required, rules
 
     @property
     def fields(self) -> dict[str, Rule]:  # type: ignore[override]
         if self.kind not in _TABLES:  # a programming error: the checker did not import the registry
             raise RuntimeError(f"no {self.kind} tables are registered: import their registry before checking")
         return {**self.own, **_TABLES[self.kind]}
+
+
+SIDES = ("src", "tgt")
+"""The two sides of a bundle: source and target language."""
+
+
+def is_qe_corpus(table: dict[str, Any]) -> bool:
+    """Whether a ``[corpora.NAME]`` table is a QE training split (a dataset, or src / mt files)."""
+    return "dataset" in table or "mt" in table
+
+
+PLAIN_CORPUS_KEYS = (*SIDES, "cross_fit")
+"""The keys of a plain (parallel or monolingual) corpus; the others belong to a QE training split."""
+
+
+def _corpus_kind(table: dict[str, Any]) -> Mistake:
+    """A ``[corpora.NAME]`` is a plain corpus (src and/or tgt) or a QE training split (a dataset, or
+    src / mt / post_edits files), never a mixture."""
+    if not is_qe_corpus(table):
+        if not any(side in table for side in SIDES):
+            return "src", None, "src and/or tgt files (or dataset / mt for a QE training split)"
+        extra = sorted(set(table) - set(PLAIN_CORPUS_KEYS))
+        if extra:
+            return extra[0], table[extra[0]], "nothing on a plain corpus: it belongs to a QE training split"
+        if not isinstance(table.get("cross_fit", False), bool):
+            return (
+                "cross_fit",
+                table["cross_fit"],
+                "true or false on a plain corpus (the folds come from the QE training corpus)",
+            )
+        if "src" in table and table.get("src") == table.get("tgt"):
+            return "tgt", table["tgt"], "another file than src: a parallel corpus pairs two languages"
+        return None
+    if "tgt" in table:
+        return (
+            "tgt",
+            table["tgt"],
+            'nothing on a QE training split: its target side is target = "post_edits" or "mt"',
+        )
+    files = [key for key in ("src", "mt", "post_edits") if key in table]
+    if "dataset" in table and files:
+        return (
+            files[0],
+            table[files[0]],
+            "nothing beside dataset: give dataset or files (src, mt, post_edits)",
+        )
+    if "dataset" not in table and "src" not in table:
+        return "src", None, "src and mt files (a QE training split from files)"
+    if "dataset" not in table and "split" in table:
+        return "split", table["split"], "nothing without dataset (split goes with dataset)"
+    return None
+
+
+def _folds(table: dict[str, Any]) -> Any:
+    """A corpus's ``cross_fit`` as given (a QE training split cross-fits unless it says otherwise)."""
+    return table.get("cross_fit", is_qe_corpus(table))
+
+
+def _one_fold_source(corpora: dict[str, Any]) -> Mistake:
+    """At most one QE training corpus defines the cross-fitting folds, and a plain corpus masked by
+    them (``cross_fit = true``) needs one."""
+    fitted = [name for name, table in corpora.items() if is_qe_corpus(table) and _folds(table)]
+    if len(fitted) > 1:
+        where = f"only one QE training corpus defines the folds (corpora.{fitted[0]} does)"
+        return f"{fitted[1]}.cross_fit", _folds(corpora[fitted[1]]), f"false: {where}"
+    asked = [name for name, table in corpora.items() if not is_qe_corpus(table) and _folds(table)]
+    if asked and not fitted:
+        return (
+            f"{asked[0]}.cross_fit",
+            True,
+            "false without a QE training corpus to take the folds from (a [corpora.NAME] with "
+            'dataset = "..." or src / mt files)',
+        )
+    return None
+
+
+def _known_corpora(config: dict[str, Any]) -> Mistake:
+    """The corpora a member table names are ``[corpora]`` entries."""
+    known = config.get("corpora", {})
+    for section, rule in _TABLES.get("bundle member", {}).items():
+        tables = config.get(section)
+        if not isinstance(tables, dict):
+            continue
+        keyed = tables.items() if isinstance(rule, TablesOf) else [("", tables)]
+        for key, table in keyed:
+            for index, corpus in enumerate(table.get("corpora", []) if isinstance(table, dict) else []):
+                if corpus not in known:
+                    where = f"{section}.{key}" if key else section
+                    listed = ", ".join(known) or "none"
+                    return f"{where}.corpora[{index}]", corpus, f"a corpus of [corpora] ({listed})"
+    return None
 
 
 TEXT_FIELDS: dict[str, Rule] = {
@@ -717,9 +835,13 @@ BUNDLE = WithTables(
                     "target": Str(["post_edits", "mt"]),
                     "cross_fit": Either(Bool(), Int(2, 50)),
                     "seed": SEED,
-                }
-            )
+                },
+                rules=(_corpus_kind,),
+            ),
+            rules=(_one_fold_source,),
         ),
     },
     "bundle member",  # the member tables ([lm.KEY], [ibm1], [edits], ...): qe.resources.bundle.kinds
+    ("languages",),
+    rules=(_known_corpora,),
 )

@@ -24,8 +24,8 @@ FLOORS: dict[str, int] = {
     # 0 foundations: errors, safe file I/O and outputs, metrics
     **dict.fromkeys(("qe", "qe.errors", "qe.io", "qe.outputs", "qe.workers", "qe.metrics"), 0),
     **dict.fromkeys(("qe.textmetrics", "qe.plaincheck"), 0),
-    # 1 config rules: rule types, predicates, the names registries hand in
-    "qe.schema": 1,
+    # 1 config rules: rule types, predicates, the names registries hand in; the typed config views
+    **dict.fromkeys(("qe.schema", "qe.configtypes"), 1),
     # 2 data and text: datasets, tables, a config's splits, tokenization
     **dict.fromkeys(("qe.data", "qe.run.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2),
     # 3 parts: feature families, learners, selectors, bundle members, model readers, report pieces

@@ -105,7 +105,9 @@ def test_config_errors(tmp_path, small_data):
         build(tmp_path, small_data, small_config(extra_section={"a": 1}))
     bad = small_config()
     bad["ngrams"]["src"]["corpora"] = ["nope"]
-    with pytest.raises(QEInputError, match="unknown corpus 'nope'"):
+    with pytest.raises(
+        QEInputError, match=r"ngrams\.src\.corpora\[0\] = 'nope': expected a corpus of \[corpora\]"
+    ):
         build(tmp_path, small_data, bad)
     no_lang = small_config()
     del no_lang["languages"]["tgt"]

@@ -117,7 +117,9 @@ def test_the_schema_checks_a_registered_kinds_table_with_its_rule(tmp_path, voca
         read_bundle_config(_config(tmp_path, min_length=0))
     with pytest.raises(QEInputError, match=r"unknown key 'vocabulary\.src\.max_length'"):
         read_bundle_config(_config(tmp_path, max_length=3))
-    with pytest.raises(QEInputError, match=r"\[vocabulary\.src\] names unknown corpus 'web'"):
+    with pytest.raises(
+        QEInputError, match=r"vocabulary\.src\.corpora\[0\] = 'web': expected a corpus of \[corpora\]"
+    ):
         read_bundle_config(_config(tmp_path, corpora=["web"]))
 
 

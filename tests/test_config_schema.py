@@ -56,6 +56,11 @@ SVR = 'name = "svr"\ngrid = { C = [1.0, 10.0] }'
         ('name = "toy"', 'name = "toy"\nseed = -1', "seed = -1: expected an integer from 0 to 4294967295"),
         ('name = "toy"', 'name = "toy"\nseed = true', "seed = true: expected an integer from 0"),
         ("sets = []", "sets = ['a', 3]", "features.sets[1] = 3: expected a string"),
+        (
+            "sets = []",
+            "sets = ['wmt12-official-bf17']",  # a run on the user's files: refused when extracting
+            "features.sets = ['wmt12-official-bf17']: expected no feature sets without data.dataset",
+        ),
         ("[cv]", "[selection]\nparams = {}\n[cv]", "[selection] needs name = ..."),
         ("[cv]", "[report]\npublished = 1\n[cv]", "report.published = 1: expected true or false"),
     ],
@@ -94,8 +99,8 @@ def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, cap
     good = text.replace("families = []", 'families = []\nsettings = { surface = { style = "wmt12" } }')
     config.write_text("seed = 0\n" + good)
     loaded = load_config(config)
-    assert loaded["cv"] == {"folds": 2, "n_jobs": -1} and loaded["seed"] == 0
-    assert loaded["features"]["settings"] == {"surface": {"style": "wmt12"}}
+    assert (loaded.cv.folds, loaded.cv.n_jobs, loaded.seed) == (2, -1, 0)
+    assert loaded.features.settings == {"surface": {"style": "wmt12"}}
     for settings, expected in (
         ('{ surface = { any = "thing" } }', "features.settings.surface: unknown setting(s) any"),
         ('{ surface = { style = "nltk" } }', "features.settings.surface.style = 'nltk': expected one of"),

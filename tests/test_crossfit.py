@@ -185,14 +185,17 @@ def test_a_changed_fold_file_is_refused(tmp_path, data):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"qe": {"tgt": "train.pe"}}, "a QE training split has no tgt"),
+        (
+            {"qe": {"tgt": "train.pe"}},
+            r"corpora.qe.tgt = 'train.pe': expected nothing on a QE training split",
+        ),
         ({"qe": {"cross_fit": 1}}, r"corpora.qe.cross_fit = 1: expected true or false or an integer from 2"),
-        ({"qe": {"split": "train"}}, "split goes with dataset"),
+        ({"qe": {"split": "train"}}, r"corpora.qe.split = 'train': expected nothing without dataset"),
         ({"qe": {"cross_fit": 3}}, "4 distinct training pairs are too few for cross_fit = 3"),
-        ({"qe": {"dataset": "mlqe-pe/en-de"}}, "give dataset or files"),
+        ({"qe": {"dataset": "mlqe-pe/en-de"}}, r"corpora.qe.src = .*: expected nothing beside dataset"),
         ({"qe": {"target": "post-edits"}}, "target"),
-        ({"ext": {"cross_fit": 5}}, "on a plain corpus must be true or false"),
-        ({"ext": {"seed": 1}}, "seed belong to a QE training split"),
+        ({"ext": {"cross_fit": 5}}, r"corpora.ext.cross_fit = 5: expected true or false on a plain corpus"),
+        ({"ext": {"seed": 1}}, r"corpora.ext.seed = 1: expected nothing on a plain corpus"),
     ],
 )
 def test_bad_cross_fitting_configs(tmp_path, data, change, message):
@@ -206,14 +209,18 @@ def test_bad_cross_fitting_configs(tmp_path, data, change, message):
 def test_cross_fit_on_a_plain_corpus_needs_a_qe_corpus(tmp_path, data):
     cfg = config(ext={"cross_fit": True})
     del cfg["corpora"]["qe"]
-    with pytest.raises(QEInputError, match=r"\[corpora.ext\] cross_fit = true needs a QE training corpus"):
+    with pytest.raises(
+        QEInputError, match=r"corpora.ext.cross_fit = true: expected false without a QE training"
+    ):
         build(tmp_path, data, cfg)
 
 
 def test_the_test_split_of_a_dataset_is_refused(tmp_path, data):
     cfg = config()
     cfg["corpora"]["qe"] = {"dataset": "mlqe-pe/en-de", "split": "test"}
-    with pytest.raises(QEInputError, match="must not be built from the test split"):
+    with pytest.raises(
+        QEInputError, match=r"corpora\.qe\.split = 'test': expected a split other than the dataset's test"
+    ):
         build(tmp_path, data, cfg)
 
 

@@ -132,13 +132,15 @@ def test_edits_family_uses_the_bundle_tokenizer_and_cross_fitting():
 
 def test_bundle_config_refuses_edits_from_the_test_split(tmp_path, small_data):
     config = small_config(edits={"dataset": "wmt12-en-es", "split": "test"})
-    with pytest.raises(QEInputError, match="must learn from a training split"):
+    with pytest.raises(QEInputError, match=r"edits\.split = 'test': expected a training split"):
         read_bundle_config(write_config(tmp_path / "b.toml", config))
     with pytest.raises(QEInputError, match=r"edits\.folds = 1: expected an integer >= 2"):
         read_bundle_config(
             write_config(tmp_path / "b.toml", small_config(edits={"dataset": "wmt12-en-es", "folds": 1}))
         )
-    with pytest.raises(QEInputError, match="needs dataset"):
+    with pytest.raises(
+        QEInputError, match=r"edits\.dataset = null: expected a registered dataset with post-edits"
+    ):
         read_bundle_config(write_config(tmp_path / "b.toml", small_config(edits={"split": "train"})))
 
 

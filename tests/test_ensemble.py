@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 
+from qe.configtypes import ExperimentConfig
 from qe.data import QEDataset
 from qe.errors import QEInputError
 from qe.learners.aux import AuxTargetStack, aux_target_matrix, pair_scores, stack_targets
@@ -238,14 +239,15 @@ def toy_split(n: int, seed: int):
     return SplitData(dataset=data, features=pd.DataFrame(X, columns=["f.a", "f.b"]))
 
 
-def toy_config(learner: dict) -> dict:
-    return {
+def toy_config(learner: dict) -> ExperimentConfig:
+    document = {
         "name": "toy",
         "seed": 1,
         "data": {"label_range": [1.0, 5.0]},
         "learner": {"scoring": "MAE", "clip": True, **learner},
         "cv": {"folds": 3, "n_jobs": 1},
     }
+    return ExperimentConfig.from_document(document)
 
 
 def test_fit_and_evaluate_passes_aux_targets_to_an_aux_learner():

@@ -23,6 +23,7 @@ from sklearn.utils._testing import assert_run_python_script_without_output
 
 from qe.cli import main
 from qe.config import load_config
+from qe.configtypes import thaw
 from qe.errors import QEInputError
 from qe.learners.factory import LEARNERS, make_learner
 from qe.model import MODEL_TYPES, QEModel, load_model, save_model
@@ -142,17 +143,15 @@ SLOW_CONFIGS = ("wmt12-best.toml", "wmt12-best-rawtext.toml")
     ],
 )
 def test_every_shipped_config_learner_saves_and_loads(tmp_path, config_name):
-    learner = load_config(CONFIGS / config_name)["learner"]
-    params = dict(learner.get("params") or {})
+    learner = load_config(CONFIGS / config_name).learner
+    params = thaw(learner.params)
     if "n_repeats" in params:
         params["n_repeats"] = 1  # more repeats only add copies of the same types
-    estimator = make_learner(
-        learner["name"], params, learner.get("grid"), scale=learner.get("scale"), cv_folds=3
-    )
+    estimator = make_learner(learner.name, params, thaw(learner.grid), scale=learner.scale, cv_folds=3)
     rng = np.random.default_rng(1)
     x = rng.normal(size=(50, 4))
     y = x @ [1.0, 0.5, 0.0, -0.5] + 3
-    target = np.column_stack([y, x[:, :2]]) if learner.get("aux_targets") else y
+    target = np.column_stack([y, x[:, :2]]) if learner.aux_targets else y
     estimator.fit(x, target)
     chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
     save_model(tmp_path / "m.skops", chosen, ["a", "b", "c", "d"], MANIFEST)

@@ -37,12 +37,12 @@ def test_init_writes_the_large_data_learner_above_the_documented_size(tmp_path, 
     assert main(["init", *init_files(tmp_path, rows), "--out", str(tmp_path / "c.toml")]) == 0
     capsys.readouterr()
     config = load_config(tmp_path / "c.toml")
-    assert config["learner"]["name"] == learner
-    assert config["cv"]["n_jobs"] == -1  # one worker per core
+    assert config.learner.name == learner
+    assert config.cv.n_jobs == -1  # one worker per core
     if learner == "svr":  # the exact grid as before: 4 C x 4 gamma x 3 epsilon scaled to the labels
-        assert [len(values) for values in config["learner"]["grid"].values()] == [4, 4, 3]
+        assert [len(values) for values in config.learner.grid.values()] == [4, 4, 3]
     else:  # the fast learner's default grid, scaled to the labels and the features when fitted
-        assert config["learner"]["grid"] == "default"
+        assert config.learner.grid == "default"
     text = (tmp_path / "c.toml").read_text()
     assert (
         f"# {rows:,} training pairs, {'more than' if rows > FAST_ABOVE else 'at most'} {FAST_ABOVE:,}" in text
@@ -56,7 +56,7 @@ def test_every_core_gives_the_numbers_of_one(tmp_path, capsys, monkeypatch, fast
     monkeypatch.setattr(factory, "FAST_ABOVE", fast_above)
     monkeypatch.chdir(tmp_path)
     assert main(["init", *init_files(tmp_path, 60), "--out", "c.toml"]) == 0
-    assert load_config(tmp_path / "c.toml")["learner"]["name"] == ("svr" if fast_above > 60 else "svr_fast")
+    assert load_config(tmp_path / "c.toml").learner.name == ("svr" if fast_above > 60 else "svr_fast")
     runs = {}
     for name, jobs in (("cores", []), ("one", ["--jobs", "1"])):
         assert main(["run", "c.toml", "--output-dir", name, "--quiet", *jobs]) == 0

@@ -43,11 +43,11 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     config = load_config(path)
     label, rest = path.stem.split("-", 1)
     pair = rest.rsplit("-", 1)[0]
-    assert config["data"]["dataset"] == f"mlqe-{label}/{pair}"
-    assert not config["learner"].get("grid")  # frozen: chosen on dev, test20 only reports
-    resources = config["features"].get("resources")
+    assert config.data.dataset == f"mlqe-{label}/{pair}"
+    assert not config.learner.grid  # frozen: chosen on dev, test20 only reports
+    resources = config.features.resources
     assert resources in (None, f"models/resources/mlqe-{label}-{pair}")
-    embeddings = config["features"]["settings"].get("embeddings")
+    embeddings = config.features.settings.get("embeddings")
     if embeddings is not None:  # the encoder covers en, de, zh, ru but not ro, et, ne, si
         assert (embeddings.get("sides") == "mt") == (pair.split("-")[0] in ("ro", "et", "ne", "si"))
 

@@ -15,6 +15,7 @@ from sklearn.svm import SVR
 
 from qe.cli import main
 from qe.config import load_config
+from qe.configtypes import ExperimentConfig
 from qe.data import read_feature_table
 from qe.errors import QEInputError
 from qe.run.against import summary_table
@@ -258,7 +259,7 @@ def test_edits_learn_from_the_users_post_edits(tmp_path, monkeypatch):
         'name = "x"\n[languages]\nsrc = "en"\ntgt = "de"\n'
         '[edits]\ndataset = "mlqe-pe/en-de"\nsplit = "test"\n'
     )
-    with pytest.raises(QEInputError, match="must learn from a training split"):
+    with pytest.raises(QEInputError, match=r"edits\.split = 'test': expected a training split"):
         from qe.resources.bundle import read_bundle_config
 
         read_bundle_config(bundle_config)
@@ -288,12 +289,12 @@ def test_qe_init_writes_a_config_that_runs(tmp_path, capsys, monkeypatch):
     assert main([*args, "--post-edits", "train.pe", "--out", "exp/config.toml"]) == 0
     assert "wrote exp/config.toml: 14 training and 6 test pairs" in capsys.readouterr().out
     config = load_config(tmp_path / "exp" / "config.toml")
-    assert config["name"] == "exp" and config["data"]["languages"] == {"src": "en", "tgt": "es"}
-    assert config["data"]["label_range"] == [0, 1]
-    assert config["features"]["settings"]["surface"] == {"src_lang": "en", "tgt_lang": "es"}
+    assert config.name == "exp" and config.data.languages == {"src": "en", "tgt": "es"}
+    assert config.data.label_range == (0, 1)
+    assert config.features.settings["surface"] == {"src_lang": "en", "tgt_lang": "es"}
     # the SVR's epsilon follows the labels' spread (0.1, 0.2, 0.3 on a 1-5 scale of std 0.85)
     std = float(np.std([float(h) for h in HTER[:14]]))
-    assert config["learner"]["grid"]["epsilon"] == pytest.approx(
+    assert config.learner.grid["epsilon"] == pytest.approx(
         [e * std / 0.85 for e in (0.1, 0.2, 0.3)], rel=0.05
     )
     assert (tmp_path / "exp" / "config-resources.toml").is_file()
@@ -335,14 +336,15 @@ def metrics_of(spearman: float, scipy: float) -> dict:
 
 
 def test_summaries_show_pearson_and_the_published_table_only_beside_wmt12():
-    wmt12 = {"name": "w", "data": {"dataset": "wmt12-en-es"}, "report": {"published": True}}
-    text = summary_table(wmt12, metrics_of(0.450, 0.425))
+    def config(data: dict) -> ExperimentConfig:
+        return ExperimentConfig.from_document({"name": "w", "learner": {"name": "svr"}, "data": data})
+
+    text = summary_table(config({"dataset": "wmt12-en-es"}), metrics_of(0.450, 0.425))
     assert "| system | MAE | RMSE | DeltaAvg | Spearman (WMT12) | Spearman (scipy) | Pearson |" in text
     assert "| **w (ours, test)** | 0.610 | 0.750 | 0.500 | 0.450 | 0.425 | 0.470 |" in text
     assert "| SDLLW_M5PbestDeltaAvg (winner) (published) | 0.61 | 0.75 | 0.63 | 0.64 | n/a | n/a |" in text
     for data in ({"dataset": "mlqe-pe/en-de"}, {}):
-        other = {"name": "m", "data": data, "report": {"published": True}}
-        text = summary_table(other, metrics_of(0.450, 0.425))
+        text = summary_table(config(data).replace(name="m"), metrics_of(0.450, 0.425))
         assert text.splitlines()[0] == "| system | MAE | RMSE | DeltaAvg | Spearman | Pearson |"
         assert (
             "| **m (ours, test)** | 0.605 | 0.751 | 0.500 | 0.425 | 0.470 |" in text

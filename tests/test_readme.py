@@ -78,12 +78,12 @@ def test_every_mlqe_row_carries_the_signature_of_its_config(label, system):
         config = load_config(REPO / "configs" / "mlqe" / f"{prefix}-{pair}-{system}.toml")
         parts = signature_parts(row["signature"])
         assert parts["data"].startswith(f"mlqe-{prefix}/{pair}@"), (pair, parts["data"])
-        assert parts["features"] == "+".join(config["features"]["families"]), pair
-        if config["features"].get("resources"):
+        assert parts["features"] == "+".join(config.features.families), pair
+        if config.features.resources:
             assert parts["resources"].startswith(f"mlqe-{prefix}-{pair}@"), pair
         else:
             assert "resources" not in parts, pair
-        assert parts["fit"] == "train+dev" and parts["seed"] == str(config["seed"]), pair
+        assert parts["fit"] == "train+dev" and parts["seed"] == str(config.seed), pair
 
 
 def test_every_wmt12_row_of_the_readme_carries_the_signature_of_its_config():
@@ -93,8 +93,8 @@ def test_every_wmt12_row_of_the_readme_carries_the_signature_of_its_config():
         config = load_config(REPO / entry["config"])
         parts = signature_parts(entry["signature"])
         assert parts["data"].startswith("wmt12-en-es@"), system
-        assert parts["features"] == "+".join(config["features"]["sets"] + config["features"]["families"])
-        assert parts["seed"] == str(config["seed"]), system
+        assert parts["features"] == "+".join(config.features.sets + config.features.families)
+        assert parts["seed"] == str(config.seed), system
 
 
 def family_gain_rows() -> list[tuple[str, dict]]:
@@ -114,13 +114,13 @@ def test_every_family_gain_row_carries_the_signature_of_its_config(tmp_path):
         families = [] if row == "reference" else [family]
         assert entry["signature"], row
         config = family_gain.load_row_config(entry["config"], tmp_path)  # as qe run reads it
-        assert (config["features"]["sets"], config["features"]["families"]) == (sets, families), row
+        assert (list(config.features.sets), list(config.features.families)) == (sets, families), row
         parts = signature_parts(entry["signature"])
         assert parts["data"].startswith("wmt12-en-es@"), row
         assert parts["features"] == "+".join(sets + families), row
         assert [p.split("(")[0] for p in entry["signature"].split("|family:")[1:]] == families, row
         assert parts["learner"].startswith("SVR(C=") and parts["learner-options"] == '{"clip":false}', row
-        assert parts["seed"] == str(config["seed"]) and parts["select"] == "cv5-MAE", row
+        assert parts["seed"] == str(config.seed) and parts["select"] == "cv5-MAE", row
         assert ("resources" in parts) == bool(families), row
         if part == "with_bf17":
             assert entry["n_features"] == 17 + FAMILY_GAIN["families"][family]["alone"]["n_features"], row
@@ -131,14 +131,14 @@ def test_every_ablation_row_carries_the_signature_of_its_variant():
     systems = ABLATION["systems"]
     groups = [name.removeprefix("only:") for name in systems if name.startswith("only:")]
     assert list(systems) == ["full", *(f"{kind}:{g}" for g in groups for kind in ("without", "only"))]
-    assert len(groups) == len(config["features"]["sets"] + config["features"]["families"]) == 9
+    assert len(groups) == len(config.features.sets + config.features.families) == 9
     shared = None
     for name, system in systems.items():
         assert system["signature"], name
         parts = signature_parts(system["signature"])
         assert parts["variant"] == name and parts["data"].startswith("wmt12-en-es@"), name
-        assert parts["features"] == "+".join(config["features"]["sets"] + config["features"]["families"])
-        assert parts["seed"] == str(config["seed"]) and parts["learner"].startswith("SVR(C="), name
+        assert parts["features"] == "+".join(config.features.sets + config.features.families)
+        assert parts["seed"] == str(config.seed) and parts["learner"].startswith("SVR(C="), name
         # one run's signature throughout, but for the variant and the learner chosen for it
         rest = [p for p in system["signature"].split("|") if not p.startswith(("variant:", "learner:"))]
         assert rest == (shared := shared or rest), name

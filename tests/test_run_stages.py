@@ -17,6 +17,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
 from qe.config import load_config, split_settings
+from qe.configtypes import FeaturesConfig, freeze
 from qe.errors import QEInputError
 from qe.model import QEModel
 from qe.run.context import RunContext
@@ -78,7 +79,7 @@ def _svr_by_hand(x: np.ndarray, y: np.ndarray) -> Pipeline:
 
 def test_load_split_reads_the_labels_written(tmp_path: Path) -> None:
     config = _toy_run_config(tmp_path, {"name": "mean"})
-    train = load_split(config, "train").dataset
+    train = load_split(config.data, "train").dataset
     assert len(train) == 40
     np.testing.assert_array_equal(train.labels, _rows(40, 0)[1])
 
@@ -135,10 +136,10 @@ def test_run_experiment_writes_the_fitted_models_predictions_metrics_and_model(t
 
 def test_the_systems_of_a_run_share_its_splits_families_and_learner(tmp_path: Path) -> None:
     config = _toy_run_config(tmp_path, {"name": "svr", "params": {"C": 10.0}})
-    config["features"]["families"] = ["surface"]
+    config = config.replace(features=FeaturesConfig(families=("surface",)))
     ctx = RunContext(config)
-    settings = {"surface": {"style": "wmt12"}}
-    other = ctx.system({**config, "features": {**config["features"], "settings": settings}})
+    settings = freeze({"surface": {"style": "wmt12"}})
+    other = ctx.system(config.replace(features=FeaturesConfig(families=("surface",), settings=settings)))
     assert other.dataset("train") is ctx.dataset("train") and other.loaded("test") is ctx.loaded("test")
     (ours,), _ = ctx.families("train")
     assert ctx.families("test")[0] == [ours]  # the same settings on both splits: one family

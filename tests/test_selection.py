@@ -19,6 +19,7 @@ from sklearn.model_selection import KFold, cross_val_score
 from sklearn.pipeline import Pipeline
 
 import qe.selection
+from qe.configtypes import ExperimentConfig
 from qe.errors import QEInputError
 from qe.learners.factory import make_learner
 from qe.schema import registered
@@ -469,12 +470,13 @@ def test_a_run_gives_a_selector_what_its_record_takes_from_the_run(monkeypatch: 
     names = [str(i) for i in range(30)]
     train = SplitData(QEDataset(names, names, names, y), pd.DataFrame(X, columns=list("abcd")))
     config = {
+        "name": "first",
         "selection": {"name": "first_k", "params": {"k": 3}},
         "seed": 11,
         "cv": {"folds": 3, "n_jobs": 1},
         "learner": {"name": "svr"},
     }
-    selected, report = select_features(RunContext(config), train)
+    selected, report = select_features(RunContext(ExperimentConfig.from_document(config)), train)
     assert selected == ["a", "b", "c"]
     assert report["params"] == {
         "k": 3,
@@ -483,7 +485,8 @@ def test_a_run_gives_a_selector_what_its_record_takes_from_the_run(monkeypatch: 
     }  # 2bfca9c: random_state None
     assert selection_score_name(report) == "rank 3 (seed 11)"  # 2bfca9c: "score"
     config["selection"]["params"]["random_state"] = 5  # the config's own value wins
-    assert select_features(RunContext(config), train)[1]["params"]["random_state"] == 5
+    ctx = RunContext(ExperimentConfig.from_document(config))
+    assert select_features(ctx, train)[1]["params"]["random_state"] == 5
 
 
 @pytest.mark.parametrize(

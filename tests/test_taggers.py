@@ -12,6 +12,7 @@ import tomli_w
 
 from qe import nlp
 from qe.cli import main
+from qe.configtypes import ExperimentConfig
 from qe.errors import QEInputError
 from qe.features.ibm1 import IBM1Features
 from qe.features.registry import make_families
@@ -86,8 +87,9 @@ def test_config_losses_only_for_families_whose_pos_depends_on_the_tagger(monkeyp
     with_poslm = ResourceBundle.in_memory(dict.fromkeys(["lm.src", "lm.tgt", "poslm.src"], 1), text)
     without_poslm = ResourceBundle.in_memory(dict.fromkeys(["lm.src", "lm.tgt"], 1), text)
 
-    def config(**settings) -> dict:
-        return {"features": {"families": ["surface", "lm", "ibm1"], "settings": settings}}
+    def config(**settings) -> ExperimentConfig:
+        features = {"families": ["surface", "lm", "ibm1"], "settings": settings}
+        return ExperimentConfig.from_document({"name": "x", "learner": {"name": "svr"}, "features": features})
 
     def asked(bundle, **settings) -> list[str]:
         return tagless.asked_families(make_families(["surface", "lm", "ibm1"], settings), bundle)

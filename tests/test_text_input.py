@@ -69,7 +69,7 @@ def test_bom_in_predictions_and_configs(tmp_path, capsys):
     config.write_bytes(BOM + config.read_bytes())
     from qe.config import load_config
 
-    assert load_config(config)["name"] == "toy"
+    assert load_config(config).name == "toy"
 
 
 # ---------------------------------------------------------------------- directories

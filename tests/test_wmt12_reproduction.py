@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from qe.config import load_config
+from qe.config import apply_overrides, load_config
+from qe.configtypes import thaw
 from qe.run.pipeline import run_experiment
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def _run(name: str, data_dir: Path, tmp_path: Path) -> dict:
-    config = load_config(CONFIGS / name)
-    config["data"]["data_dir"] = str(data_dir)
+    config = apply_overrides(load_config(CONFIGS / name), data_dir)
     run_experiment(config, tmp_path / "run", progress=False)
     return json.loads((tmp_path / "run" / "metrics.json").read_text())
 
@@ -49,8 +49,8 @@ def test_every_shipped_experiment_config_loads_and_builds_its_learner(path):
     from qe.learners.factory import make_learner
 
     config = load_config(CONFIGS / path)
-    learner = config["learner"]
-    make_learner(learner["name"], learner.get("params"), learner.get("grid"), scale=learner.get("scale"))
-    for entry in config["report"]["against"]:  # e.g. wmt12-best's baseline: a config that exists and loads
-        if "config" in entry:
-            load_config(entry["config"])
+    learner = config.learner
+    make_learner(learner.name, thaw(learner.params), thaw(learner.grid), scale=learner.scale)
+    for entry in config.report.against:  # e.g. wmt12-best's baseline: a config that exists and loads
+        if entry.config is not None:
+            load_config(entry.config)

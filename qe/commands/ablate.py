@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_bootstrap_samples(args.bootstrap_samples)
     config = load_config(args.config, check_learner=False)  # the ablation's context makes (and checks) it
-    apply_overrides(config, args.data_dir, args.jobs)
+    config = apply_overrides(config, args.data_dir, args.jobs)
     with naming(args.config):  # an error that names no file comes from the config's choices
         result = run_ablation(
             config,

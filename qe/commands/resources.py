@@ -140,14 +140,14 @@ def _check(args: argparse.Namespace) -> int:
         from qe.resources.bundle import open_bundle
         from qe.run.splits import languages
 
-        resources = config["features"].get("resources")
+        resources = config.features.resources
         try:
             bundle = open_bundle(resources) if resources else None
             missing = []
         except QEInputError as exc:
             bundle, missing = None, [f"resources: {exc}"]
         missing += experiment_pieces(config, bundle, bind=bundle is not None)
-        pair = "-".join((languages(config, bundle) or {}).values()) or "?"
+        pair = "-".join((languages(config.data, bundle) or {}).values()) or "?"
     else:
         config = read_bundle_config(path)
         missing = bundle_pieces(config)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from qe.run.pipeline import run_experiment
 
     config = load_config(args.config, check_learner=False)  # the run's context makes (and checks) it
-    apply_overrides(config, args.data_dir, args.jobs)
+    config = apply_overrides(config, args.data_dir, args.jobs)
     with naming(args.config):  # an error that names no file comes from the config's choices
         metrics = run_experiment(
             config, args.output_dir, overwrite=args.overwrite, progress=not args.quiet, inputs=[args.config]
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(metrics, indent=2))
         return 0
     cv = metrics["cv"]
-    print(f"# {config['name']}")
+    print(f"# {config.name}")
     print(f"cv ({cv['folds']}-fold on train): " + "  ".join(f"{m} {cv[m]:.3f}" for m in HEADLINE_METRICS))
     if "test" in metrics:
         print(summary_table(config, metrics))

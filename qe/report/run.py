@@ -3,6 +3,7 @@ and only from the run's own files and the data directory."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from qe.configtypes import DataConfig
 from qe.errors import QEInputError
 from qe.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
 from qe.published import METRICS_SHOWN
@@ -140,20 +142,16 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     Returns None when the test split has no labels; raises ``QEInputError`` when the data cannot
     be read or does not match the predictions.
     """
+    from qe.config import read_back_data
     from qe.run.splits import load_split
 
     if run.config is None or run.predictions is None:
         raise QEInputError("the run directory lacks config.toml or predictions.tsv", run.path)
-    config = json.loads(json.dumps(run.config))  # a private copy
+    data = read_back_data(run.config, run.path / "config.toml")
     if data_dir is not None:
-        config.setdefault("data", {})["data_dir"] = str(data_dir)
-    _check_data_paths(config, run.path, data_dir)
-    try:
-        dataset = load_split(config, "test").dataset
-    except KeyError as exc:
-        raise QEInputError(
-            f"config.toml lacks {exc} to find the test data", run.path / "config.toml"
-        ) from None
+        data = dataclasses.replace(data, data_dir=str(data_dir))
+    _check_data_paths(data, run.path, data_dir)
+    dataset = load_split(data, "test").dataset
     ids, _ = run.predictions
     if len(dataset) != len(ids):
         raise QEInputError(
@@ -164,17 +162,16 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     return None if dataset.labels is None else np.asarray(dataset.labels, dtype=np.float64)
 
 
-def _check_data_paths(config: dict[str, Any], run_dir: Path, data_dir: str | Path | None) -> None:
+def _check_data_paths(data: DataConfig, run_dir: Path, data_dir: str | Path | None) -> None:
     """Refuse test data named by config.toml outside the run directory and the data directory
     (``--data-dir``, else ``$QE_DATA_DIR``): an edited config.toml must not make a report read other files."""
     from qe.data import resolve_data_dir
 
     root = resolve_data_dir(data_dir)
     roots = (run_dir.resolve(), root.resolve())
-    data = config.get("data", {}) if isinstance(config.get("data"), dict) else {}
-    named = {f"data.test.{role}": value for role, value in (data.get("test") or {}).items()}
-    if data_dir is None and "data_dir" in data:
-        named["data.data_dir"] = data["data_dir"]
+    named = {f"data.test.{role}": value for role, value in data.files("test").items()}
+    if data_dir is None and data.data_dir is not None:
+        named["data.data_dir"] = data.data_dir
     for key, value in named.items():
         if not isinstance(value, str) or not any(Path(value).resolve().is_relative_to(r) for r in roots):
             raise QEInputError(

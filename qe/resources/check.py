@@ -14,8 +14,10 @@ with missing pieces in one line naming each.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from qe.configtypes import ExperimentConfig
 from qe.errors import QEInputError, refusal
 
 
@@ -58,7 +60,7 @@ def bundle_pieces(config: dict[str, Any]) -> list[str]:
 
 
 def experiment_pieces(
-    config: dict[str, Any], bundle: Any = None, *, bind: bool = False, families: list[Any] | None = None
+    config: ExperimentConfig, bundle: Any = None, *, bind: bool = False, families: list[Any] | None = None
 ) -> list[str]:
     """What an experiment config's feature families need and this machine (or the bundle) lacks;
     with ``bind``, also what each family's ``bind`` refuses (bundle members, ...). ``families``: the
@@ -66,13 +68,13 @@ def experiment_pieces(
     from qe.features.registry import make_families
     from qe.run.splits import languages
 
-    features = config["features"]
-    pair = languages(config, bundle) or {}
+    features = config.features
+    pair = languages(config.data, bundle) or {}
     missing: list[str] = []
-    if config.get("mt2") and (problem := _apertium(config["mt2"])):
+    if config.mt2 and (problem := _apertium(config.mt2)):
         missing.append(f"mt2: {problem}")
     if families is None:
-        families = make_families(features["families"], _plain_settings(features.get("settings", {})))
+        families = make_families(list(features.families), _plain_settings(features.settings))
     for family in families:
         found = family.missing_pieces(pair, bundle)
         if bind and not found:  # anything else the family's own bind refuses (bundle members, ...)
@@ -81,7 +83,7 @@ def experiment_pieces(
     return list(dict.fromkeys(missing))
 
 
-def _plain_settings(settings: dict[str, Any]) -> dict[str, Any]:
+def _plain_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Family settings without per-split tables (``[features.settings.<family>.train]``)."""
     from qe.config import split_settings
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
 from qe import nlp
+from qe.configtypes import ExperimentConfig
 
 ROLE = {"src": "source", "tgt": "target"}
 
@@ -83,14 +84,13 @@ def family_losses(families: Iterable[Any], resources: Any) -> list[str]:
     return lines + losses(pair, asked)  # a bundle's own tagger member tags its side
 
 
-def config_losses(config: dict[str, Any], resources: Any = None) -> list[str]:
+def config_losses(config: ExperimentConfig, resources: Any = None) -> list[str]:
     """``family_losses`` for an experiment config's families and bundle."""
     from qe.features.registry import make_families
     from qe.resources.check import _plain_settings
 
-    features = config["features"]
-    settings = _plain_settings(features.get("settings", {}))
-    return family_losses(make_families(features["families"], settings), resources)
+    settings = _plain_settings(config.features.settings)
+    return family_losses(make_families(list(config.features.families), settings), resources)
 
 
 _SAID: set[str] = set()  # lines already printed by this process

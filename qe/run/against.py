@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from qe.config import load_config
+from qe.configtypes import AgainstEntry, ExperimentConfig, FeaturesConfig, ReportConfig
 from qe.metrics import BOOTSTRAPPED, HEADLINE_METRICS, METRICS, paired_bootstrap
 from qe.published import bootstrap_key, comparison_table, summary_columns
 from qe.run.fit import FittedSystem
@@ -20,19 +21,22 @@ TESTED_AGAINST = (
 """The test metrics kept of each ``[[report.against]]`` system: every quality metric, bootstrapped first."""
 
 
-def against_config(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+def against_config(config: ExperimentConfig, entry: AgainstEntry) -> ExperimentConfig:
     """The config of one ``[[report.against]]`` system, sharing this run's data, seed and jobs (its
     learner is made by the run's context)."""
-    if "config" in entry:
-        other = load_config(entry["config"], check_learner=False)
-        other["data"], other["seed"], other["cv"] = config["data"], config["seed"], config["cv"]
+    if entry.config is not None:
+        other = load_config(entry.config, check_learner=False)
+        other = other.replace(data=config.data, seed=config.seed, cv=config.cv)
     else:
-        features = {"sets": [], "families": [], **entry["features"]}
-        for inherited in ("resources", "settings"):
-            if inherited in config["features"]:
-                features.setdefault(inherited, config["features"][inherited])
-        other = {**config, "features": features, "selection": None}
-    return {**other, "name": entry["name"], "report": {"published": False, "against": []}}
+        given = entry.features or {}
+        features = FeaturesConfig(
+            sets=given.get("sets", ()),
+            families=given.get("families", ()),
+            resources=given.get("resources", config.features.resources),
+            settings=given.get("settings", config.features.settings),
+        )
+        other = config.replace(features=features, selection=None)
+    return other.replace(name=entry.name, report=ReportConfig(published=False))
 
 
 def compared(gold: np.ndarray, predictions: np.ndarray, other: FittedSystem) -> dict[str, Any]:
@@ -48,19 +52,19 @@ def compared(gold: np.ndarray, predictions: np.ndarray, other: FittedSystem) -> 
     }
 
 
-def summary_table(config: dict[str, Any], metrics: dict[str, Any]) -> str:
+def summary_table(config: ExperimentConfig, metrics: dict[str, Any]) -> str:
     """Our test metrics (beside the published systems, for WMT12 only), then the bootstrap tests
     (markdown); the metric columns are the dataset's (``qe.published.summary_columns``)."""
     against = metrics.get("against", {})
-    dataset = config["data"].get("dataset")
-    ours = {f"{config['name']} (ours, test)": metrics["test"]}
+    dataset = config.data.dataset
+    ours = {f"{config.name} (ours, test)": metrics["test"]}
     ours.update({f"{name} (ours, test)": other["test"] for name, other in against.items()})
-    lines = [comparison_table(ours, dataset, published=config["report"]["published"])]
+    lines = [comparison_table(ours, dataset, published=config.report.published)]
     if against:
         shown = [(title, bootstrap_key(key)) for title, key in summary_columns(dataset)]
         lines += [
             "",
-            f"Paired bootstrap of {config['name']} against each (1000 test resamples; "
+            f"Paired bootstrap of {config.name} against each (1000 test resamples; "
             "p = share of resamples where it is not better):",
             "",
             "| vs | " + " | ".join(title for title, _ in shown) + " |",

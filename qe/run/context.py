@@ -20,6 +20,7 @@ from sklearn.base import clone
 from sklearn.model_selection import PredefinedSplit
 
 from qe.config import config_learner, split_settings
+from qe.configtypes import ExperimentConfig, thaw
 from qe.data import QEDataset
 from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
@@ -28,7 +29,7 @@ from qe.run.splits import LoadedSplit, languages, load_split
 
 
 def _key(*parts: Any) -> str:
-    return json.dumps(parts, sort_keys=True, default=str)
+    return json.dumps(thaw(parts), sort_keys=True, default=str)
 
 
 @dataclass
@@ -52,11 +53,11 @@ class RunContext:
     """One system's config and progress switch, with the run's shared bundle, splits, families and
     learner (each made on first use)."""
 
-    config: dict[str, Any]
+    config: ExperimentConfig
     progress: bool = False
     made: _Made = field(default_factory=_Made, repr=False)
 
-    def system(self, config: dict[str, Any]) -> RunContext:
+    def system(self, config: ExperimentConfig) -> RunContext:
         """The context of another system of this run (a ``[[report.against]]`` entry): its own config,
         this run's bundles, splits, families and learners."""
         return RunContext(config, self.progress, self.made)
@@ -64,7 +65,7 @@ class RunContext:
     # ------------------------------------------------------------------ resources
 
     def _bundle_key(self) -> str:
-        return _key(self.config["features"].get("resources"), self.config.get("mt2"))
+        return _key(self.config.features.resources, self.config.mt2)
 
     def bundle(self) -> Any:
         """The config's resource bundle with its ``[mt2]`` attached, or None; opened once."""
@@ -76,13 +77,13 @@ class RunContext:
     # ------------------------------------------------------------------ data
 
     def _split_key(self, split: str) -> str:
-        return _key(self.config["data"], split)
+        return _key(self.config.data, split)
 
     def loaded(self, split: str) -> LoadedSplit:
         """The ``train``, ``dev`` or ``test`` split the config names (and its feature table); loaded once."""
         key = self._split_key(split)
         if key not in self.made.splits:
-            self.made.splits[key] = load_split(self.config, split)
+            self.made.splits[key] = load_split(self.config.data, split)
         return self.made.splits[key]
 
     def dataset(self, split: str) -> QEDataset:
@@ -137,12 +138,11 @@ class RunContext:
         made once per bundle and settings: the same object for every split and system that agree."""
         from qe.features.registry import make_families, route_inputs, with_languages
 
-        features = self.config["features"]
-        names = features["families"]
-        settings = split_settings(features["settings"], split)
+        names = list(self.config.features.families)
+        settings = split_settings(self.config.features.settings, split)
         if self.bundle() is None:  # the families learn the language pair from the config
-            settings = with_languages(names, settings, languages(self.config))
-        given = dict(self.config["data"].get(split, {}))
+            settings = with_languages(names, settings, languages(self.config.data))
+        given = dict(self.config.data.files(split))
         lines, settings = route_inputs(names, given, settings, strict=False)
         keys = {name: _key(self._bundle_key(), name, settings.get(name, {})) for name in names}
         missing = [name for name in names if keys[name] not in self.made.families]
@@ -165,19 +165,19 @@ class RunContext:
         """An unfitted copy of the config's learner for ``n_rows`` training rows (its grid scored on
         ``dev_rows`` dev rows after them, when given); made once per learner config and sizes."""
         config = self.config
-        key = _key(config["learner"], config["seed"], config["cv"], n_rows, dev_rows)
+        key = _key(config.learner, config.seed, config.cv, n_rows, dev_rows)
         if key not in self.made.learners:
             tune_on = None
             if dev_rows is not None:
                 tune_on = PredefinedSplit(np.r_[np.full(n_rows, -1), np.zeros(dev_rows)])
             try:
                 self.made.learners[key] = config_learner(
-                    config, n_jobs=config["cv"]["n_jobs"], cv=tune_on, n_rows=n_rows
+                    config, n_jobs=config.cv.n_jobs, cv=tune_on, n_rows=n_rows
                 )
             except QEInputError as exc:
                 if exc.path is not None:
                     raise
-                raise QEInputError(exc.message, config.get("config_file")) from None
+                raise QEInputError(exc.message, config.config_file) from None
         return clone(self.made.learners[key])
 
     # ------------------------------------------------------------------ selection
@@ -189,38 +189,39 @@ class RunContext:
         from qe.selection import make_selector, registered_selectors
 
         config = self.config
-        spec = config["selection"]
-        key = _key(spec, config["seed"], config["cv"])
+        spec = config.selection
+        assert spec is not None, "a config without [selection] has no selector"
+        key = _key(spec, config.seed, config.cv)
         if key not in self.made.selectors:
-            params = dict(spec.get("params", {}))
-            record = registered_selectors().get(spec["name"])
+            params = thaw(spec.params)
+            record = registered_selectors().get(spec.name)
             if record is not None:  # an unknown name: make_selector says so
-                run = record.run_defaults(config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"])
+                run = record.run_defaults(config.seed, config.cv.folds, config.cv.n_jobs)
                 for param, value in run.items():
                     params.setdefault(param, value)
             try:
-                self.made.selectors[key] = make_selector(spec["name"], **params)
+                self.made.selectors[key] = make_selector(spec.name, **params)
             except QEInputError as exc:
                 if exc.path is not None:
                     raise
-                raise QEInputError(exc.message, config.get("config_file")) from None
+                raise QEInputError(exc.message, config.config_file) from None
         return clone(self.made.selectors[key])
 
 
-def _open_bundle(config: dict[str, Any]) -> Any:
+def _open_bundle(config: ExperimentConfig) -> Any:
     """The config's resource bundle (with the config's ``[mt2]`` attached), or None."""
     from qe.resources.bundle import open_bundle, with_mt2
 
-    resources = config["features"].get("resources")
+    resources = config.features.resources
     bundle = open_bundle(resources) if resources else None
-    if not config.get("mt2"):
+    if not config.mt2:
         return bundle
     from qe.resources.mt2 import check_direction
 
-    check_direction(config["mt2"]["pair"], languages(config, bundle), config.get("config_file"))
+    check_direction(config.mt2["pair"], languages(config.data, bundle), config.config_file)
     try:
-        return with_mt2(bundle, config["mt2"])
+        return with_mt2(bundle, thaw(config.mt2))
     except QEInputError as exc:  # a pair or engine that is not installed: name the config
         if exc.path is not None:
             raise
-        raise QEInputError(f"[mt2]: {exc.message}", config.get("config_file")) from None
+        raise QEInputError(f"[mt2]: {exc.message}", config.config_file) from None

@@ -21,12 +21,12 @@ def system_metrics(
     ctx: RunContext, fitted: FittedSystem, train: SplitData, test: SplitData
 ) -> dict[str, Any]:
     """CV metrics on train (with the grid's choice), dev metrics, and test metrics when test has labels."""
-    learner = ctx.config["learner"]
+    learner = ctx.config.learner
     n_rows, n_features = train.features.shape
     metrics: dict[str, Any] = {"cv": evaluate(train.dataset.labels, fitted.cv_pred)}
-    metrics["cv"]["folds"] = ctx.config["cv"]["folds"]
-    if learner["name"] == AUTO:
-        chose = auto_choice(n_rows, learner.get("fast_above"))
+    metrics["cv"]["folds"] = ctx.config.cv.folds
+    if learner.name == AUTO:
+        chose = auto_choice(n_rows, learner.fast_above)
         metrics["learner"] = {"name": AUTO, "chosen": chose, "training_rows": n_rows}
     estimator = fitted.estimator
     if isinstance(estimator, GridSearchCV):
@@ -62,13 +62,13 @@ def fit_and_evaluate(
             reason = " ".join(str(exc).split())[:300]
             raise QEInputError(
                 f"[learner] cannot be fitted with these parameters: {type(exc).__name__}: {reason}",
-                config.get("config_file"),
+                config.config_file,
             ) from None
     for what, values in (("CV", fitted.cv_pred), ("test", fitted.test_pred)):
         if not np.isfinite(values).all():
             raise QEInputError(
                 f"[learner] predicted NaN or infinite {what} scores with these parameters "
                 "(e.g. an empty alphas list)",
-                config.get("config_file"),
+                config.config_file,
             )
     return fitted

@@ -34,12 +34,8 @@ def check_families(ctx: RunContext) -> None:
 
     config, bundle = ctx.config, ctx.bundle()
     families, _ = ctx.made_families("train")
-    pair = "-".join((languages(config, bundle) or {}).values()) or "this language pair"
-    require(
-        experiment_pieces(config, bundle, families=families),
-        f"features for {pair}",
-        config.get("config_file"),
-    )
+    pair = "-".join((languages(config.data, bundle) or {}).values()) or "this language pair"
+    require(experiment_pieces(config, bundle, families=families), f"features for {pair}", config.config_file)
     tagless.say(tagless.family_losses(families, bundle))
 
 
@@ -48,25 +44,22 @@ def build_split(ctx: RunContext, split: str) -> SplitData:
     config = ctx.config
     loaded = ctx.loaded(split)
     dataset = loaded.dataset
-    data, features = config["data"], config["features"]
+    data, features = config.data, config.features
     tables: list[pd.DataFrame] = []
     seconds: dict[str, float] = {}
-    for feature_set in features["sets"]:
-        if "dataset" not in data:
-            raise QEInputError(f"feature set {feature_set!r} needs a registered dataset in [data]")
+    for feature_set in features.sets:
+        assert data.dataset is not None, "the schema refuses feature sets without a dataset"
         tables.append(
-            load_registered_features(
-                data["dataset"], feature_set, data[f"{split}_split"], data.get("data_dir")
-            )
+            load_registered_features(data.dataset, feature_set, data.split_name(split), data.data_dir)
         )
     if loaded.table is not None:
         tables.append(loaded.table.features)
-    if features["families"]:
+    if features.families:
         if not has_text(dataset):
             raise QEInputError(
                 f"[features] families need sentences, but [data.{split}] gives only a feature table "
                 "(add src / mt files or a table, or drop the families)",
-                config.get("config_file"),
+                config.config_file,
             )
         table, seconds = _extract_families(ctx, dataset, split)
         tables.append(table)
@@ -104,7 +97,7 @@ def _extract_families(
         dataset=cache_label(ctx, split),
         extra=extra,
         origins=origins,
-        n_jobs=ctx.config["cv"]["n_jobs"],
+        n_jobs=ctx.config.cv.n_jobs,
         progress=ctx.progress,
         bind=False,
         data_hash=ctx.data_key(split, extra, inputs),
@@ -115,5 +108,5 @@ def cache_label(ctx: RunContext, split: str) -> str:
     """A readable, config-independent label for the feature cache's file names (the sentences and
     inputs are in the cache key): the registered dataset and split, else ``data``, plus the
     data's fingerprint."""
-    prefix = ctx.dataset(split).name if registered_dataset(ctx.config) is not None else "data"
+    prefix = ctx.dataset(split).name if registered_dataset(ctx.config.data) is not None else "data"
     return f"{prefix}-{ctx.fingerprint(split)}".replace("/", "_")

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
 
+from qe.configtypes import ExperimentConfig, LearnerConfig
 from qe.data import QEDataset
 from qe.errors import QEInputError
 from qe.learners.progress import say
@@ -18,27 +19,26 @@ from qe.metrics import METRICS
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.splits import label_range, repeated_pairs
+from qe.schema import mistake
 
 MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
 RANK_SCORINGS = tuple(name for name, metric in METRICS.items() if metric.ranking and metric.scorer)
 """Scorings that rank a fold's predictions: a fold of fewer than MIN_SCORED rows scores NaN."""
 
 
-def check_folds(config: dict[str, Any], n_rows: int) -> None:
+def check_folds(config: ExperimentConfig, n_rows: int) -> None:
     """Refuse more cross-validation folds than training rows (a config error, named with its file)."""
-    folds = config["cv"]["folds"]
+    folds = config.cv.folds
     if folds > n_rows:
-        raise QEInputError(
-            f"cv.folds = {folds}: expected an integer from 2 to {n_rows} (the number of training rows)",
-            config.get("config_file"),
+        allowed = f"an integer from 2 to {n_rows} (the number of training rows)"
+        raise QEInputError(mistake("cv.folds", folds, allowed), config.config_file)
+    scoring = config.learner.scoring
+    if config.learner.grid and scoring in RANK_SCORINGS and n_rows // folds < MIN_SCORED:
+        allowed = (
+            f"at most {n_rows // MIN_SCORED} folds, or another scoring: folds of {n_rows // folds} rows "
+            f"cannot be scored by {scoring} (it needs {MIN_SCORED})"
         )
-    scoring = config["learner"].get("scoring")
-    if config["learner"].get("grid") and scoring in RANK_SCORINGS and n_rows // folds < MIN_SCORED:
-        raise QEInputError(
-            f"cv.folds = {folds}: folds of {n_rows // folds} rows cannot be scored by {scoring} (it needs "
-            f"{MIN_SCORED}); use at most {n_rows // MIN_SCORED} folds or another scoring",
-            config.get("config_file"),
-        )
+        raise QEInputError(mistake("cv.folds", folds, allowed), config.config_file)
 
 
 @dataclass
@@ -62,8 +62,8 @@ def fit(ctx: RunContext, train: SplitData, test: SplitData, dev: SplitData | Non
     configuration is then fitted on train (and dev, with ``[data] fit_on = "train+dev"``, after dev
     has been predicted)."""
     config = ctx.config
-    learner = config["learner"]
-    seed, folds, n_jobs = config["seed"], config["cv"]["folds"], config["cv"]["n_jobs"]
+    learner = config.learner
+    seed, folds, n_jobs = config.seed, config.cv.folds, config.cv.n_jobs
     check_folds(config, len(train.dataset))
     x_train = train.features.to_numpy()
     for name, split, least in (("training", train, max(MIN_SCORED, folds)), ("dev", dev, MIN_SCORED)):
@@ -86,10 +86,10 @@ def fit(ctx: RunContext, train: SplitData, test: SplitData, dev: SplitData | Non
     else:
         estimator.fit(x_train, y_fit)
         chosen = estimator.best_estimator_ if isinstance(estimator, GridSearchCV) else estimator
-    bounds = label_range(config)
+    bounds = label_range(config.data)
 
     def clip(pred: np.ndarray) -> np.ndarray:
-        return np.clip(pred, *bounds) if bounds and learner["clip"] else pred
+        return np.clip(pred, *bounds) if bounds and learner.clip else pred
 
     # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
     folds_split = KFold(folds, shuffle=True, random_state=seed)
@@ -99,14 +99,14 @@ def fit(ctx: RunContext, train: SplitData, test: SplitData, dev: SplitData | Non
     say(f"CV predictions: done in {time.perf_counter() - started:.0f} s")
     dev_pred = clip(chosen.predict(dev.features.to_numpy())) if dev is not None else None
     fit_on = None
-    if dev is not None and config["data"].get("fit_on") == "train+dev":
+    if dev is not None and config.data.fit_on == "train+dev":
         chosen, fit_on = refit_with_dev(learner, chosen, estimator, train, dev, y_fit)
     test_pred = clip(chosen.predict(test.features.to_numpy()))
     return FittedSystem(estimator, chosen, cv_pred, test_pred, dev, dev_pred, fit_on)
 
 
 def refit_with_dev(
-    learner: dict[str, Any], chosen: Any, estimator: Any, train: SplitData, dev: SplitData, y_fit: np.ndarray
+    learner: LearnerConfig, chosen: Any, estimator: Any, train: SplitData, dev: SplitData, y_fit: np.ndarray
 ) -> tuple[Any, dict[str, Any]]:
     """The chosen configuration fitted again on train and dev (``[data] fit_on = "train+dev"``),
     once the dev split has done its job (choosing, scoring); dev pairs that repeat a training pair
@@ -121,9 +121,9 @@ def refit_with_dev(
     return refitted, info
 
 
-def fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np.ndarray:
+def fit_target(learner: LearnerConfig, train: QEDataset, estimator: Any) -> np.ndarray:
     """The labels, or with ``aux_targets`` the labels plus the aux targets as extra columns."""
-    names = learner.get("aux_targets")
+    names = learner.aux_targets
     if not names:
         return train.labels
     from qe.learners.aux import aux_target_matrix, stack_targets
@@ -132,6 +132,6 @@ def fit_target(learner: dict[str, Any], train: QEDataset, estimator: Any) -> np.
     if isinstance(estimator, GridSearchCV) or not accepts_aux(estimator):
         raise QEInputError(
             f"[learner] aux_targets needs an aux-aware learner without a grid (e.g. aux_stack), "
-            f"not {learner['name']!r}" + (" with a grid" if isinstance(estimator, GridSearchCV) else "")
+            f"not {learner.name!r}" + (" with a grid" if isinstance(estimator, GridSearchCV) else "")
         )
     return stack_targets(train.labels, aux_target_matrix(train, list(names)))

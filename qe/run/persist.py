@@ -15,12 +15,13 @@ import sklearn
 
 from qe import __version__
 from qe.config import dump_config
+from qe.configtypes import DataConfig, ExperimentConfig, thaw
 from qe.io import atomic_write, write_text_atomic
 from qe.model import QEModel
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.fit import FittedSystem
-from qe.run.splits import has_dev, label_range, languages
+from qe.run.splits import label_range, languages
 from qe.schema import SPLIT_COLUMNS, SPLIT_FILES, SPLITS
 
 
@@ -29,16 +30,16 @@ def signature(ctx: RunContext, estimator_description: str, tables: dict[str, str
     feature tables, by content), features (each family's own signature), resources, learner, CV,
     versions."""
     config = ctx.config
-    features = config["features"]
-    dev = has_dev(config)
-    parts = [f"data:{config['data'].get('dataset', 'files')}@{ctx.fingerprint('train')}"]
+    features = config.features
+    dev = config.data.has_dev
+    parts = [f"data:{config.data.dataset or 'files'}@{ctx.fingerprint('train')}"]
     if dev:
         parts.append(f"dev:{ctx.fingerprint('dev')}")
     parts += [f"table.{split}:{sha}" for split, sha in sorted((tables or {}).items())]
-    parts += input_hashes(config, ctx.input_digest)
-    parts.append(f"features:{'+'.join(features['sets'] + features['families'])}")
-    if config.get("selection"):
-        parts.append(f"selection:{config['selection']['name']}")
+    parts += input_hashes(config.data, ctx.input_digest)
+    parts.append(f"features:{'+'.join(features.sets + features.families)}")
+    if config.selection is not None:
+        parts.append(f"selection:{config.selection.name}")
     bundle = ctx.bundle()
     if bundle is not None:
         parts.append(f"resources:{bundle.signature()}")
@@ -48,28 +49,30 @@ def signature(ctx: RunContext, estimator_description: str, tables: dict[str, str
             info = bundle.info("mt2")
             info = info.get("settings", info)  # built members keep it under settings, attached ones not
             parts.append(f"mt2:{info.get('engine')}-{info.get('pair')}@{info.get('signature')}")
-    if features["families"]:
+    if features.families:
         families, _ = ctx.families("train")
         parts += [f"family:{family.signature()}" for family in families]
-    tuned_on = "dev" if dev else f"cv{config['cv']['folds']}"
-    if dev and config["data"].get("fit_on") == "train+dev":
+    tuned_on = "dev" if dev else f"cv{config.cv.folds}"
+    if dev and config.data.fit_on == "train+dev":
         parts.append("fit:train+dev")
-    learner = config["learner"]
+    learner = config.learner
     options = {
-        k: learner[k] for k in ("scale", "clip", "aux_targets", "fast_above") if learner.get(k) is not None
+        k: thaw(getattr(learner, k))
+        for k in ("scale", "clip", "aux_targets", "fast_above")
+        if getattr(learner, k) is not None
     }
-    bounds = label_range(config)
-    if learner.get("aux_targets"):  # the aux targets are computed from the post-edits / references
+    bounds = label_range(config.data)
+    if learner.aux_targets:  # the aux targets are computed from the post-edits / references
         train = ctx.dataset("train")
         texts = "\n".join([*(train.post_edits or []), "\f", *(train.references or [])])
         parts.append(f"aux-data:{hashlib.sha256(texts.encode()).hexdigest()[:16]}")
     parts += [
         f"learner:{estimator_description}",
-        f"learner-params:{compact(learner.get('params') or {})}",
+        f"learner-params:{compact(thaw(learner.params))}",
         f"learner-options:{compact(options)}",
         f"label-range:{compact(list(bounds) if bounds else None)}",
-        f"select:{tuned_on}-{config['learner']['scoring']}",
-        f"seed:{config['seed']}",
+        f"select:{tuned_on}-{learner.scoring}",
+        f"seed:{config.seed}",
         f"qe:{__version__}",
         f"sklearn:{sklearn.__version__}",
         f"numpy:{np.__version__}",
@@ -84,19 +87,19 @@ def compact(value: Any) -> str:
     return text if len(text) <= 80 else f"sha256:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def input_hashes(config: dict[str, Any], digest: Callable[[str], str]) -> list[str]:
+def input_hashes(data: DataConfig, digest: Callable[[str], str]) -> list[str]:
     """``input.<split>.<name>:<sha256>`` of every family input file named in ``[data.<split>]``
     (NMT log-probabilities, pseudo-references, decoder logs): they change the features. ``digest``:
     a file's sha256 (a run's context hashes each file once)."""
     parts = []
     for split in SPLITS:
-        for name, value in sorted(config["data"].get(split, {}).items()):
+        for name, value in sorted(data.files(split).items()):
             if name not in SPLIT_FILES and name not in SPLIT_COLUMNS and Path(value).is_file():
                 parts.append(f"input.{split}.{name}:{digest(value)[:16]}")
     return parts
 
 
-def config_inputs(config: dict[str, Any]) -> list[Path]:
+def config_inputs(config: ExperimentConfig) -> list[Path]:
     """The files and folders a run of ``config`` reads (data files and directory, resource bundle,
     decoder logs, other configs): an output directory must never hold one of them."""
     found: list[Path] = []
@@ -111,38 +114,38 @@ def config_inputs(config: dict[str, Any]) -> list[Path]:
         elif isinstance(value, str) and value and Path(value).exists():
             found.append(Path(value))
 
-    data, features = config["data"], config["features"]
-    walk([*(data.get(split, {}) for split in SPLITS), data.get("data_dir")])
-    walk([features.get("resources"), features.get("settings", {})])
-    walk([entry.get("config") for entry in config["report"].get("against", [])])
-    if "dataset" in data:
+    data, features = config.data, config.features
+    walk(thaw([*(data.files(split) for split in SPLITS), data.data_dir]))
+    walk(thaw([features.resources, features.settings]))
+    walk([entry.config for entry in config.report.against])
+    if data.dataset is not None:
         from qe.data import resolve_data_dir
 
-        found.append(resolve_data_dir(data.get("data_dir")))
+        found.append(resolve_data_dir(data.data_dir))
     return found
 
 
 def model_manifest(ctx: RunContext, sig: str, train: SplitData, cv: dict[str, Any]) -> dict[str, Any]:
     """What a saved model needs to score raw text again: families, settings, resources, languages."""
     config = ctx.config
-    features = config["features"]
-    bounds = label_range(config)
+    features = config.features
+    bounds = label_range(config.data)
     bundle = ctx.bundle()
     return {
         "signature": sig,
         "qe_version": __version__,
-        "config_name": config["name"],
-        "languages": languages(config, bundle),
-        "families": list(features["families"]),
-        "family_settings": features["settings"],
-        "feature_sets": list(features["sets"])
-        + (["data tables"] if "features" in config["data"].get("train", {}) else []),
+        "config_name": config.name,
+        "languages": languages(config.data, bundle),
+        "families": list(features.families),
+        "family_settings": thaw(features.settings),
+        "feature_sets": list(features.sets)
+        + (["data tables"] if "features" in config.data.files("train") else []),
         "resources": {"path": str(Path(bundle.path).resolve()), "signature": bundle.signature()}
-        if features.get("resources")
+        if features.resources
         else None,
-        "mt2": config.get("mt2"),
+        "mt2": thaw(config.mt2),
         "training_data": ctx.fingerprint("train"),
-        "fit_on": config["data"].get("fit_on", "train"),
+        "fit_on": config.data.fit_on,
         "label_range": list(bounds) if bounds else None,
         "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},
     }

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from qe.configtypes import ExperimentConfig
 from qe.errors import QEInputError
 from qe.io import write_text_atomic
 from qe.learners.factory import describe
@@ -19,12 +20,12 @@ from qe.run.features import SplitData, build_split, check_families
 from qe.run.fit import FittedSystem
 from qe.run.persist import config_inputs, signature, write_run
 from qe.run.selection import select_features
-from qe.run.splits import check_overlap, has_dev
+from qe.run.splits import check_overlap
 from qe.workers import exit_with_parent_everywhere
 
 
 def run_experiment(
-    config: dict[str, Any],
+    config: ExperimentConfig,
     output_dir: str | Path,
     *,
     overwrite: bool = False,
@@ -49,11 +50,11 @@ def _run(ctx: RunContext, out: Path) -> dict[str, Any]:
         write_text_atomic(out / "selection.json", json.dumps(selection, indent=2) + "\n")
     metrics = fitted.metrics
     gold = test.dataset.labels
-    if config["report"].get("against") and gold is not None:
+    if config.report.against and gold is not None:
         metrics["against"] = {}
-        for entry in config["report"]["against"]:
+        for entry in config.report.against:
             _, _, other, _ = fit_system(ctx.system(against_config(config, entry)))
-            metrics["against"][entry["name"]] = compared(gold, fitted.test_pred, other)
+            metrics["against"][entry.name] = compared(gold, fitted.test_pred, other)
     splits = (("train", train), ("dev", fitted.dev), ("test", test))
     tables = {name: split.table_sha256 for name, split in splits if split is not None and split.table_sha256}
     sig = signature(ctx, describe(fitted.estimator), tables)
@@ -71,27 +72,27 @@ def fit_system(ctx: RunContext) -> tuple[SplitData, SplitData, FittedSystem, dic
     config = ctx.config
     check_families(ctx)  # before any extraction, as the overlap and learner checks below
     dev_rows = None
-    if has_dev(config):  # an overlapping dev split is refused at once
-        check_overlap(ctx.dataset("train"), ctx.dataset("dev"), config["data"].get("allow_overlap", False))
+    if config.data.has_dev:  # an overlapping dev split is refused at once
+        check_overlap(ctx.dataset("train"), ctx.dataset("dev"), config.data.allow_overlap)
         dev_rows = len(ctx.dataset("dev"))
     ctx.learner(len(ctx.dataset("train")), dev_rows)  # made now: a bad parameter is refused before extraction
-    if config.get("selection"):
+    if config.selection is not None:
         ctx.selector()  # the same
     train = build_split(ctx, "train")
     if train.dataset.labels is None:
-        given = config["data"].get("train", {})
-        where = given.get("table") or given.get("features") or given.get("src") or config.get("config_file")
+        given = config.data.files("train")
+        where = given.get("table") or given.get("features") or given.get("src") or config.config_file
         hint = (
             " (a table's labels are in its 'score' column, or the one label_column names)"
             if "table" in given
             else ""
         )
         raise QEInputError(f"the training split has no labels{hint}", where)
-    dev = build_split(ctx, "dev") if has_dev(config) else None
+    dev = build_split(ctx, "dev") if config.data.has_dev else None
     test = build_split(ctx, "test")
     _check_columns(config, train, dev, test)
     report = None
-    if config.get("selection"):
+    if config.selection is not None:
         selected, report = select_features(ctx, train)
         for split in (train, dev, test):
             if split is not None:
@@ -99,7 +100,9 @@ def fit_system(ctx: RunContext) -> tuple[SplitData, SplitData, FittedSystem, dic
     return train, test, fit_and_evaluate(ctx, train, test, dev), report
 
 
-def _check_columns(config: dict[str, Any], train: SplitData, dev: SplitData | None, test: SplitData) -> None:
+def _check_columns(
+    config: ExperimentConfig, train: SplitData, dev: SplitData | None, test: SplitData
+) -> None:
     """Refuse a dev or test split whose feature columns are not the training split's, in order."""
     ours = list(train.features.columns)
     for name, other in (("dev", dev), ("test", test)):
@@ -116,5 +119,5 @@ def _check_columns(config: dict[str, Any], train: SplitData, dev: SplitData | No
             raise QEInputError(
                 f"the {name} split's feature columns differ from the training split's: {first} "
                 "(do both name the same kind of feature table?)",
-                config["data"].get(name, {}).get("features"),
+                config.data.files(name).get("features"),
             )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from qe.configtypes import DataConfig, Table
 from qe.data import (
     DATASETS,
     QEDataset,
@@ -31,35 +32,29 @@ from qe.errors import QEInputError
 TABLE_DEFAULTS = {"src_column": "src", "mt_column": "mt", "label_column": "score", "id_column": "id"}
 
 
-def registered_dataset(config: dict[str, Any]) -> RegisteredDataset | None:
+def registered_dataset(data: DataConfig) -> RegisteredDataset | None:
     """The config's registered dataset, if it names a known one."""
-    return DATASETS.get(config["data"].get("dataset", ""))
+    return DATASETS.get(data.dataset or "")
 
 
-def label_range(config: dict[str, Any]) -> tuple[float, float] | None:
+def label_range(data: DataConfig) -> tuple[float, float] | None:
     """The declared label range: from the config, else from the registered dataset (None: unbounded)."""
-    data = config["data"]
-    if "label_range" in data:
-        low, high = data["label_range"]
+    if data.label_range is not None:
+        low, high = data.label_range
         return float(low), float(high)
-    dataset = registered_dataset(config)
+    dataset = registered_dataset(data)
     return dataset.label_range if dataset is not None else None
 
 
-def languages(config: dict[str, Any], bundle: Any = None) -> dict[str, str] | None:
+def languages(data: DataConfig, bundle: Any = None) -> dict[str, str] | None:
     """The language pair: from the resource bundle, else ``[data] languages``, else the registered
     dataset's."""
     if bundle is not None and bundle.manifest.get("languages"):
         return dict(bundle.manifest["languages"])
-    if "languages" in config["data"]:
-        return dict(config["data"]["languages"])
-    dataset = registered_dataset(config)
+    if data.languages is not None:
+        return dict(data.languages)
+    dataset = registered_dataset(data)
     return {"src": dataset.languages[0], "tgt": dataset.languages[1]} if dataset else None
-
-
-def has_dev(config: dict[str, Any]) -> bool:
-    """Whether the config names a dev split (``dev_split`` or ``[data.dev]``)."""
-    return "dev" in config["data"] or "dev_split" in config["data"]
 
 
 @dataclass
@@ -70,18 +65,18 @@ class LoadedSplit:
     table: FeatureTable | None = None
 
 
-def load_split(config: dict[str, Any], split: str) -> LoadedSplit:
-    """Load the ``train``, ``dev`` or ``test`` split the config names."""
-    data = config["data"]
-    files = data.get(split)
+def load_split(data: DataConfig, split: str) -> LoadedSplit:
+    """Load the ``train``, ``dev`` or ``test`` split the config's ``[data]`` names."""
+    files = data.files(split)
     if files:
-        return _load_files(files, split, label_range(config))
-    if "dataset" not in data or (split == "dev" and "dev_split" not in data):
+        return _load_files(files, split, label_range(data))
+    name = data.split_name(split)
+    if data.dataset is None or name is None:
         raise QEInputError(f"[data] names no {split} split (give [data.{split}] files or a dataset)")
-    return LoadedSplit(load_registered(data["dataset"], data[f"{split}_split"], data.get("data_dir")))
+    return LoadedSplit(load_registered(data.dataset, name, data.data_dir))
 
 
-def _load_files(files: dict[str, str], split: str, bounds: tuple[float, float] | None) -> LoadedSplit:
+def _load_files(files: Table, split: str, bounds: tuple[float, float] | None) -> LoadedSplit:
     table = None
     if "features" in files:
         named = "table" not in files  # label / id columns belong to the text table when there is one

@@ -20,12 +20,13 @@ from qe.io import atomic_write, sha256_file
 from qe.outputs import BUNDLE_FORMAT as FORMAT
 from qe.outputs import check_output_dir, staged_dir
 from qe.resources.bundle.config import read_bundle_config
-from qe.resources.bundle.corpora import SIDES, read_corpora, resolve, shown_path
+from qe.resources.bundle.corpora import read_corpora, resolve, shown_path
 from qe.resources.bundle.crossfitting import cross_fit_members, plan_cross_fitting
 from qe.resources.bundle.kinds.edits import edits_dataset
 from qe.resources.bundle.members import BuildContext, build_members, member_kinds
 from qe.resources.bundle.overlap import check_overlaps
 from qe.resources.bundle.runtime import DEFAULT_BUNDLE_DIR, MANIFEST, ResourceBundle
+from qe.schema import SIDES
 from qe.text import bundle_text_configs
 from qe.workers import exit_with_parent_everywhere
 

@@ -13,8 +13,7 @@ import numpy as np
 from qe.data import QEDataset, load_parallel, load_registered
 from qe.errors import QEInputError
 from qe.io import read_text_lines
-
-SIDES = ("src", "tgt")
+from qe.schema import SIDES, is_qe_corpus
 
 
 @dataclass
@@ -27,11 +26,6 @@ class Corpus:
     tokens: dict[str, list[list[str]]] = field(default_factory=dict)  # side -> tokenized lines
     qe: QEDataset | None = None  # the QE training split when the corpus is one
     masks: np.ndarray | None = None  # cross-fitting: bit k set = the line repeats a fold-k sentence
-
-
-def is_qe_corpus(table: dict[str, Any]) -> bool:
-    """Whether a ``[corpora.NAME]`` table is a QE training split (a dataset, or src / mt files)."""
-    return "dataset" in table or "mt" in table
 
 
 def resolve(root: Path, value: str) -> Path:

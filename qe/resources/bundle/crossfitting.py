@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from qe.errors import QEInputError
-from qe.resources.bundle.corpora import Corpus, is_qe_corpus
+from qe.resources.bundle.corpora import Corpus
 from qe.resources.bundle.members import BuildContext, build_members, member_kinds
 from qe.resources.crossfit import MEMBER, FoldMap
 from qe.resources.folds import assign_folds, pair_key
 from qe.resources.leakage import normalize_for_overlap
+from qe.schema import is_qe_corpus
 
 
 class SentenceFolds:

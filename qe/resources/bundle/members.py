@@ -21,8 +21,8 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import sha256_file
-from qe.resources.bundle.corpora import SIDES, Corpus, resolve
-from qe.schema import List, Rule, Str, TablesOf, register_tables
+from qe.resources.bundle.corpora import Corpus, resolve
+from qe.schema import SIDES, List, Mistake, Rule, Str, TablesOf, register_tables
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
 
 SIDE = Str(list(SIDES))
@@ -162,9 +162,18 @@ def register_member(record: MemberKind) -> MemberKind:
         raise ValueError(f"bundle member kind {record.kind!r} registered with two loaders")
     _KINDS[name] = record
     if record.section is not None and record.rule is not None:
-        rule = TablesOf(record.rule) if record.per_side else record.rule
+        rule = TablesOf(record.rule, rules=(_each_side,)) if record.per_side else record.rule
         register_tables("bundle member", {record.section: rule})
     return record
+
+
+def _each_side(tables: dict[str, Any]) -> Mistake:
+    """Each ``[section.KEY]`` table of a per-side kind builds one side: ``side``, or a key naming one."""
+    for key, table in tables.items():
+        side = table.get("side", key if key in SIDES else None)
+        if side not in SIDES:
+            return f"{key}.side", side, '"src" or "tgt" (the key names no side)'
+    return None
 
 
 def member_kinds() -> list[MemberKind]:

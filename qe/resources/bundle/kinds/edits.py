@@ -14,33 +14,39 @@ from qe.errors import QEInputError
 from qe.resources.bundle.config import check_dataset_languages
 from qe.resources.bundle.corpora import resolve
 from qe.resources.bundle.members import BuildContext, MemberKind, register_member
-from qe.schema import SEED, Int, Str, Table, registered
+from qe.schema import SEED, Int, Mistake, Str, Table, mistake, registered
 
 FILES = ("src", "mt", "post_edits", "labels")
 """The user's training files, all four or none (then ``dataset``)."""
 
 
-def _check(config: dict[str, Any], key: str, edits: dict[str, Any], config_path: Path) -> None:
-    """A registered dataset's training split (of the bundle's language pair), or all four training
-    files; defaults filled."""
-    check_dataset_languages("edits", edits.get("dataset"), config, config_path)
+def _one_source(edits: dict[str, Any]) -> Mistake:
+    """``[edits]`` learns from a registered dataset or from all four training files, not both."""
     files = [key for key in FILES if key in edits]
-    if ("dataset" in edits) == bool(files) or (files and len(files) != len(FILES)):
-        raise QEInputError(
-            '[edits] needs dataset = NAME (a registered dataset with post-edits, e.g. "mlqe-pe/en-de") '
-            "or all of src, mt, post_edits and labels (training files)",
-            config_path,
+    if "dataset" in edits and files:
+        return files[0], edits[files[0]], "nothing beside dataset: give dataset or the training files"
+    if "dataset" not in edits and len(files) != len(FILES):
+        missing = next(key for key in ("dataset", *FILES) if key not in edits)
+        return (
+            missing,
+            None,
+            'a registered dataset with post-edits (e.g. "mlqe-pe/en-de") or all of src, mt, post_edits '
+            "and labels (training files)",
         )
+    return None
+
+
+def _check(config: dict[str, Any], key: str, edits: dict[str, Any], config_path: Path) -> None:
+    """A registered dataset's training split (of the bundle's language pair); defaults filled."""
+    check_dataset_languages("edits", edits.get("dataset"), config, config_path)
     for name, default in (("folds", 5), ("seed", 0)):
         edits.setdefault(name, default)
     if "dataset" in edits:
         dataset = DATASETS[edits["dataset"]]
         edits.setdefault("split", "train")
         if dataset.split_name(edits["split"]) == dataset.test_split:
-            raise QEInputError(
-                "[edits] must learn from a training split: the test post-edits and labels would leak",
-                config_path,
-            )
+            allowed = "a training split (the test post-edits and labels would leak)"
+            raise QEInputError(mistake("edits.split", edits["split"], allowed), config_path)
 
 
 def edits_dataset(table: dict[str, Any] | None, root: Path) -> QEDataset | None:
@@ -111,7 +117,8 @@ register_member(
                 "folds": Int(2),
                 "seed": SEED,
                 **{role: Str() for role in FILES},  # or the user's files
-            }
+            },
+            rules=(_one_source,),
         ),
         files=lambda key, table: {"edits": "edits.json.gz"},
         build=_build,

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.resources.bundle.corpora import SIDES
 from qe.resources.bundle.members import CORPUS_LIST, BuildContext, MemberKind, register_member
-from qe.schema import Int, List, Number, Str, Table
+from qe.schema import SIDES, Int, List, Number, Str, Table
 
 DIRECTIONS = ("s2t", "t2s")
 
