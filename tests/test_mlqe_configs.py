@@ -25,20 +25,29 @@ def test_configs_are_what_the_generator_writes() -> None:
     names = {path.name for path in CONFIGS}
     for label in ("da", "pe"):
         for pair in MLQE_PAIRS:
-            assert f"resources-{label}-{pair}.toml" in names
-            assert {f"{label}-{pair}-{system}.toml" for system in ("baseline", "nmt", "best")} <= names
+            assert {f"resources-{label}-{pair}.toml", f"resources-{label}-{pair}-finetuned.toml"} <= names
+            systems = ("baseline", "nmt", "best", "finetuned", "stacked")
+            assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
 def test_every_config_passes_the_schema(path: Path) -> None:
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
-        label, pair = path.stem.split("-", 2)[1:]
+        label, pair = path.stem.removesuffix("-finetuned").split("-", 2)[1:]
         dataset = f"mlqe-{label}/{pair}"
         # Resources come from the training split of the same half (same raw strings, so the
         # cross-fitting folds recognise the training pairs) and never from test20.
         assert config["corpora"]["qe"]["dataset"] == config["edits"]["dataset"] == dataset
         assert config["corpora"]["qe"]["cross_fit"] == 5
+        # the fine-tuned encoder's bundle: the same members, plus the encoder trained on the same pairs
+        assert ("finetuned" in config) == path.stem.endswith("-finetuned")
+        if "finetuned" in config:
+            assert config["finetuned"]["corpus"] == "qe" and config["finetuned"]["folds"] == 5
+            plain = read_bundle_config(path.with_name(path.name.replace("-finetuned", "")))
+            assert {k: v for k, v in config.items() if k not in ("finetuned", "name", "description")} == {
+                k: v for k, v in plain.items() if k not in ("name", "description")
+            }
         return
     config = load_config(path)
     label, rest = path.stem.split("-", 1)
@@ -46,7 +55,12 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     assert config["data"]["dataset"] == f"mlqe-{label}/{pair}"
     assert not config["learner"].get("grid")  # frozen: chosen on dev, test20 only reports
     resources = config["features"].get("resources")
-    assert resources in (None, f"models/resources/mlqe-{label}-{pair}")
+    finetuned = "finetuned" in config["features"]["families"]
+    assert resources in (None, f"models/resources/mlqe-{label}-{pair}" + ("-finetuned" if finetuned else ""))
+    if path.stem.endswith("-stacked"):  # the best system plus the fine-tuned encoder's prediction
+        best = load_config(path.with_name(path.name.replace("-stacked", "-best")))
+        assert config["features"]["families"] == [*best["features"]["families"], "finetuned"]
+        assert config["learner"] == best["learner"]
     embeddings = config["features"]["settings"].get("embeddings")
     if embeddings is not None:  # the encoder covers en, de, zh, ru but not ro, et, ne, si
         assert (embeddings.get("sides") == "mt") == (pair.split("-")[0] in ("ro", "et", "ne", "si"))
