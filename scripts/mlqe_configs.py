@@ -45,7 +45,7 @@ DESCRIPTIONS = {
 # The fine-tuned encoder's grid, each setting tried on a held-out tenth of every model's training
 # pairs (early stopping there too): the encoder frozen (a head on its vectors) or its pooling and DAN
 # layers trained, a linear or a 256-unit tanh head. Training every weight (unfreeze "all") gained
-# 0.007 dev Pearson on en-de for 20 to 60 times the CPU of "top" (docs/neural.md): not in the grid.
+# 0.007 dev Pearson on en-de for 20 to 100 times the CPU of "top" (docs/neural.md): not in the grid.
 FINETUNED = {"unfreeze": ["head", "top"], "lr": [1e-4], "hidden": [0, 256], "max_epochs": 6, "patience": 2}
 
 
