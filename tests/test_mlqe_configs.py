@@ -7,13 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import tomli_w
 
+from qe.cli import main
 from qe.config import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.resources.bundle import read_bundle_config
 
 REPO = Path(__file__).resolve().parents[1]
+STEPS = {
+    "best": "features alone",
+    "finetuned": "fine-tuned encoder alone",
+    "stacked": "features + fine-tuned encoder",
+}
 CONFIGS = sorted((REPO / "configs" / "mlqe").glob("*.toml"))
 
 
@@ -25,20 +33,29 @@ def test_configs_are_what_the_generator_writes() -> None:
     names = {path.name for path in CONFIGS}
     for label in ("da", "pe"):
         for pair in MLQE_PAIRS:
-            assert f"resources-{label}-{pair}.toml" in names
-            assert {f"{label}-{pair}-{system}.toml" for system in ("baseline", "nmt", "best")} <= names
+            assert {f"resources-{label}-{pair}.toml", f"resources-{label}-{pair}-finetuned.toml"} <= names
+            systems = ("baseline", "nmt", "best", "finetuned", "stacked")
+            assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
 def test_every_config_passes_the_schema(path: Path) -> None:
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
-        label, pair = path.stem.split("-", 2)[1:]
+        label, pair = path.stem.removesuffix("-finetuned").split("-", 2)[1:]
         dataset = f"mlqe-{label}/{pair}"
         # Resources come from the training split of the same half (same raw strings, so the
         # cross-fitting folds recognise the training pairs) and never from test20.
         assert config["corpora"]["qe"]["dataset"] == config["edits"]["dataset"] == dataset
         assert config["corpora"]["qe"]["cross_fit"] == 5
+        # the fine-tuned encoder's bundle: the same members, plus the encoder trained on the same pairs
+        assert ("finetuned" in config) == path.stem.endswith("-finetuned")
+        if "finetuned" in config:
+            assert config["finetuned"]["corpus"] == "qe" and config["finetuned"]["folds"] == 5
+            plain = read_bundle_config(path.with_name(path.name.replace("-finetuned", "")))
+            assert {k: v for k, v in config.items() if k not in ("finetuned", "name", "description")} == {
+                k: v for k, v in plain.items() if k not in ("name", "description")
+            }
         return
     config = load_config(path)
     label, rest = path.stem.split("-", 1)
@@ -46,7 +63,12 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     assert config.data.dataset == f"mlqe-{label}/{pair}"
     assert not config.learner.grid  # frozen: chosen on dev, test20 only reports
     resources = config.features.resources
-    assert resources in (None, f"models/resources/mlqe-{label}-{pair}")
+    finetuned = "finetuned" in config.features.families
+    assert resources in (None, f"models/resources/mlqe-{label}-{pair}" + ("-finetuned" if finetuned else ""))
+    if path.stem.endswith("-stacked"):  # the best system plus the fine-tuned encoder's prediction
+        best = load_config(path.with_name(path.name.replace("-stacked", "-best")))
+        assert config.features.families == [*best.features.families, "finetuned"]
+        assert config.learner == best.learner
     embeddings = config.features.settings.get("embeddings")
     if embeddings is not None:  # the encoder covers en, de, zh, ru but not ro, et, ne, si
         assert (embeddings.get("sides") == "mt") == (pair.split("-")[0] in ("ro", "et", "ne", "si"))
@@ -88,3 +110,45 @@ def test_table_refuses_what_it_did_not_print(tmp_path: Path, content: str) -> No
     assert done.returncode == 2
     assert "not a table this script printed" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_one_run_gives_the_steps_table_with_dev_choosing(tmp_path: Path) -> None:
+    """Issue 23's steps on a tiny scale: three stand-in systems (the surface family with three
+    learners) on 80 / 30 / 30 toy pairs whose label follows the MT length; one run of the script gives
+    each step's dev Pearson (the same number `qe run` reports under dev) and test Pearson, and the
+    steps table names the step of best dev Pearson."""
+    from tests.helpers import write_lines
+    from tests.helpers.toy import EN, ES, sentences
+
+    data: dict = {}
+    for split, n, seed in (("train", 80, 0), ("dev", 30, 1), ("test", 30, 2)):
+        src, mt = sentences(n, EN, seed), sentences(n, ES, seed + 10)
+        noise = np.random.default_rng(seed).normal(0, 0.3, n)
+        labels = [f"{len(m.split()) / 4 + e:.4f}" for m, e in zip(mt, noise, strict=True)]
+        files = {"src": src, "mt": mt, "labels": labels}
+        data[split] = {k: str(write_lines(tmp_path / f"{split}.{k}", v)) for k, v in files.items()}
+    learners = {"best": {"name": "ridge"}, "finetuned": {"name": "svr"}, "stacked": {"name": "random_forest"}}
+    for system, learner in learners.items():
+        config = {"name": system, "data": data, "features": {"families": ["surface"]}, "learner": learner}
+        config["learner"]["params"] = {"n_estimators": 20} if system == "stacked" else {}
+        (tmp_path / f"da-ro-en-{system}.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+    args = ["--labels", "da", "--pairs", "ro-en", "--systems", "best,finetuned,stacked"]
+    done = run_table(*args, "--configs", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)
+    rows = {"best": table["ro-en"]["da"], **{s: table[s]["ro-en"]["da"] for s in ("finetuned", "stacked")}}
+    run = tmp_path / "run"
+    assert main(["run", str(tmp_path / "da-ro-en-best.toml"), "--output-dir", str(run)]) == 0
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert rows["best"]["dev_pearson"] == round(metrics["dev"]["Pearson"], 4)
+    assert rows["best"]["pearson"] == round(metrics["test"]["Pearson"], 4)
+    saved = tmp_path / "table.json"
+    saved.write_text(done.stdout, encoding="utf-8")
+    steps = run_table("--steps", "--from", str(saved))
+    assert steps.returncode == 0, steps.stderr
+    row = next(line for line in steps.stdout.splitlines() if line.startswith("| ro-en"))
+    cells = row.strip("| ").split(" | ")
+    chosen = max(rows, key=lambda s: rows[s]["dev_pearson"])
+    assert cells[2:5] == [f"{rows[s]['dev_pearson']:.3f} / {rows[s]['pearson']:.3f}" for s in rows]
+    assert cells[5:7] == [STEPS[chosen], f"**{rows[chosen]['pearson']:.3f}**"]
+    assert cells[7:] == ["0.898", "0.82"]  # MonoTransQuest and the goal of issue 23

@@ -205,7 +205,8 @@ class _Network:
 
 class Trainer:
     """Training and dev pairs prepared once for any number of settings: tokenised, labels scaled to
-    zero mean and unit variance, and (on first need) the frozen per-token layers' sums."""
+    zero mean and unit variance, and (on first need) the frozen per-token layers' sums, taken from and
+    added to ``memo`` (by piece ids: trainers on other rows of the same sentences share them)."""
 
     def __init__(
         self,
@@ -214,6 +215,7 @@ class Trainer:
         *,
         log: Callable[[str], None] = print,
         resources: Path | None = None,
+        memo: dict[tuple[int, ...], np.ndarray] | None = None,
     ):
         started = time.perf_counter()
         for name, split in (("training", train), ("dev", dev)):
@@ -233,6 +235,7 @@ class Trainer:
         tokenizer = _Tokenizer(root / "sp.model")
         self.sets = [_Pieces(tokenizer, *split[:2]) for split in (train, dev)]
         self._sums: list[np.ndarray] | None = None
+        self._memo = {} if memo is None else memo
         seconds = time.perf_counter() - started
         log(f"prepared {len(self.sets[0])} training and {len(self.sets[1])} dev pairs in {seconds:.1f} s")
 
@@ -243,7 +246,7 @@ class Trainer:
             return [functools.partial(pieces.batch, size=size) for pieces in self.sets]
         if self._sums is None:
             started = time.perf_counter()
-            self._sums = [_token_sums_of(net, pieces) for pieces in self.sets]
+            self._sums = [_token_sums_of(net, pieces, self._memo) for pieces in self.sets]
             self.log(f"computed the frozen layers' token sums in {time.perf_counter() - started:.1f} s")
         return [
             functools.partial(_sums_batch, sums, pieces, size)
@@ -317,17 +320,26 @@ def finetune(
     return Trainer(train, dev, log=log, resources=resources).run(settings)
 
 
-_SUMS_BATCH = 32
+_SUMS_BATCH = 64
 
 
-def _token_sums_of(net: _Network, pieces: _Pieces) -> np.ndarray:
-    """The frozen per-token layers' sums of every source (row 0) and translation (row 1) of a split."""
-    sums = np.zeros((2, len(pieces), 1280), dtype=np.float32)
-    for rows in _order(pieces, _SUMS_BATCH, None):
-        ids, lens = pieces.batch(rows, _SUMS_BATCH)
+def _token_sums_of(net: _Network, pieces: _Pieces, memo: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
+    """The frozen per-token layers' sums of every source (row 0) and translation (row 1) of a split;
+    ``memo`` holds the sums already computed by piece ids (the frozen layers give a sentence the same
+    sums in every setting and every model trained from the same base weights) and gets the new ones."""
+    keys = [tuple(ids) for ids in (*pieces.src, *pieces.mt)]
+    todo = sorted(dict.fromkeys(key for key in keys if key not in memo), key=len)
+    for start in range(0, len(todo), _SUMS_BATCH):
+        chunk = todo[start : start + _SUMS_BATCH]
+        ids = np.zeros((_SUMS_BATCH, _bucket(len(chunk[-1]))), dtype=np.int32)
+        lens = np.ones(_SUMS_BATCH, dtype=np.int32)  # rows past the chunk: one padding piece
+        for row, key in enumerate(chunk):
+            ids[row, : len(key)] = key
+            lens[row] = len(key)
         out = np.asarray(net.sums(ids, lens))
-        sums[0, rows], sums[1, rows] = out[: len(rows)], out[_SUMS_BATCH : _SUMS_BATCH + len(rows)]
-    return sums
+        for row, key in enumerate(chunk):
+            memo[key] = out[row]
+    return np.stack([memo[key] for key in keys]).reshape(2, len(pieces), -1)
 
 
 def _sums_batch(
@@ -372,12 +384,13 @@ def select(
     grid: Sequence[Settings],
     *,
     log: Callable[[str], None] = print,
+    memo: dict[tuple[int, ...], np.ndarray] | None = None,
 ) -> tuple[Finetuned, list[tuple[Settings, float, int]]]:
     """Train every setting of ``grid``; the one of best dev Pearson, and each setting's (dev Pearson,
-    best epoch)."""
+    best epoch). ``memo``: the frozen layers' sums to share (``Trainer``)."""
     best: Finetuned | None = None
     table = []
-    trainer = Trainer(train, dev, log=log)
+    trainer = Trainer(train, dev, log=log, memo=memo)
     for settings in grid:
         log(f"setting {asdict(settings)}")
         model = trainer.run(settings)
@@ -387,3 +400,18 @@ def select(
     if best is None:
         raise QEInputError("no fine-tuning setting to try")
     return best, table
+
+
+def settings_grid(
+    unfreeze: Sequence[str], lr: Sequence[float], hidden: Sequence[int], **common: Any
+) -> list[Settings]:
+    """Every combination of the layers to unfreeze, the encoder's learning rate and the head's size
+    (``common``: the other ``Settings`` fields), once each: with ``unfreeze = "head"`` the encoder's
+    learning rate plays no part, so it is tried once."""
+    grid = [
+        Settings(unfreeze=layers, lr=rate if layers != "head" else lr[0], hidden=size, **common)
+        for layers in unfreeze
+        for rate in lr
+        for size in hidden
+    ]
+    return list(dict.fromkeys(grid))

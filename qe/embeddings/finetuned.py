@@ -192,10 +192,13 @@ class FinetunedEncoder:
             raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
         u = self.model.encode(src).astype(np.float64)
         v = self.model.encode(mt).astype(np.float64)
-        hidden = head_input(u, v)
-        if "w1" in self.head:
-            hidden = np.tanh(hidden @ self.head["w1"] + self.head["b1"])
-        scores = (hidden @ self.head["w"] + self.head["b"])[:, 0]
+        # row by row: a pair's score must not depend on the batch it came in (BLAS blocks a matrix
+        # product by its number of rows), as the vectors do not
+        scores = np.empty(len(src), dtype=np.float64)
+        for row, pair in enumerate(head_input(u, v)):
+            if "w1" in self.head:
+                pair = np.tanh(pair @ self.head["w1"] + self.head["b1"])
+            scores[row] = (pair @ self.head["w"])[0] + self.head["b"][0]
         return scores * self.manifest["label_std"] + self.manifest["label_mean"]
 
 

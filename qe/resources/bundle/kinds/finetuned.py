@@ -1,0 +1,225 @@
+"""``[finetuned]``: the USE-M encoder fine-tuned on the labels of the bundle's cross-fitted QE training
+corpus (``qe.embeddings.finetune``), read by the ``finetuned`` feature family.
+
+One model from all training pairs (it scores every other pair: dev, test, new text) and one per
+cross-fitting fold from the pairs whose sentences that fold's pairs do not share (the corpus's
+masks, as the other cross-fitted members), so a training pair is never scored by a model that saw
+its label. Each is a ``.qenc`` file of checked arrays, scored with numpy alone
+(``qe.embeddings.finetuned``). Early stopping and the choice among the grid's settings (``unfreeze``
+x ``lr`` x ``hidden``) use a held-out share of each model's own training pairs (``holdout``), never
+the dev or test split. The labels come with a registered dataset, or from ``labels = FILE`` (one per
+line of a QE corpus from files). Building needs JAX and optax (``pip install 'qe[neural]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.errors import QEInputError
+from qe.io import sha256_file
+from qe.resources.bundle.corpora import is_qe_corpus
+from qe.resources.bundle.members import BuildContext, MemberKind, register_member
+from qe.schema import SEED, Int, List, Number, Str, Table
+
+MEMBER = "finetuned"
+DEFAULTS: dict[str, Any] = {
+    "unfreeze": ["top"],
+    "lr": [1e-4],
+    "hidden": [0],
+    "head_lr": 1e-3,
+    "batch_size": 32,
+    "max_epochs": 6,
+    "patience": 2,
+    "weight_decay": 0.01,
+    "holdout": 0.1,
+    "seed": 13,
+}
+_SETTINGS = ("head_lr", "batch_size", "max_epochs", "patience", "weight_decay", "seed")
+"""The ``qe.embeddings.finetune.Settings`` fields the table gives one value (the grid's are lists)."""
+
+
+def _unfreeze_options() -> list[str]:
+    from qe.embeddings.finetuned import UNFREEZE
+
+    return list(UNFREEZE)
+
+
+RULE = Table(
+    {
+        "corpus": Str(),  # default: the cross-fitted QE training corpus
+        "labels": Str(),  # the labels of a QE corpus from files, one per line
+        "unfreeze": List(Str(_unfreeze_options), min_len=1),
+        "lr": List(Number(0, 1, open_low=True), min_len=1),
+        "hidden": List(Int(0), min_len=1),
+        "head_lr": Number(0, 1, open_low=True),
+        "batch_size": Int(2, 4096),
+        "max_epochs": Int(1, 1000),
+        "patience": Int(1, 1000),
+        "weight_decay": Number(0, 1),
+        "holdout": Number(0, 0.5, open_low=True),
+        "seed": SEED,
+    }
+)
+
+
+def _check(config: dict[str, Any], key: str, table: dict[str, Any], config_path: Path) -> None:
+    """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
+    corpus's folds, which the models follow)."""
+    from qe.embeddings.finetuned import MAX_HIDDEN
+
+    corpora = config["corpora"]
+    fitted = [name for name, corpus in corpora.items() if is_qe_corpus(corpus) and corpus["cross_fit"]]
+    name = table.setdefault("corpus", fitted[0] if fitted else "")
+    if name not in fitted:
+        raise QEInputError(
+            f"[finetuned] learns from the cross-fitted QE training corpus (a [corpora.NAME] with "
+            f"dataset = ... or src / mt files, and cross_fit), not {name or 'none'!r}: a model that "
+            "saw a training pair's label must not score it",
+            config_path,
+        )
+    if ("labels" in table) == ("dataset" in corpora[name]):
+        raise QEInputError(
+            "[finetuned] labels = FILE goes with a QE corpus from files (one label per line); "
+            f"a registered dataset brings its own (corpus {name!r})",
+            config_path,
+        )
+    for field, default in DEFAULTS.items():
+        table.setdefault(field, default)
+    if max(table["hidden"]) > MAX_HIDDEN:
+        raise QEInputError(f"[finetuned] hidden: a head of at most {MAX_HIDDEN} units", config_path)
+    table["folds"] = corpora[name]["cross_fit"]
+
+
+def _labels(context: BuildContext, table: dict[str, Any], data: Any) -> np.ndarray:
+    """The corpus's labels (its dataset's, or the ``labels`` file's), one finite number per pair."""
+    from qe.data import read_labels
+
+    if "labels" not in table:
+        return np.asarray(data.labels, dtype=np.float64)
+    path = context.path(table["labels"])
+    labels = read_labels(path)
+    if len(labels) != len(data):
+        raise QEInputError(f"{len(labels)} labels for the {len(data)} pairs of the QE corpus", path)
+    return labels
+
+
+def _train(
+    context: BuildContext,
+    table: dict[str, Any],
+    pairs: tuple[list[str], list[str], np.ndarray],
+    rows: np.ndarray,
+    what: str,
+    memo: dict,
+) -> tuple[Any, dict[str, Any]]:
+    """A model from the pairs ``rows`` (the grid's best on a held-out share of them, seeded) and what
+    the manifest says of it; ``memo``: the frozen layers' sums, shared by the bundle's models."""
+    from qe.embeddings.finetune import select, settings_grid
+
+    order = np.random.default_rng(table["seed"]).permutation(rows)
+    held = max(2, round(table["holdout"] * len(rows)))
+    if len(rows) - held < 2:
+        raise QEInputError(f"[finetuned] {what}: {len(rows)} training pairs are too few")
+    fit, holdout = np.sort(order[held:]), np.sort(order[:held])
+
+    def subset(index: np.ndarray) -> tuple[list[str], list[str], np.ndarray]:
+        return [pairs[0][i] for i in index], [pairs[1][i] for i in index], pairs[2][index]
+
+    grid = settings_grid(table["unfreeze"], table["lr"], table["hidden"], **{k: table[k] for k in _SETTINGS})
+    if context.progress:
+        from tqdm.auto import tqdm
+
+        def log(line: str) -> None:
+            tqdm.write(f"finetuned ({what}): {line}")
+    else:
+
+        def log(line: str) -> None:
+            return None
+
+    model, tried = select(subset(fit), subset(holdout), grid, log=log, memo=memo)
+    summary = {
+        "pairs": len(fit),
+        "holdout_pairs": len(holdout),
+        "unfreeze": model.settings.unfreeze,
+        "lr": model.settings.lr,
+        "hidden": model.settings.hidden,
+        "best_epoch": model.best_epoch,
+        "holdout_pearson": round(model.best_dev_pearson, 6),
+        "tried": [
+            {
+                "unfreeze": s.unfreeze,
+                "lr": s.lr,
+                "hidden": s.hidden,
+                "holdout_pearson": round(r, 6),
+                "epoch": e,
+            }
+            for s, r, e in tried
+        ],
+    }
+    return model, summary
+
+
+def _build(
+    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+) -> dict[str, dict[str, Any]]:
+    """The model of all kept training pairs, then one per fold without the pairs it masks."""
+    name = table["corpus"]
+    corpus = context.corpora[name]
+    data = corpus.qe
+    labels = _labels(context, table, data)
+    if not np.isfinite(labels).all():
+        raise QEInputError(f"[finetuned]: the labels of corpus {name!r} are not all finite numbers")
+    rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
+    assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
+    languages = [context.text[side].lang for side in ("src", "tgt")]
+    pairs, memo = (data.src, data.mt, labels), {}
+    out = outputs[MEMBER]
+    model, summary = _train(context, table, pairs, rows, "all training pairs", memo)
+    model.save(out, languages)
+    folds = []
+    for fold in range(int(table["folds"])):
+        kept = rows[((corpus.masks >> fold) & 1) == 0]
+        fold_model, fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo)
+        path = out.with_name(f"{MEMBER}.fold{fold}.qenc")
+        fold_model.save(path, languages)
+        folds.append(
+            {
+                "file": path.name,
+                "bytes": path.stat().st_size,
+                "sha256": sha256_file(path),
+                "excluded_lines": {name: int(len(rows) - len(kept))},
+                "summary": fold_summary,
+            }
+        )
+    settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
+    settings |= {
+        "data_fingerprint": data.fingerprint(),
+        "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
+    }
+    entry = context.entry("finetuned", out, None, [name], settings)
+    entry["summary"] = summary
+    entry["folds"] = folds
+    return {MEMBER: entry}
+
+
+def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
+    from qe.embeddings.finetuned import FinetunedEncoder
+
+    return FinetunedEncoder.load(path)
+
+
+register_member(
+    MemberKind(
+        kind="finetuned",
+        load=_load,
+        section="finetuned",
+        rule=RULE,
+        files=lambda key, table: {MEMBER: f"{MEMBER}.qenc"},
+        build=_build,
+        check=_check,
+        inputs=lambda table: [table["labels"]] if "labels" in table else [],
+    )
+)
