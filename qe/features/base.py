@@ -301,10 +301,10 @@ class FeatureFamily(ABC):
             merged[key] = schema[key].check(value, f"{where}.{key}", path)
         return merged
 
-    def warm(self) -> None:
+    def warm(self) -> None:  # noqa: B027 - an optional hook, not an abstract method
         """Do now the work that the first batches would otherwise do and keep (fill bounded caches),
         so that a long-running service takes its memory and time at start (``qe serve``); no values
-        change. Most families have nothing to do."""  # noqa: B027 - a hook, not an abstract method
+        change. Most families have nothing to do."""
 
     def fresh_state(self) -> dict[str, Any]:
         """Per-process attributes (caches, loaded models) with their empty values; not pickled."""
