@@ -67,7 +67,7 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     assert resources in (None, f"models/resources/mlqe-{label}-{pair}" + ("-finetuned" if finetuned else ""))
     if path.stem.endswith("-stacked"):  # the best system plus the fine-tuned encoder's prediction
         best = load_config(path.with_name(path.name.replace("-stacked", "-best")))
-        assert config.features.families == [*best.features.families, "finetuned"]
+        assert config.features.families == (*best.features.families, "finetuned")
         assert config.learner == best.learner
     embeddings = config.features.settings.get("embeddings")
     if embeddings is not None:  # the encoder covers en, de, zh, ru but not ro, et, ne, si
