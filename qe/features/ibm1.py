@@ -68,7 +68,7 @@ SETTINGS = {
 LIMITS = TextLimits(tokens=2_000)
 """Tokens of one side at most (docs/length-limits.md): the two alignment matrices grow with the
 product of the sides (2,000 x 2,000 cells take seconds; 20,000 tokens a side took 9 GB and 142 s)."""
-MEMO_WORDS = 50_000
+MEMO_WORDS = 10_000
 """Lexicon rows kept per direction (a few KB each) before the memo starts again."""
 
 BASE_SPECS = [

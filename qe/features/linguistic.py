@@ -469,12 +469,13 @@ def _side_rows(
         n_process = 1  # daemonic processes cannot start children
     width = len(SIDE_FEATURES) + (len(SPANISH_FEATURES) if spanish else 0)
     rows = np.zeros((len(texts), width))
-    docs = nlp.pipe(texts, n_process=n_process, batch_size=batch_size)
-    for i, doc in enumerate(docs):
-        row = side_features(doc)
-        if spanish:
-            row += spanish_checks(doc, vocabulary)
-        rows[i] = row
+    with nlp.memory_zone():  # the words met here leave the vocabulary after: a service's memory stays flat
+        docs = nlp.pipe(texts, n_process=n_process, batch_size=batch_size)
+        for i, doc in enumerate(docs):
+            row = side_features(doc)
+            if spanish:
+                row += spanish_checks(doc, vocabulary)
+            rows[i] = row
     return rows
 
 

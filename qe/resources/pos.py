@@ -159,7 +159,8 @@ class UPOSTagger:
             n for n in nlp.pipe_names if n in UPOS_COMPONENTS and (rules is None or n != "attribute_ruler")
         ]
         docs = (Doc(nlp.vocab, words=list(words)) for words in sentences)
-        with nlp.select_pipes(enable=enable):
+        # memory_zone: the words met here leave the vocabulary after, so a long-running process stays flat
+        with nlp.memory_zone(), nlp.select_pipes(enable=enable):
             tagged = nlp.pipe(docs, batch_size=self.batch_size)
             if rules is None:
                 return [tuple(t.pos_ or EMPTY_TAG for t in doc) for doc in tagged]
@@ -167,6 +168,13 @@ class UPOSTagger:
 
 
 _TAGGERS: dict[str, UPOSTagger] = {}
+
+
+def clear_tag_memos() -> None:
+    """Empty this process's taggers' per-sentence memos (a streamed run after each chunk, a service
+    after each request: memory then does not grow with the distinct sentences seen)."""
+    for tagger in _TAGGERS.values():
+        tagger._memo.clear()
 _TAGGED: Counter[str] = Counter()  # sentences handed to tag_sentences in this process, by language
 
 

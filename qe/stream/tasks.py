@@ -66,14 +66,18 @@ def clear_worker_state() -> None:
 
 
 def clear_text_memos(*roots: Any, depth: int = 4) -> None:
-    """Empty the per-sentence tokenization memos of ``qe.text.TextProcessor`` objects under ``roots``.
+    """Empty the per-sentence tokenization memos of ``qe.text.TextProcessor`` objects under ``roots``
+    and the POS taggers' per-sentence memos.
 
     Feature families and resource bundles memoise tokenized sentences (up to 200,000 per
-    processor); a streamed run clears them after every chunk so memory does not depend on how
-    many distinct sentences went through a worker. Small containers and objects are searched,
-    ``depth`` levels down.
+    processor), the taggers tagged ones; a streamed run clears them after every chunk (a service
+    after every request) so memory does not depend on how many distinct sentences went through a
+    worker. Small containers and objects are searched, ``depth`` levels down.
     """
+    from qe.resources.pos import clear_tag_memos
     from qe.text import TextProcessor
+
+    clear_tag_memos()
 
     seen: set[int] = set()
 
