@@ -2,8 +2,9 @@
 ``{"single": {"p50_ms", "p99_ms", "requests_per_second"}, "batch": {"pairs_per_second",
 "cli_pairs_per_second"}, "rss_growth_mb", "errors"}``.
 
-It starts ``qe serve`` on 127.0.0.1 (any free port) with the en-es model and ``--workers`` scoring
-processes, then, on distinct English-Spanish pairs (newstest, Tatoeba, FLORES, as
+It starts ``qe serve`` on 127.0.0.1 (any free port) with a model (``--model``, default the best en-es
+model ``models/wmt12-en-es.skops``; ``models/wmt12-en-es-fast.skops`` is the light one) and
+``--workers`` scoring processes, then, on distinct English-Spanish pairs (newstest, Tatoeba, FLORES, as
 ``benchmarks/extraction_scaling.py`` picks them), over keep-alive HTTP connections:
 
 - after 200 warm-up requests (not counted), the server's memory (the RSS of the server and its
@@ -18,7 +19,9 @@ processes, then, on distinct English-Spanish pairs (newstest, Tatoeba, FLORES, a
   the memory then minus the memory after the warm-up;
 - ``errors``: requests not answered 200, or not answered at all.
 
-The load average at the start and end, and the counts, go to stderr. The server is stopped with
+The server and ``qe predict`` each start from an empty cache of their own (``QE_CACHE_DIR`` in a
+temporary folder), so that neither reuses features or vectors the other computed. The load average
+at the start and end, and the counts, go to stderr. The server is stopped with
 SIGTERM at the end (its exit code must be 0, else it is counted as an error).
 
 Targets (issue 21): p50 <= 50 ms, p99 <= 250 ms, batch >= 0.9x the CLI, growth < 50 MB, no error.
@@ -62,11 +65,13 @@ def log(message: str) -> None:
     print(f"serve_load: {message}", file=sys.stderr, flush=True)
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def _env(cache: Path) -> dict[str, str]:
+    """The environment of a qe process: this checkout first, and its own feature / vector cache."""
+    path = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": path, "QE_CACHE_DIR": str(cache)}
 
 
-def start_server(model: Path, workers: int) -> tuple[subprocess.Popen, str, int]:
+def start_server(model: Path, workers: int, cache: Path) -> tuple[subprocess.Popen, str, int]:
     """``qe serve`` on 127.0.0.1, any free port; returns once it says where it listens."""
     command = [
         sys.executable,
@@ -81,7 +86,7 @@ def start_server(model: Path, workers: int) -> tuple[subprocess.Popen, str, int]
         str(workers),
     ]
     process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=_env()
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=_env(cache)
     )
     assert process.stderr is not None
     for line in process.stderr:
@@ -174,7 +179,7 @@ def run_clients(
     return latencies, errors, time.perf_counter() - start
 
 
-def cli_pairs_per_second(model: Path, pairs: list[dict[str, str]], jobs: int) -> float:
+def cli_pairs_per_second(model: Path, pairs: list[dict[str, str]], jobs: int, cache: Path) -> float:
     """Pairs per second of ``qe predict`` on ``pairs`` (wall time of the command, start-up included)."""
     with tempfile.TemporaryDirectory() as folder:
         src, mt, out = Path(folder, "src"), Path(folder, "mt"), Path(folder, "out.tsv")
@@ -194,7 +199,7 @@ def cli_pairs_per_second(model: Path, pairs: list[dict[str, str]], jobs: int) ->
         ]
         command += ["--out", str(out), "--jobs", str(jobs), "--quiet"]
         start = time.perf_counter()
-        subprocess.run(command, check=True, env=_env())
+        subprocess.run(command, check=True, env=_env(cache))
         seconds = time.perf_counter() - start
         assert len(out.read_text().splitlines()) == len(pairs) + 1
     return len(pairs) / seconds
@@ -228,7 +233,8 @@ def main() -> None:
     start_load = os.getloadavg()[0]
     log(f"load average at the start: {start_load:.2f}; model {args.model.name}, {args.workers} worker(s)")
 
-    process, host, port = start_server(args.model, args.workers)
+    caches = tempfile.TemporaryDirectory(prefix="serve-load-")  # each side starts from an empty cache
+    process, host, port = start_server(args.model, args.workers, Path(caches.name, "server"))
     name = args.model.name.removesuffix(".skops")
     errors = 0
     try:
@@ -259,7 +265,8 @@ def main() -> None:
     log(f"server: {rss_before:.0f} MB after the warm-up, {rss_after:.0f} MB after {total:,} more requests")
     log(f"server exit code after SIGTERM: {code}")
 
-    cli_rate = cli_pairs_per_second(args.model, batch, args.workers)
+    cli_rate = cli_pairs_per_second(args.model, batch, args.workers, Path(caches.name, "cli"))
+    caches.cleanup()
     log(f"load average at the end: {os.getloadavg()[0]:.2f}; batch / CLI = {served_rate / cli_rate:.2f}")
     report: dict[str, Any] = {
         "single": single_report,

@@ -126,7 +126,7 @@ def _catalog() -> dict[str, ReadyModel]:
 
 CATALOG: dict[str, ReadyModel] = _catalog()
 """Every ready-made model, by name: WMT12 en-es's best raw-text system, its 17 baseline features with an
-SVR (``-fast``: about 20 times less CPU per pair, for a service that must answer one pair in
+SVR (``-fast``: about 50 times less CPU per pair, for a service that must answer one pair in
 milliseconds), and the best DA and HTER systems of each MLQE-PE pair (chosen on dev, fitted on train +
 dev)."""
 

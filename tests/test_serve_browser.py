@@ -201,9 +201,9 @@ def test_a_refusal_is_shown_as_its_one_line(browser, server):
 )
 def test_screenshot_for_the_readme(browser, data_dir):
     """The en-es model on the first 12 WMT12 test pairs, bands at 4 / 3, sorted by score."""
-    model = REPO / "models" / "wmt12-extracted-svr.skops"
+    model = REPO / "models" / "wmt12-en-es-fast.skops"
     if not model.is_file():
-        pytest.skip("models/wmt12-extracted-svr.skops is not built (make demo)")
+        pytest.skip("models/wmt12-en-es-fast.skops is not built (make demo)")
     src = (data_dir / "wmt12-qe" / "test_set" / "source.eng").read_text(encoding="utf-8").splitlines()
     mt = (data_dir / "wmt12-qe" / "test_set" / "target_system.spa").read_text(encoding="utf-8").splitlines()
     with serving([model]) as server:

@@ -13,11 +13,11 @@ import pytest
 
 from tests.helpers import REPO
 
-MODEL = REPO / "models" / "wmt12-extracted-svr.skops"
+MODEL = REPO / "models" / "wmt12-en-es-fast.skops"
 pytestmark = [pytest.mark.slow, pytest.mark.data]
 
 
-@pytest.mark.skipif(not MODEL.is_file(), reason="models/wmt12-extracted-svr.skops is not built (make demo)")
+@pytest.mark.skipif(not MODEL.is_file(), reason="models/wmt12-en-es-fast.skops is not built (make demo)")
 def test_the_load_benchmark_prints_its_json_with_no_error(data_dir):
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--scale", "0.05"],

@@ -175,6 +175,8 @@ def clear_tag_memos() -> None:
     after each request: memory then does not grow with the distinct sentences seen)."""
     for tagger in _TAGGERS.values():
         tagger._memo.clear()
+
+
 _TAGGED: Counter[str] = Counter()  # sentences handed to tag_sentences in this process, by language
 
 
