@@ -52,7 +52,12 @@ def test_sections_are_typed_with_the_readers_defaults(config):
     assert config.leakage.drop_overlap is False
     # a member table is its kind's: read-only, arrays as tuples, the kind's check filling defaults
     assert config.members["ngrams"]["src"]["corpora"] == ("qe", "news")
-    assert dict(config.members["edits"]) == {"dataset": "wmt12-en-es", "folds": 5, "seed": 0, "split": "train"}
+    assert dict(config.members["edits"]) == {
+        "dataset": "wmt12-en-es",
+        "folds": 5,
+        "seed": 0,
+        "split": "train",
+    }
 
 
 def test_text_settings_are_shared_then_overridden_per_side(config):

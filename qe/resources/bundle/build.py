@@ -153,7 +153,9 @@ def _input_files(config: BundleConfig, root: Path) -> list[Path]:
     ]
     files += [resolve(root, path) for path in config.leakage.eval_files]
     text = config.text
-    files += [resolve(root, t.truecase_model) for t in (text, text.src, text.tgt) if t.truecase_model]
+    files += [
+        resolve(root, t.truecase_model) for t in (text, text.src, text.tgt) if t.truecase_model is not None
+    ]
     files += [
         resolve(root, path)
         for kind in member_kinds()
