@@ -31,12 +31,16 @@ def main() -> None:
     config = read_bundle_config(args.config)
     root = resolve_data_dir()
     files = [
-        root / table[side] for table in config["corpora"].values() for side in ("src", "tgt") if side in table
+        root / path
+        for table in config.corpora.values()
+        for side in ("src", "tgt")
+        if (path := getattr(table, side)) is not None
     ]
     files += [root / extra for extra in args.extra]
     corpora = [(path, read_text_lines(path)) for path in files]
-    eval_files = [root / name for name in config["leakage"]["eval_files"]]
-    threshold = config["leakage"].get("near_duplicate_chrf", DEFAULT_NEAR_CHRF)
+    eval_files = [root / name for name in config.leakage.eval_files]
+    threshold = config.leakage.near_duplicate_chrf
+    threshold = DEFAULT_NEAR_CHRF if threshold is None else threshold
     timings = {}
     for label, near in (("exact only", 0.0), (f"exact + near (chrF >= {threshold:g})", threshold)):
         start = time.perf_counter()

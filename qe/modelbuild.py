@@ -75,7 +75,7 @@ def build_ready(
     bundle_dir, bundle_seconds = None, None
     if entry.bundle_config is not None:
         bundle_file = _config_file(entry.bundle_config)
-        bundle_dir = folder / "resources" / read_bundle_config(bundle_file)["name"]
+        bundle_dir = folder / "resources" / read_bundle_config(bundle_file).name
         config = config.replace(features=dataclasses.replace(config.features, resources=str(bundle_dir)))
     started = time.perf_counter()
     if bundle_dir is not None and not (bundle_dir / "manifest.json").is_file():

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, cache_root
@@ -156,22 +156,6 @@ class TextConfig:
         if self.segmenter != "none":
             values["segmenter"] = segmenter_version(self.segmenter)
         return json.dumps({"v": TEXT_VERSION, **values}, sort_keys=True)
-
-
-def bundle_text_configs(config: dict[str, Any], config_path: Path | None) -> dict[str, TextConfig]:
-    """Each side's text processing in a (checked) bundle config: ``[text]``, overridden by
-    ``[text.src]`` / ``[text.tgt]``, for the side's language; a bad one names ``config_path``."""
-    text = dict(config.get("text", {}))
-    overrides = {side: text.pop(side, {}) for side in ("src", "tgt")}
-    out = {}
-    for side in ("src", "tgt"):
-        values = {**text, **overrides[side]}
-        values["lang"] = config["languages"][side]
-        try:
-            out[side] = TextConfig.from_dict(values)
-        except QEInputError as exc:
-            raise QEInputError(exc.message, config_path) from None
-    return out
 
 
 def default_segmenter(lang: str) -> str:

@@ -165,8 +165,8 @@ def test_cli_build_and_overlap_exit_codes(tmp_path, small_data, capsys, monkeypa
 
 def test_wmt12_config_is_valid():
     config = read_bundle_config(WMT12_CONFIG)
-    assert config["name"] == "wmt12-en-es"
-    assert set(config["corpora"]) == {
+    assert config.name == "wmt12-en-es"
+    assert set(config.corpora) == {
         "news-test2008",
         "newssyscomb2009",
         "newstest2011",
@@ -174,7 +174,7 @@ def test_wmt12_config_is_valid():
         "tatoeba",
         "flores101",
     }
-    assert set(config["lm"]) == {"src", "tgt"} and config["ngrams"]["src"]["max_order"] == 3
+    assert set(config.members["lm"]) == {"src", "tgt"} and config.members["ngrams"]["src"]["max_order"] == 3
 
 
 @pytest.mark.data

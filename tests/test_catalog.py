@@ -48,8 +48,8 @@ def test_each_record_agrees_with_its_configs_and_dataset(name):
     kind = {"wmt12-en-es": "effort", "mlqe-pe": "hter", "mlqe-da": "da"}[dataset.name.split("/")[0]]
     assert record.label == kind
     bundle = read_bundle_config(REPO / record.bundle_config)
-    assert Path(config.features.resources).name == bundle["name"]  # the bundle the config reads
-    assert (bundle["languages"]["src"], bundle["languages"]["tgt"]) == record.languages
+    assert Path(config.features.resources).name == bundle.name  # the bundle the config reads
+    assert (bundle.languages.src, bundle.languages.tgt) == record.languages
     assert set(record.figures) <= {"MAE", "RMSE", "DeltaAvg", "Spearman", "Pearson", "MAE_exact"}
 
 

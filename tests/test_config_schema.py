@@ -179,7 +179,7 @@ def test_near_duplicate_switch_values(tmp_path):
         config = read_bundle_config(
             write_config(tmp_path / "b.toml", _bundle(leakage__near_duplicate_chrf=value))
         )
-        assert config["leakage"]["near_duplicate_chrf"] == threshold
+        assert config.leakage.near_duplicate_chrf == threshold
 
 
 @pytest.mark.parametrize(

@@ -46,16 +46,22 @@ def test_every_config_passes_the_schema(path: Path) -> None:
         dataset = f"mlqe-{label}/{pair}"
         # Resources come from the training split of the same half (same raw strings, so the
         # cross-fitting folds recognise the training pairs) and never from test20.
-        assert config["corpora"]["qe"]["dataset"] == config["edits"]["dataset"] == dataset
-        assert config["corpora"]["qe"]["cross_fit"] == 5
+        assert config.corpora["qe"].dataset == config.members["edits"]["dataset"] == dataset
+        assert config.corpora["qe"].cross_fit == 5
         # the fine-tuned encoder's bundle: the same members, plus the encoder trained on the same pairs
-        assert ("finetuned" in config) == path.stem.endswith("-finetuned")
-        if "finetuned" in config:
-            assert config["finetuned"]["corpus"] == "qe" and config["finetuned"]["folds"] == 5
+        assert ("finetuned" in config.members) == path.stem.endswith("-finetuned")
+        if "finetuned" in config.members:
+            finetuned = config.members["finetuned"]
+            assert finetuned["corpus"] == "qe" and finetuned["folds"] == 5
             plain = read_bundle_config(path.with_name(path.name.replace("-finetuned", "")))
-            assert {k: v for k, v in config.items() if k not in ("finetuned", "name", "description")} == {
-                k: v for k, v in plain.items() if k not in ("name", "description")
-            }
+            members = {k: v for k, v in config.members.items() if k != "finetuned"}
+            assert (config.languages, config.text, config.leakage, config.corpora, members) == (
+                plain.languages,
+                plain.text,
+                plain.leakage,
+                plain.corpora,
+                dict(plain.members),
+            )
         return
     config = load_config(path)
     label, rest = path.stem.split("-", 1)

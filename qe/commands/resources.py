@@ -75,13 +75,13 @@ COMMAND = register_command(
 
 def _build(args: argparse.Namespace) -> int:
     config = read_bundle_config(args.config)
-    if args.output is None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", str(config.get("name", ""))):
+    if args.output is None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", config.name):
         raise QEInputError(
-            f"name {config.get('name')!r} cannot name a folder under {DEFAULT_BUNDLE_DIR} (letters, digits, "
+            f"name {config.name!r} cannot name a folder under {DEFAULT_BUNDLE_DIR} (letters, digits, "
             "'.', '_' and '-' only): rename it or pass --output DIR",
             args.config,
         )
-    output = args.output or DEFAULT_BUNDLE_DIR / config["name"]
+    output = args.output or DEFAULT_BUNDLE_DIR / config.name
     bundle = build_bundle(
         args.config,
         output,
@@ -149,9 +149,9 @@ def _check(args: argparse.Namespace) -> int:
         missing += experiment_pieces(config, bundle, bind=bundle is not None)
         pair = "-".join((languages(config.data, bundle) or {}).values()) or "?"
     else:
-        config = read_bundle_config(path)
-        missing = bundle_pieces(config)
-        pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
+        bundle_config = read_bundle_config(path)
+        missing = bundle_pieces(bundle_config)
+        pair = bundle_config.languages.pair
     for line in missing:
         print(f"missing: {line}")
     if missing:

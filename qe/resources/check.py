@@ -19,6 +19,7 @@ from typing import Any
 
 from qe.configtypes import ExperimentConfig
 from qe.errors import QEInputError, refusal
+from qe.resources.bundle.configtypes import BundleConfig
 
 
 def _kenlm_tools() -> list[str]:
@@ -27,36 +28,37 @@ def _kenlm_tools() -> list[str]:
     return [p for tool in ("lmplz", "build_binary") if (p := refusal(lambda t=tool: find_kenlm_binary(t)))]
 
 
-def _apertium(settings: dict[str, Any]) -> str | None:
+def _apertium(settings: Mapping[str, Any]) -> str | None:
     from qe.resources.mt2 import SecondMT
 
     return refusal(lambda: SecondMT(settings.get("engine", "apertium"), settings["pair"]).forward())
 
 
-def bundle_pieces(config: dict[str, Any]) -> list[str]:
+def bundle_pieces(config: BundleConfig) -> list[str]:
     """What building a (checked) bundle config needs and this machine lacks."""
     from qe.resources import pos
-    from qe.text import bundle_text_configs
+    from qe.resources.bundle.config import text_configs
 
     missing: list[str] = []
+    members = config.members
     try:
-        for side, text in bundle_text_configs(config, None).items():
+        for side, text in text_configs(config, None).items():
             if text.segmenter != "none":
                 problem = refusal(lambda t=text: t.signature())  # names the segmenter package
                 if problem:
                     missing.append(f"text.{side}: {problem}")
     except QEInputError as exc:
         missing.append(exc.message)
-    if config.get("lm") or config.get("poslm"):
+    if members.get("lm") or members.get("poslm"):
         missing += [f"lm: {p}" for p in _kenlm_tools()]
-    for key, table in config.get("poslm", {}).items():
+    for key, table in members.get("poslm", {}).items():
         side = table.get("side", key)
-        problem = pos.missing_language_tagger(config["languages"][side], pos.SIDE_NAMES[side])
+        problem = pos.missing_language_tagger(getattr(config.languages, side), pos.SIDE_NAMES[side])
         if problem:
             missing.append(f"poslm.{key}: {problem}")
-    if "mt2" in config and (problem := _apertium(config["mt2"])):
+    if "mt2" in members and (problem := _apertium(members["mt2"])):
         missing.append(f"mt2: {problem}")
-    if "finetuned" in config:  # training the encoder: its weights, JAX and optax
+    if "finetuned" in members:  # training the encoder: its weights, JAX and optax
         import importlib.util
 
         missing += [

@@ -19,7 +19,8 @@ from qe.errors import naming
 from qe.io import atomic_write, sha256_file
 from qe.outputs import BUNDLE_FORMAT as FORMAT
 from qe.outputs import check_output_dir, staged_dir
-from qe.resources.bundle.config import read_bundle_config
+from qe.resources.bundle.config import read_bundle_config, text_configs
+from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import read_corpora, resolve, shown_path
 from qe.resources.bundle.crossfitting import cross_fit_members, plan_cross_fitting
 from qe.resources.bundle.kinds.edits import edits_dataset
@@ -27,7 +28,6 @@ from qe.resources.bundle.members import BuildContext, build_members, member_kind
 from qe.resources.bundle.overlap import check_overlaps
 from qe.resources.bundle.runtime import DEFAULT_BUNDLE_DIR, MANIFEST, ResourceBundle
 from qe.schema import SIDES
-from qe.text import bundle_text_configs
 from qe.workers import exit_with_parent_everywhere
 
 
@@ -71,19 +71,22 @@ def build_bundle(
     config_path = Path(config_path)
     config = read_bundle_config(config_path)
     root = resolve_data_dir(data_dir)
-    output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config["name"]
+    output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config.name
     inputs = [config_path, *_input_files(config, root), root]
     check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
     from qe.resources.check import bundle_pieces, require
 
-    pair = f"{config['languages']['src']}-{config['languages']['tgt']}"
-    require(bundle_pieces(config), f"cannot build the {pair} bundle", config_path)
-    text = bundle_text_configs(config, config_path)
+    require(bundle_pieces(config), f"cannot build the {config.languages.pair} bundle", config_path)
+    text = text_configs(config, config_path)
 
     corpora = read_corpora(config, root)
-    edits = edits_dataset(config.get("edits"), root)
+    # the QE corpora's target sides, resolved: the manifest's config says which text was used
+    config = config.with_corpora(
+        {name: config.corpora[name].completed(target=c.target) for name, c in corpora.items() if c.target}
+    )
+    edits = edits_dataset(config.members.get("edits"), root)
     if drop_overlap is None:
-        drop_overlap = bool(config.get("leakage", {}).get("drop_overlap", False))
+        drop_overlap = config.leakage.drop_overlap
     leakage, keep_edits = check_overlaps(config, root, corpora, edits, allow_overlap, drop_overlap)
     fold_map = plan_cross_fitting(config, corpora)
 
@@ -104,13 +107,13 @@ def build_bundle(
         cross_fit = cross_fit_members(config, context, members, fold_map)
         manifest = {
             "format": FORMAT,
-            "name": config["name"],
-            "description": config.get("description", ""),
+            "name": config.name,
+            "description": config.description,
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "qe_version": __version__,
             "config_file": str(config_path),
-            "config": config,
-            "languages": dict(config["languages"]),
+            "config": config.to_document(),
+            "languages": config.languages.to_document(),
             "text": {side: cfg.to_dict() for side, cfg in text.items()},
             "text_signature": {side: cfg.signature() for side, cfg in text.items()},
             "corpora": {
@@ -118,7 +121,7 @@ def build_bundle(
                     side: {
                         "path": shown_path(root, path)
                         if corpus.qe is not None
-                        else config["corpora"][name][side],
+                        else getattr(config.corpora[name], side),
                         "sha256": sha256_file(path),
                         "bytes": path.stat().st_size,
                         "lines": len(corpus.lines[side]),
@@ -139,19 +142,19 @@ def build_bundle(
     return ResourceBundle(output)
 
 
-def _input_files(config: dict[str, Any], root: Path) -> list[Path]:
+def _input_files(config: BundleConfig, root: Path) -> list[Path]:
     """The files a bundle config reads (corpora, evaluation files, truecase models, what member kinds
     read besides the corpora): the bundle directory must never hold one."""
     files = [
-        resolve(root, table[key])
-        for table in config["corpora"].values()
+        resolve(root, path)
+        for table in config.corpora.values()
         for key in (*SIDES, "mt", "post_edits")
-        if key in table
+        if (path := getattr(table, key)) is not None
     ]
-    files += [resolve(root, path) for path in config.get("leakage", {}).get("eval_files", [])]
-    tables = [config.get("text", {}), *config.get("text", {}).values()]
+    files += [resolve(root, path) for path in config.leakage.eval_files]
+    text = config.text
     files += [
-        resolve(root, t["truecase_model"]) for t in tables if isinstance(t, dict) and "truecase_model" in t
+        resolve(root, t.truecase_model) for t in (text, text.src, text.tgt) if t.truecase_model is not None
     ]
     files += [
         resolve(root, path)

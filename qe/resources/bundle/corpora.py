@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from qe.data import QEDataset, load_parallel, load_registered
 from qe.errors import QEInputError
 from qe.io import read_text_lines
-from qe.schema import SIDES, is_qe_corpus
+from qe.resources.bundle.configtypes import BundleConfig, CorpusConfig
+from qe.schema import SIDES
 
 
 @dataclass
@@ -25,6 +25,7 @@ class Corpus:
     lines: dict[str, list[str]]
     tokens: dict[str, list[list[str]]] = field(default_factory=dict)  # side -> tokenized lines
     qe: QEDataset | None = None  # the QE training split when the corpus is one
+    target: str | None = None  # its target side: "post_edits" or "mt"
     masks: np.ndarray | None = None  # cross-fitting: bit k set = the line repeats a fold-k sentence
     rows: np.ndarray | None = None  # the rows of ``qe`` its lines hold, when the leakage check dropped some
 
@@ -43,15 +44,15 @@ def shown_path(root: Path, path: Path) -> str:
         return str(path)
 
 
-def read_corpora(config: dict[str, Any], root: Path) -> dict[str, Corpus]:
+def read_corpora(config: BundleConfig, root: Path) -> dict[str, Corpus]:
     """Every ``[corpora.NAME]`` of a checked config, read; the two sides of a parallel corpus must
     have the same number of lines."""
     corpora: dict[str, Corpus] = {}
-    for name, table in config["corpora"].items():
-        if is_qe_corpus(table):
+    for name, table in config.corpora.items():
+        if table.is_qe:
             corpora[name] = _qe_corpus(name, table, root)
             continue
-        files = {side: resolve(root, table[side]) for side in SIDES if side in table}
+        files = {side: resolve(root, path) for side in SIDES if (path := getattr(table, side)) is not None}
         lines = {side: read_text_lines(path) for side, path in files.items()}
         if len(lines) == 2 and len(lines["src"]) != len(lines["tgt"]):
             raise QEInputError(
@@ -63,20 +64,21 @@ def read_corpora(config: dict[str, Any], root: Path) -> dict[str, Corpus]:
     return corpora
 
 
-def _qe_corpus(name: str, table: dict[str, Any], root: Path) -> Corpus:
+def _qe_corpus(name: str, table: CorpusConfig, root: Path) -> Corpus:
     """A QE training split as a parallel corpus: its sources and its post-edits (or MT)."""
-    if "dataset" in table:
-        dataset = load_registered(table["dataset"], table["split"], root)
+    if table.dataset is not None:
+        dataset = load_registered(table.dataset, table.split, root)
     else:
-        post_edits = resolve(root, table["post_edits"]) if "post_edits" in table else None
+        assert table.src is not None and table.mt is not None  # the schema's corpus rule
+        post_edits = resolve(root, table.post_edits) if table.post_edits is not None else None
         dataset = load_parallel(
-            resolve(root, table["src"]), resolve(root, table["mt"]), post_edits=post_edits, name=name
+            resolve(root, table.src), resolve(root, table.mt), post_edits=post_edits, name=name
         )
-    target = table.get("target") or ("post_edits" if dataset.post_edits is not None else "mt")
+    target = table.target or ("post_edits" if dataset.post_edits is not None else "mt")
     if target == "post_edits" and dataset.post_edits is None:
         raise QEInputError(f'[corpora.{name}]: {dataset.name} has no post-edits (set target = "mt")')
-    table["target"] = target  # resolved: the manifest's config says which text was used
     first = next(iter(dataset.files.values()))
     files = {"src": Path(dataset.files.get("src", first)), "tgt": Path(dataset.files.get(target, first))}
     tgt = dataset.post_edits if target == "post_edits" else dataset.mt
-    return Corpus(name, files, {"src": list(dataset.src), "tgt": list(tgt)}, qe=dataset)
+    lines = {"src": list(dataset.src), "tgt": list(tgt)}
+    return Corpus(name, files, lines, qe=dataset, target=target)

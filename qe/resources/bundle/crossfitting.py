@@ -10,17 +10,18 @@ import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from qe.errors import QEInputError
+from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import Corpus
 from qe.resources.bundle.members import BuildContext, build_members, member_kinds
 from qe.resources.crossfit import MEMBER, FoldMap
 from qe.resources.folds import assign_folds, pair_key
 from qe.resources.leakage import normalize_for_overlap
-from qe.schema import is_qe_corpus
 
 
 class SentenceFolds:
@@ -55,16 +56,16 @@ class SentenceFolds:
         return out
 
 
-def plan_cross_fitting(config: dict[str, Any], corpora: dict[str, Corpus]) -> FoldMap | None:
+def plan_cross_fitting(config: BundleConfig, corpora: dict[str, Corpus]) -> FoldMap | None:
     """The fold map of the cross-fitted QE corpus (None without one); masks the lines of it and of the
     plain corpora with ``cross_fit = true`` that repeat a training sentence."""
-    tables = config["corpora"]
-    fitted = [n for n, c in corpora.items() if c.qe is not None and tables[n]["cross_fit"]]
+    tables = config.corpora
+    fitted = [n for n, c in corpora.items() if c.qe is not None and tables[n].cross_fit]
     if not fitted:
         return None
     name = fitted[0]
     qe = corpora[name].qe
-    folds, seed = int(tables[name]["cross_fit"]), int(tables[name]["seed"])
+    folds, seed = int(tables[name].cross_fit), int(tables[name].seed)
     keys = [pair_key(s, m) for s, m in zip(qe.src, qe.mt, strict=True)]
     if len(set(keys)) < 2 * folds:
         raise QEInputError(
@@ -74,7 +75,7 @@ def plan_cross_fitting(config: dict[str, Any], corpora: dict[str, Corpus]) -> Fo
     targets = [qe.mt] + ([qe.post_edits] if qe.post_edits is not None else [])
     sentences = SentenceFolds(fold_of, keys, qe.src, targets)
     for other, table in tables.items():
-        if other == name or (not is_qe_corpus(table) and table.get("cross_fit")):
+        if other == name or (not table.is_qe and table.cross_fit):
             corpora[other].masks = sentences.masks(corpora[other].lines)
     per_fold = np.bincount(list(fold_of.values()), minlength=folds).tolist()
     return FoldMap(fold_of, folds, {"corpus": name, "seed": seed, "pairs": len(keys), "per_fold": per_fold})
@@ -97,8 +98,8 @@ def _without_fold(corpus: Corpus, fold: int) -> Corpus:
     )
 
 
-def _fitted_tables(config: dict[str, Any], fitted: list[str]) -> dict[str, Any]:
-    """The member tables of ``config`` that built a member of ``fitted``, as a config of their own."""
+def _fitted_tables(config: BundleConfig, fitted: list[str]) -> BundleConfig:
+    """``config`` with only the member tables that built a member of ``fitted``."""
     sub: dict[str, Any] = {}
     for kind in member_kinds():
         if not kind.reads_corpora or kind.files is None:
@@ -107,15 +108,15 @@ def _fitted_tables(config: dict[str, Any], fitted: list[str]) -> dict[str, Any]:
             key: table for key, table in kind.tables(config) if set(kind.files(key, table)) & set(fitted)
         }
         if chosen:
-            sub[kind.section] = chosen if kind.per_side else chosen[""]
-    return sub
+            sub[kind.section] = MappingProxyType(chosen) if kind.per_side else chosen[""]
+    return replace(config, members=MappingProxyType(sub))
 
 
 _FOLD_ENTRY_DROPPED = ("kind", "corpora", "settings", "side", "key_side", "build_seconds")
 
 
 def cross_fit_members(
-    config: dict[str, Any],
+    config: BundleConfig,
     context: BuildContext,
     members: dict[str, dict[str, Any]],
     fold_map: FoldMap | None,
@@ -123,8 +124,8 @@ def cross_fit_members(
     """Build each member that read a masked corpus once more per fold (its ``folds`` entries) and the
     ``cross_fit`` member; returns the manifest's ``cross_fit`` section (also naming in-sample members)."""
     section: dict[str, Any] = {}
-    tables, corpora, work = config["corpora"], context.corpora, context.work
-    in_sample = sorted(n for n, c in corpora.items() if c.qe is not None and not tables[n]["cross_fit"])
+    tables, corpora, work = config.corpora, context.corpora, context.work
+    in_sample = sorted(n for n, c in corpora.items() if c.qe is not None and not tables[n].cross_fit)
     if in_sample:
         section["in_sample"] = {
             "corpora": in_sample,

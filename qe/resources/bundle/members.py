@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,14 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import sha256_file
+from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import Corpus, resolve
 from qe.schema import SIDES, List, Mistake, Rule, Str, TablesOf, register_tables
 from qe.text import TextConfig, TextProcessor, tokenize_corpus
+
+ConfigTable = Mapping[str, Any]
+"""A member kind's table as the config holds it: read-only (``qe.configtypes.freeze``: its arrays are
+tuples); the kind reads it, its rule the one description of its keys."""
 
 SIDE = Str(list(SIDES))
 CORPUS_LIST = List(Str())
@@ -69,7 +74,7 @@ class BuildContext:
             )
         return corpus.tokens[side]
 
-    def corpus_names(self, table: dict[str, Any], sides: tuple[str, ...]) -> list[str]:
+    def corpus_names(self, table: ConfigTable, sides: tuple[str, ...]) -> list[str]:
         """The corpora a member table reads (its ``corpora``, default all that have ``sides``)."""
         names = table.get("corpora") or [
             n for n, c in self.corpora.items() if all(s in c.files for s in sides)
@@ -98,7 +103,6 @@ class BuildContext:
         return entry
 
 
-ConfigTable = dict[str, Any]
 Build = Callable[[BuildContext, str, ConfigTable, dict[str, Path]], dict[str, dict[str, Any]]]
 """``build(context, key, table, outputs)``: write each member file of ``outputs`` (member name -> path),
 return each member's manifest entry."""
@@ -113,7 +117,8 @@ class MemberKind:
     ``kind`` is what the manifest records and ``load`` reads. A kind built from the config has a
     ``section``: with ``per_side``, ``[section.KEY]`` tables each build one member for one side
     (``side``, default the key), else one ``[section]`` table; ``rule`` checks a table, ``check``
-    (optional) what the rule cannot (cross-references, filled defaults); ``files(key, table)`` names the
+    (optional) what the rule cannot (cross-references), returning the table with its defaults filled in
+    (None: unchanged); tables are read-only mappings (``ConfigTable``); ``files(key, table)`` names the
     members and files it writes and ``build`` writes them. ``reads_corpora``: built from ``[corpora]``,
     so rebuilt per cross-fitting fold when a corpus it read is masked. ``inputs(table)``: files it
     reads besides the corpora (never inside the bundle). A kind without a section is written by the
@@ -128,25 +133,26 @@ class MemberKind:
     reads_corpora: bool = False
     files: Callable[[str, ConfigTable], dict[str, str]] | None = None
     build: Build | None = None
-    check: Callable[[dict[str, Any], str, ConfigTable, Path], None] | None = None
+    check: Callable[[BundleConfig, str, ConfigTable, Path], Mapping[str, Any] | None] | None = None
     inputs: Callable[[ConfigTable], list[str]] | None = None
 
-    def tables(self, config: dict[str, Any]) -> list[tuple[str, ConfigTable]]:
+    def tables(self, config: BundleConfig) -> list[tuple[str, ConfigTable]]:
         """``(key, table)`` of each member table of this kind in a config (key "" for a single table)."""
-        if self.section is None or self.section not in config:
+        if self.section is None or self.section not in config.members:
             return []
-        return list(config[self.section].items()) if self.per_side else [("", config[self.section])]
+        tables = config.members[self.section]
+        return list(tables.items()) if self.per_side else [("", tables)]
 
     def label(self, key: str) -> str:
         """How messages name one of its tables: ``[lm.src]``, ``[ibm1]``."""
         return f"[{self.section}.{key}]" if self.per_side else f"[{self.section}]"
 
-    def wanted(self, config: dict[str, Any]) -> bool:
+    def wanted(self, config: BundleConfig) -> bool:
         """Whether a config asks for members of this kind (a table of tables or a reader of corpora
         counts when it is not empty)."""
         if self.per_side or self.reads_corpora:
-            return bool(config.get(self.section or ""))
-        return self.section in config
+            return bool(config.members.get(self.section or ""))
+        return self.section in config.members
 
 
 _KINDS: dict[str, MemberKind] = {}  # by section, or by kind for those the bundle writes itself
@@ -193,7 +199,7 @@ def member_loader(kind: str) -> Load | None:
     return next((record.load for record in member_kinds() if record.kind == kind), None)
 
 
-def build_members(config: dict[str, Any], context: BuildContext) -> dict[str, dict[str, Any]]:
+def build_members(config: BundleConfig, context: BuildContext) -> dict[str, dict[str, Any]]:
     """Build every member table of ``config`` into ``context.work``; returns the manifest entries (each
     kind writes exactly the files its ``files`` names)."""
     from tqdm.auto import tqdm

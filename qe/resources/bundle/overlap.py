@@ -16,6 +16,7 @@ import numpy as np
 
 from qe.data import QEDataset
 from qe.errors import QEInputError
+from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import Corpus, resolve, shown_path
 from qe.resources.leakage import DEFAULT_NEAR_CHRF, Overlap, Repeats, find_overlaps, load_eval_sentences
 
@@ -69,16 +70,16 @@ class _Checked:
 
 
 def _training_split(
-    config: dict[str, Any], corpora: dict[str, Corpus], edits: QEDataset | None
+    config: BundleConfig, corpora: dict[str, Corpus], edits: QEDataset | None
 ) -> _Split | None:
     """The pairs of the cross-fitted QE corpus (else of the first QE corpus, else of ``[edits]``), read
     by every QE corpus and ``[edits]`` holding exactly those pairs; None without QE pairs."""
-    tables = config["corpora"]
-    qe = sorted((n for n, c in corpora.items() if c.qe is not None), key=lambda n: not tables[n]["cross_fit"])
+    tables = config.corpora
+    qe = sorted((n for n, c in corpora.items() if c.qe is not None), key=lambda n: not tables[n].cross_fit)
     if qe:
-        data, registered = corpora[qe[0]].qe, "dataset" in tables[qe[0]]
+        data, registered = corpora[qe[0]].qe, tables[qe[0]].dataset is not None
     elif edits is not None:
-        data, registered = edits, "dataset" in config["edits"]
+        data, registered = edits, "dataset" in config.members["edits"]
     else:
         return None
     readers = [n for n in qe if corpora[n].qe.src == data.src and corpora[n].qe.mt == data.mt]
@@ -98,7 +99,7 @@ def _pair_files(data: QEDataset, readers: list[str], training: bool) -> list[_Ch
 
 
 def check_overlaps(
-    config: dict[str, Any],
+    config: BundleConfig,
     root: Path,
     corpora: dict[str, Corpus],
     edits: QEDataset | None,
@@ -114,9 +115,9 @@ def check_overlaps(
     evaluation data). ``drop_overlap`` leaves all of them out of every member reading them. Returns the
     manifest's ``leakage`` section and the ``[edits]`` pairs to learn from (None: all).
     """
-    leakage = config.get("leakage", {})
-    eval_files = [resolve(root, f) for f in leakage.get("eval_files", [])]
-    near_chrf = leakage.get("near_duplicate_chrf", DEFAULT_NEAR_CHRF)
+    leakage = config.leakage
+    eval_files = [resolve(root, f) for f in leakage.eval_files]
+    near_chrf = DEFAULT_NEAR_CHRF if leakage.near_duplicate_chrf is None else leakage.near_duplicate_chrf
     evaluation = split_evaluation = load_eval_sentences(eval_files)
     split = _training_split(config, corpora, edits)
     if split is not None and split.registered:
@@ -160,7 +161,7 @@ def check_overlaps(
         if item.repeats is not None and not item.leaks
     ]
     section = {
-        "eval_files": leakage.get("eval_files", []),
+        "eval_files": list(leakage.eval_files),
         "eval_sentences": len(evaluation),
         "near_duplicate_chrf": near_chrf,
         "overlaps": [item.overlap.manifest_entry() for item in leaks],

@@ -6,14 +6,16 @@ The pairs take part in the bundle's leakage check (``qe.resources.bundle.overlap
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from qe.data import DATASETS, QEDataset, load_parallel, load_registered
 from qe.errors import QEInputError
 from qe.resources.bundle.config import check_dataset_languages
+from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import resolve
-from qe.resources.bundle.members import BuildContext, MemberKind, register_member
+from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.schema import SEED, Int, Mistake, Str, Table, mistake, registered
 
 FILES = ("src", "mt", "post_edits", "labels")
@@ -36,20 +38,20 @@ def _one_source(edits: dict[str, Any]) -> Mistake:
     return None
 
 
-def _check(config: dict[str, Any], key: str, edits: dict[str, Any], config_path: Path) -> None:
+def _check(config: BundleConfig, key: str, table: ConfigTable, config_path: Path) -> dict[str, Any]:
     """A registered dataset's training split (of the bundle's language pair); defaults filled."""
-    check_dataset_languages("edits", edits.get("dataset"), config, config_path)
-    for name, default in (("folds", 5), ("seed", 0)):
-        edits.setdefault(name, default)
+    check_dataset_languages("edits", table.get("dataset"), config, config_path)
+    edits = {**table, "folds": table.get("folds", 5), "seed": table.get("seed", 0)}
     if "dataset" in edits:
         dataset = DATASETS[edits["dataset"]]
         edits.setdefault("split", "train")
         if dataset.split_name(edits["split"]) == dataset.test_split:
             allowed = "a training split (the test post-edits and labels would leak)"
             raise QEInputError(mistake("edits.split", edits["split"], allowed), config_path)
+    return edits
 
 
-def edits_dataset(table: dict[str, Any] | None, root: Path) -> QEDataset | None:
+def edits_dataset(table: Mapping[str, Any] | None, root: Path) -> QEDataset | None:
     """The training pairs ``[edits]`` learns from (a registered dataset's split or the user's files,
     relative to the data directory), None without ``[edits]``; they need post-edits and labels."""
     if not table:
@@ -67,7 +69,7 @@ def edits_dataset(table: dict[str, Any] | None, root: Path) -> QEDataset | None:
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     """Post-editing statistics of the ``[edits]`` pairs (those the leakage check kept)."""
     from qe.resources.edits import EditModel, pair_key

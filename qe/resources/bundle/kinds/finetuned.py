@@ -21,8 +21,8 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import sha256_file
-from qe.resources.bundle.corpora import is_qe_corpus
-from qe.resources.bundle.members import BuildContext, MemberKind, register_member
+from qe.resources.bundle.configtypes import BundleConfig
+from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.schema import SEED, Int, List, Number, Str, Table
 
 MEMBER = "finetuned"
@@ -66,13 +66,14 @@ RULE = Table(
 )
 
 
-def _check(config: dict[str, Any], key: str, table: dict[str, Any], config_path: Path) -> None:
+def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path) -> dict[str, Any]:
     """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
     corpus's folds, which the models follow)."""
     from qe.embeddings.finetuned import MAX_HIDDEN
 
-    corpora = config["corpora"]
-    fitted = [name for name, corpus in corpora.items() if is_qe_corpus(corpus) and corpus["cross_fit"]]
+    corpora = config.corpora
+    fitted = [name for name, corpus in corpora.items() if corpus.is_qe and corpus.cross_fit]
+    table = dict(given)
     name = table.setdefault("corpus", fitted[0] if fitted else "")
     if name not in fitted:
         raise QEInputError(
@@ -81,7 +82,7 @@ def _check(config: dict[str, Any], key: str, table: dict[str, Any], config_path:
             "saw a training pair's label must not score it",
             config_path,
         )
-    if ("labels" in table) == ("dataset" in corpora[name]):
+    if ("labels" in table) == (corpora[name].dataset is not None):
         raise QEInputError(
             "[finetuned] labels = FILE goes with a QE corpus from files (one label per line); "
             f"a registered dataset brings its own (corpus {name!r})",
@@ -91,10 +92,11 @@ def _check(config: dict[str, Any], key: str, table: dict[str, Any], config_path:
         table.setdefault(field, default)
     if max(table["hidden"]) > MAX_HIDDEN:
         raise QEInputError(f"[finetuned] hidden: a head of at most {MAX_HIDDEN} units", config_path)
-    table["folds"] = corpora[name]["cross_fit"]
+    table["folds"] = corpora[name].cross_fit
+    return table
 
 
-def _labels(context: BuildContext, table: dict[str, Any], data: Any) -> np.ndarray:
+def _labels(context: BuildContext, table: ConfigTable, data: Any) -> np.ndarray:
     """The corpus's labels (its dataset's, or the ``labels`` file's), one finite number per pair."""
     from qe.data import read_labels
 
@@ -109,7 +111,7 @@ def _labels(context: BuildContext, table: dict[str, Any], data: Any) -> np.ndarr
 
 def _train(
     context: BuildContext,
-    table: dict[str, Any],
+    table: ConfigTable,
     pairs: tuple[list[str], list[str], np.ndarray],
     rows: np.ndarray,
     what: str,
@@ -163,7 +165,7 @@ def _train(
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     """The model of all kept training pairs, then one per fold without the pairs it masks."""
     name = table["corpus"]

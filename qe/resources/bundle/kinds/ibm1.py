@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.resources.bundle.members import CORPUS_LIST, BuildContext, MemberKind, register_member
+from qe.resources.bundle.members import CORPUS_LIST, BuildContext, ConfigTable, MemberKind, register_member
 from qe.schema import SIDES, Int, List, Number, Str, Table
 
 DIRECTIONS = ("s2t", "t2s")
 
 
-def _directions(table: dict[str, Any]) -> list[str]:
+def _directions(table: ConfigTable) -> list[str]:
     """The directions built: both (trained together) when two are asked for, else the one."""
     directions = list(table.get("directions", list(DIRECTIONS)))
     return list(DIRECTIONS) if len(directions) == 2 else directions[:1]
@@ -26,7 +26,7 @@ def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     from qe.resources.ibm1 import IBM1Table, train_both_directions
 

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.resources.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
+from qe.resources.bundle.members import (
+    CORPUS_LIST,
+    SIDE,
+    BuildContext,
+    ConfigTable,
+    MemberKind,
+    register_member,
+)
 from qe.resources.lm import MAX_ORDER, MIN_ORDER
 from qe.schema import Bool, Int, Table
 
@@ -19,12 +26,12 @@ def load_language_model(path: Path, options: dict[str, Any], manifest: dict[str,
     return LanguageModel(path, **options)
 
 
-def _files(key: str, table: dict[str, Any]) -> dict[str, str]:
+def _files(key: str, table: ConfigTable) -> dict[str, str]:
     return {f"lm.{key}": f"lm.{key}.bin" if table.get("binary", True) else f"lm.{key}.arpa"}
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     from qe.resources.lm import train_lm
 

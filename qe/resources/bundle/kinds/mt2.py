@@ -7,18 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.resources.bundle.members import BuildContext, MemberKind, register_member
+from qe.resources.bundle.configtypes import BundleConfig
+from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.schema import MT2
 
 
-def _check(config: dict[str, Any], key: str, table: dict[str, Any], config_path: Path) -> None:
+def _check(config: BundleConfig, key: str, table: ConfigTable, config_path: Path) -> None:
     from qe.resources.mt2 import check_direction
 
-    check_direction(table["pair"], config["languages"], config_path)
+    check_direction(table["pair"], config.languages.to_document(), config_path)
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     from qe.resources.mt2 import SecondMT
 

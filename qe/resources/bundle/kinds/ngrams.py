@@ -6,7 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.resources.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
+from qe.resources.bundle.members import (
+    CORPUS_LIST,
+    SIDE,
+    BuildContext,
+    ConfigTable,
+    MemberKind,
+    register_member,
+)
 from qe.resources.ngrams import NgramCounts
 from qe.schema import Int, Table
 
@@ -17,7 +24,7 @@ def load_counts(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     side = table.get("side", key)
     names = context.corpus_names(table, (side,))

@@ -7,13 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from qe.resources.bundle.kinds.lm import load_language_model
-from qe.resources.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
+from qe.resources.bundle.members import (
+    CORPUS_LIST,
+    SIDE,
+    BuildContext,
+    ConfigTable,
+    MemberKind,
+    register_member,
+)
 from qe.resources.lm import MAX_ORDER
 from qe.schema import Bool, Int, Table
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     from qe.resources.pos import build_pos_lm
 

@@ -8,13 +8,13 @@ from typing import Any
 
 from qe.io import sha256_file
 from qe.resources.bundle.kinds.ngrams import load_counts
-from qe.resources.bundle.members import SIDE, BuildContext, MemberKind, register_member
+from qe.resources.bundle.members import SIDE, BuildContext, ConfigTable, MemberKind, register_member
 from qe.resources.ngrams import load_truecase_counts
 from qe.schema import Str, Table
 
 
 def _build(
-    context: BuildContext, key: str, table: dict[str, Any], outputs: dict[str, Path]
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     side = table.get("side", key)
     model = context.path(table["truecase_model"])
