@@ -54,6 +54,15 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
     for name, table in corpora.items():
         _complete_corpus(name, table, config_path)
         check_dataset_languages(f"corpora.{name}", table.get("dataset"), config, config_path)
+        pooled_readers = [
+            kind.section for kind in kinds if kind.wanted(config) and kind.section != "finetuned"
+        ]
+        if "datasets" in table and pooled_readers:
+            allowed = (
+                f"one dataset: [{pooled_readers[0]}] is built for one language pair "
+                "(pooled datasets: [finetuned] only)"
+            )
+            raise QEInputError(mistake(f"corpora.{name}.datasets", table["datasets"], allowed), config_path)
     for kind in kinds:
         for key, table in kind.tables(config):
             if kind.check is not None:
@@ -67,9 +76,11 @@ def _complete_corpus(name: str, table: dict[str, Any], config_path: Path) -> Non
     split is never its dataset's test split."""
     if not is_qe_corpus(table):
         return
-    if "dataset" in table:
-        registered = DATASETS[table["dataset"]]
+    names = table.get("datasets") or ([table["dataset"]] if "dataset" in table else [])
+    if names:
         table.setdefault("split", "train")
+    for dataset in names:
+        registered = DATASETS[dataset]
         if registered.split_name(table["split"]) == registered.test_split:
             allowed = "a split other than the dataset's test split (resources built from it would leak)"
             raise QEInputError(mistake(f"corpora.{name}.split", table["split"], allowed), config_path)

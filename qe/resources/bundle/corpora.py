@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from qe.data import QEDataset, load_parallel, load_registered
+from qe.data.pooled import check_poolable, load_pooled, pair_scales
 from qe.errors import QEInputError
 from qe.io import read_text_lines
 from qe.schema import SIDES, is_qe_corpus
@@ -65,7 +66,12 @@ def read_corpora(config: dict[str, Any], root: Path) -> dict[str, Corpus]:
 
 def _qe_corpus(name: str, table: dict[str, Any], root: Path) -> Corpus:
     """A QE training split as a parallel corpus: its sources and its post-edits (or MT)."""
-    if "dataset" in table:
+    if "datasets" in table:
+        names = table["datasets"]
+        check_poolable(names, table.get("normalise", "none"))
+        scales = pair_scales(names, root) if table.get("normalise") == "pair" else None
+        dataset = load_pooled(names, table["split"], root, scales)
+    elif "dataset" in table:
         dataset = load_registered(table["dataset"], table["split"], root)
     else:
         post_edits = resolve(root, table["post_edits"]) if "post_edits" in table else None

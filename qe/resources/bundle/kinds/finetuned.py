@@ -81,7 +81,7 @@ def _check(config: dict[str, Any], key: str, table: dict[str, Any], config_path:
             "saw a training pair's label must not score it",
             config_path,
         )
-    if ("labels" in table) == ("dataset" in corpora[name]):
+    if ("labels" in table) == ("dataset" in corpora[name] or "datasets" in corpora[name]):
         raise QEInputError(
             "[finetuned] labels = FILE goes with a QE corpus from files (one label per line); "
             f"a registered dataset brings its own (corpus {name!r})",
