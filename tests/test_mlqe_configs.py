@@ -15,6 +15,7 @@ from qe.cli import main
 from qe.config import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.resources.bundle import read_bundle_config
+from qe.schema import POOLED_FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = {
@@ -36,10 +37,36 @@ def test_configs_are_what_the_generator_writes() -> None:
             assert {f"resources-{label}-{pair}.toml", f"resources-{label}-{pair}-finetuned.toml"} <= names
             systems = ("baseline", "nmt", "best", "finetuned", "stacked")
             assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
+        assert {f"{label}-pooled.toml", f"resources-{label}-pooled.toml"} <= names
+    assert {f"da-{pair}-zeroshot.toml" for pair in MLQE_PAIRS} <= names
+
+
+def check_pooled(path: Path) -> None:
+    """A pooled (``<label>-pooled``) or zero-shot (``da-<pair>-zeroshot``) config and its bundle: the
+    held-out pair's data is never in the training pool, and only language-agnostic families."""
+    stem = path.stem.removeprefix("resources-")
+    label, rest = stem.split("-", 1)
+    held = None if rest == "pooled" else rest.removesuffix("-zeroshot")
+    pool = [f"mlqe-{label}/{pair}" for pair in MLQE_PAIRS if pair != held]
+    if path.name.startswith("resources-"):
+        config = read_bundle_config(path)
+        assert config["corpora"]["qe"]["datasets"] == pool and config["corpora"]["qe"]["cross_fit"] == 5
+        assert {"lm", "ngrams", "ibm1", "edits"}.isdisjoint(config) and "finetuned" in config
+        tested = {f"mlqe-pe/post-editing/{pair}-test20/test20.src" for pair in MLQE_PAIRS}
+        assert tested <= set(config["leakage"]["eval_files"])
+        return
+    config = load_config(path)
+    assert list(config.data.datasets) == pool
+    assert config.data.test_dataset == (None if held is None else f"mlqe-{label}/{held}")
+    assert set(config.features.families) <= set(POOLED_FAMILIES)
+    assert config.features.resources == f"models/resources/mlqe-{stem}"
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
 def test_every_config_passes_the_schema(path: Path) -> None:
+    if path.stem.endswith(("-pooled", "-zeroshot")):
+        check_pooled(path)
+        return
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
         label, pair = path.stem.removesuffix("-finetuned").split("-", 2)[1:]
