@@ -129,6 +129,28 @@ def test_table_renders_a_saved_run(tmp_path: Path) -> None:
     assert len(rows) == 3
 
 
+def test_steps_show_pooling_and_zero_shot_beside_lp_mean(tmp_path: Path) -> None:
+    metrics = {"pearson": 0.8, "spearman": 0.7, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.7}
+    table = {
+        "ro-en": {"da": metrics},
+        "baseline": {},
+        "nmt": {},
+        "pooled": {"ro-en": {"da": dict(metrics, pearson=0.82, dev_pearson=0.75)}},
+        "zeroshot": {"ro-en": {"da": dict(metrics, pearson=0.7, dev_pearson=None)}},
+        "lp_mean": {"ro-en": {"da": 0.647}},
+    }
+    saved = tmp_path / "table.json"
+    saved.write_text(json.dumps(table), encoding="utf-8")
+    done = run_table("--steps", "--from", str(saved))
+    assert done.returncode == 0, done.stderr
+    header, row = [line for line in done.stdout.splitlines() if line.startswith("| ")][:2]
+    cells = dict(zip(header.split(" | "), row.split(" | "), strict=True))
+    # pooling has the best dev Pearson: chosen; zero-shot is shown beside lp_mean, never chosen
+    assert cells["+ pooling (one model, seven pairs) (dev / test20)"] == "0.750 / 0.820"
+    assert cells["test20 of the chosen"] == "**0.820**"
+    assert cells["zero-shot (other six pairs)"] == "0.700" and cells["NMT `lp_mean` alone"] == "0.647"
+
+
 @pytest.mark.parametrize("content", ["[1]", "{not json", '{"baseline": {}}'])
 def test_table_refuses_what_it_did_not_print(tmp_path: Path, content: str) -> None:
     saved = tmp_path / "table.json"
