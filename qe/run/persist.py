@@ -123,7 +123,7 @@ def config_inputs(config: ExperimentConfig) -> list[Path]:
     walk(thaw([*(data.files(split) for split in SPLITS), data.data_dir]))
     walk(thaw([features.resources, features.settings]))
     walk([entry.config for entry in config.report.against])
-    if data.dataset is not None:
+    if data.dataset is not None or data.pooled:
         from qe.data import resolve_data_dir
 
         found.append(resolve_data_dir(data.data_dir))

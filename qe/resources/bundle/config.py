@@ -51,12 +51,10 @@ def read_bundle_config(config_path: str | Path) -> dict[str, Any]:
         raise QEInputError(
             mistake("corpora", corpora, f"at least one [corpora.NAME] ({needed})"), config_path
         )
+    pooled_readers = [kind.section for kind in kinds if kind.wanted(config) and kind.section != "finetuned"]
     for name, table in corpora.items():
         _complete_corpus(name, table, config_path)
         check_dataset_languages(f"corpora.{name}", table.get("dataset"), config, config_path)
-        pooled_readers = [
-            kind.section for kind in kinds if kind.wanted(config) and kind.section != "finetuned"
-        ]
         if "datasets" in table and pooled_readers:
             allowed = (
                 f"one dataset: [{pooled_readers[0]}] is built for one language pair "
