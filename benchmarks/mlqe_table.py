@@ -18,7 +18,11 @@ under ``"lp_mean"`` the test20 Pearson of the NMT model's mean token log-probabi
 flipped for HTER, where a higher log-probability means fewer edits). ``--markdown`` prints the README
 table instead, beside the WMT20 OpenKiwi baseline's published Pearsons and the goals of issue 14;
 ``--steps`` the per-pair steps table of issue 23 (dev and test20 Pearson of each step, the step dev
-chose, MonoTransQuest and the goal). Progress goes to stderr.
+chose, MonoTransQuest and the goal). Issue 23 item 3: ``--systems pooled,zeroshot`` (not run by
+default: they build eight more bundles) adds the step "+ pooling" (``<label>-pooled.toml``, one model
+over the seven pairs, each pair's dev and test20 Pearson taken from its own rows) and the zero-shot
+column (``da-<pair>-zeroshot.toml``, trained on the other six pairs) beside the NMT model's own
+``lp_mean`` Pearson on the pair. Progress goes to stderr.
 
     python benchmarks/mlqe_table.py [--markdown | --steps] [--labels da,hter] [--pairs ro-en,et-en]
         [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
@@ -55,12 +59,14 @@ from qe.run.splits import label_range, repeated_pairs  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix
-SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked")
+SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked", "pooled", "zeroshot")
 STEPS = {  # issue 23's steps, each a system
     "best": "features alone",
     "finetuned": "fine-tuned encoder alone",
     "stacked": "features + fine-tuned encoder",
+    "pooled": "+ pooling (one model, seven pairs)",
 }
+ZERO_SHOT = "zero-shot (other six pairs)"  # beside the steps, not chosen among them: no label of the pair
 MONOTRANSQUEST = {  # XLM-R fine-tuned on a GPU, test20 Pearson (issue 23; TransQuest's WMT20 tables)
     "da": {"ro-en": 0.898, "et-en": 0.775, "ne-en": 0.791, "si-en": 0.653, "ru-en": 0.773, "en-de": 0.467,
            "en-zh": 0.478},
@@ -141,6 +147,9 @@ def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float,
     bounds = label_range(config.data)
     if bounds and learner.clip:
         pred = np.clip(pred, *bounds)
+    if test.dataset.pairs is not None and dev is not None:  # pooled: each pair's dev and test on its own
+        seconds = {"features": extracted - started, "fit": time.perf_counter() - extracted}
+        return per_pair(test, pred, dev, model, train, sig), float("nan"), seconds
     scores = evaluate(test.dataset.labels, pred)
     metrics = {
         "pearson": round(scores["Pearson"], 4),
@@ -158,6 +167,33 @@ def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float,
     )
     done = time.perf_counter()
     return metrics, lp_mean, {"features": extracted - started, "fit": done - extracted}
+
+
+def per_pair(test, pred, dev, model, train, sig: str) -> dict:
+    """A pooled system's metrics per pair (``{pair: metrics}``): test20 Pearson of the model fitted on
+    train (+ dev), dev Pearson of the model fitted on train alone (dev rows repeating a training pair
+    left out), and the NMT model's own lp_mean Pearson."""
+    from sklearn.base import clone
+
+    keep = sorted(set(range(len(dev.dataset))) - set(repeated_pairs(train.dataset, dev.dataset)))
+    fitted = clone(model).fit(train.features.to_numpy(), train.dataset.labels)
+    dev_pred = fitted.predict(dev.features.to_numpy()[keep])
+    dev_pairs, dev_labels = np.asarray(dev.dataset.pairs)[keep], dev.dataset.labels[keep]
+    pairs = np.asarray(test.dataset.pairs)
+    found = {}
+    for name in dict.fromkeys(test.dataset.pairs):
+        rows, dev_rows = pairs == name, dev_pairs == name
+        found[name.split("/")[1]] = {
+            "pearson": round(float(np.corrcoef(pred[rows], test.dataset.labels[rows])[0, 1]), 4),
+            "dev_pearson": round(float(np.corrcoef(dev_pred[dev_rows], dev_labels[dev_rows])[0, 1]), 4)
+            if dev_rows.sum() > 1
+            else None,
+            "lp_mean": round(
+                float(np.corrcoef(test.features["nmt.lp_mean"][rows], test.dataset.labels[rows])[0, 1]), 4
+            ),
+            "signature": sig,
+        }
+    return found
 
 
 def markdown(table: dict) -> str:
@@ -195,8 +231,9 @@ def steps_markdown(table: dict) -> str:
     lines = [
         "| pair | target | "
         + " | ".join(f"{name} (dev / test20)" for name in STEPS.values())
-        + " | chosen on dev | test20 of the chosen | MonoTransQuest | goal |",
-        "|---|---|" + "---|" * (len(STEPS) + 4),
+        + f" | chosen on dev | test20 of the chosen | {ZERO_SHOT} | NMT `lp_mean` alone"
+        + " | MonoTransQuest | goal |",
+        "|---|---|" + "---|" * (len(STEPS) + 6),
     ]
     for pair in MLQE_PAIRS:
         for key in LABELS:
@@ -218,6 +255,9 @@ def steps_markdown(table: dict) -> str:
                 STEPS[chosen] if chosen else "",
                 f"**{found[chosen]['pearson']:.3f}**" if chosen else "",
             ]
+            zero = table.get("zeroshot", {}).get(pair, {}).get(key)
+            lp = table.get("lp_mean", {}).get(pair, {}).get(key)
+            cells += [f"{zero['pearson']:.3f}" if zero else "", f"{lp:.3f}" if lp is not None else ""]
             cells += [
                 f"{MONOTRANSQUEST.get(key, {})[pair]:.3f}" if pair in MONOTRANSQUEST.get(key, {}) else "",
                 f"{STEP_GOALS[key][pair]:.2f}" if pair in STEP_GOALS[key] else "",
@@ -284,7 +324,9 @@ def main() -> None:
     )
     parser.add_argument("--labels", default="da,hter", help="comma-separated: da, hter")
     parser.add_argument("--pairs", default=",".join(MLQE_PAIRS), help="comma-separated language pairs")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated: {', '.join(SYSTEMS)}")
+    parser.add_argument(
+        "--systems", default=",".join(SYSTEMS[:5]), help=f"comma-separated: {', '.join(SYSTEMS)}"
+    )
     parser.add_argument("--data-dir", help="folder with the datasets (default: $QE_DATA_DIR)")
     parser.add_argument("--from", dest="saved", type=Path, help="JSON a previous run printed: render it")
     args = parser.parse_args()
@@ -307,7 +349,18 @@ def main() -> None:
     started = time.perf_counter()
     table: dict = {pair: {} for pair in pairs} | {s: {} for s in SYSTEMS if s != "best"} | {"lp_mean": {}}
     jobs = [(pair, key, system) for pair in pairs for key in labels for system in systems]
+    pooled: dict = {}  # label -> the pooled system's per-pair metrics (one run for every pair)
     for number, (pair, key, system) in enumerate(jobs, start=1):
+        if system == "pooled":
+            if key not in pooled:
+                config = load_config(args.configs / f"{LABELS[key]}-pooled.toml")
+                config = apply_overrides(config, args.data_dir) if args.data_dir else config
+                ensure_bundle(config, args.configs, args.data_dir)
+                pooled[key] = run_system(config)[0]
+            table["pooled"].setdefault(pair, {})[key] = pooled[key][pair]
+            continue
+        if system == "zeroshot" and key != "da":
+            continue  # zero-shot configs are written for DA (issue 23)
         path = args.configs / f"{LABELS[key]}-{pair}-{system}.toml"
         if not path.is_file():
             raise SystemExit(f"{path}: not found (python scripts/mlqe_configs.py writes the configs)")
@@ -316,6 +369,9 @@ def main() -> None:
             config = apply_overrides(config, args.data_dir)
         ensure_bundle(config, args.configs, args.data_dir)
         metrics, lp_mean, seconds = run_system(config)
+        if system == "zeroshot":  # one pooled test: the held-out pair's (its own lp_mean beside it)
+            metrics = metrics[pair]
+            lp_mean = metrics["lp_mean"]
         (table[pair] if system == "best" else table[system].setdefault(pair, {}))[key] = metrics
         if not np.isnan(lp_mean):
             table["lp_mean"].setdefault(pair, {})[key] = round(-lp_mean if key == "hter" else lp_mean, 4)

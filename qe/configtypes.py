@@ -83,11 +83,15 @@ def _written(section: Any, given: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
-    """``[data]``: a registered dataset (and its split names) or the user's files per split."""
+    """``[data]``: a registered dataset (and its split names), several pooled (``datasets``: one model for
+    many language pairs, ``qe.data.pooled``), or the user's files per split."""
 
     train_split: str = field(default="train", metadata=SHOWN)
     test_split: str = field(default="test", metadata=SHOWN)
     dataset: str | None = None
+    datasets: tuple[str, ...] | None = None  # pooled: each one's train (and dev) split, one model
+    test_dataset: str | None = None  # pooled: the one dataset tested (unset: each pooled one's test)
+    normalise: str = "none"  # pooled labels: "none", or "pair" (z-scored per dataset on its train labels)
     data_dir: str | None = None
     dev_split: str | None = None
     label_range: tuple[float, float] | None = None
@@ -105,6 +109,11 @@ class DataConfig:
     def split_name(self, split: str) -> str | None:
         """The registered dataset's name of ``train`` / ``dev`` / ``test``."""
         return getattr(self, f"{split}_split")
+
+    @property
+    def pooled(self) -> bool:
+        """Whether several datasets are pooled (``datasets``)."""
+        return self.datasets is not None
 
     @property
     def has_dev(self) -> bool:

@@ -505,7 +505,8 @@ def _split_files(data: dict[str, Any]) -> Mistake:
     column names only go with a ``table`` or ``features`` file; labels come from one place."""
     for split in SPLITS:
         files = data.get(split)
-        if files is None or ("dataset" in data and not set(files) & {*SPLIT_FILES, *SPLIT_COLUMNS}):
+        registered = "dataset" in data or "datasets" in data
+        if files is None or (registered and not set(files) & {*SPLIT_FILES, *SPLIT_COLUMNS}):
             continue  # none, or only inputs of feature families (a pseudo-reference) for a dataset
         given = set(files)
         if not ({"src", "mt"} <= given or given & {"table", "features"}):
@@ -546,8 +547,55 @@ def _one_dev_split(data: dict[str, Any]) -> Mistake:
         )
     if data.get("fit_on") == "train+dev" and "dev" not in data and "dev_split" not in data:
         return "fit_on", "train+dev", "'train' when there is no dev split (dev_split or [data.dev])"
-    if "dev_split" in data and "dataset" not in data:
+    if "dev_split" in data and "dataset" not in data and "datasets" not in data:
         return "dev_split", data["dev_split"], "a split of data.dataset, which is not set"
+    return None
+
+
+POOLED_FAMILIES = ("finetuned", "nmt")
+"""The families whose features mean the same in every language pair, the only ones a pooled config
+(``[data] datasets``) takes: the others read resources built for one pair (lm, ibm1, ngrams, edits,
+baseline17's tables) or one language's tools (spaCy, dictionaries, tokenizers, the encoder's
+language check)."""
+
+
+def _pooled_data(data: dict[str, Any]) -> Mistake:
+    """``datasets`` pools registered datasets: never beside ``dataset`` or files of the split it gives;
+    ``test_dataset`` and ``normalise`` go with it; each dataset once."""
+    if "datasets" not in data:
+        for key in ("test_dataset", "normalise"):
+            if key in data:
+                return key, data[key], "nothing without data.datasets (it goes with pooled datasets)"
+        return None
+    if "dataset" in data:
+        return "dataset", data["dataset"], "nothing beside datasets: one dataset, or several pooled"
+    twice = first_repeated(data["datasets"])
+    if twice is not None:
+        return "datasets", data["datasets"], f"each dataset once, not {twice!r} twice"
+    for split in SPLITS:
+        if set(data.get(split) or {}) & {*SPLIT_FILES, *SPLIT_COLUMNS}:
+            return split, data[split], "no files beside datasets: each split comes from the datasets"
+    return None
+
+
+def _pooled_features(config: dict[str, Any]) -> Mistake:
+    """A pooled config's families (its own and each ``[[report.against]]`` one's) are language-agnostic."""
+    if "datasets" not in config.get("data", {}):
+        return None
+    tables = [("features", config.get("features", {}))]
+    tables += [
+        (f"report.against[{index}].features", entry.get("features") or {})
+        for index, entry in enumerate(config.get("report", {}).get("against", []))
+    ]
+    for where, features in tables:
+        per_pair = [name for name in features.get("families", []) if name not in POOLED_FAMILIES]
+        if per_pair:
+            return (
+                f"{where}.families",
+                per_pair[0],
+                f"a language-agnostic family with data.datasets ({', '.join(POOLED_FAMILIES)}): "
+                f"{per_pair[0]!r} reads resources or tools of one language pair",
+            )
     return None
 
 
@@ -565,7 +613,7 @@ def _against_once(report: dict[str, Any]) -> Mistake:
 
 def _has_data(config: dict[str, Any]) -> Mistake:
     data = config.get("data", {})
-    if "dataset" not in data and not ("train" in data and "test" in data):
+    if "dataset" not in data and "datasets" not in data and not ("train" in data and "test" in data):
         return "data.dataset", None, "a registered dataset, or both [data.train] and [data.test] files"
     return None
 
@@ -624,6 +672,9 @@ EXPERIMENT = Table(
         "data": Table(
             {
                 "dataset": Str(registered("dataset"), noun="dataset"),
+                "datasets": List(Str(registered("dataset"), noun="dataset"), min_len=1),
+                "test_dataset": Str(registered("dataset"), noun="dataset"),
+                "normalise": Str(["none", "pair"]),
                 "data_dir": Str(),
                 "train_split": Str(),
                 "dev_split": Str(),
@@ -634,7 +685,7 @@ EXPERIMENT = Table(
                 "languages": Table({"src": Language(), "tgt": Language()}),
                 **{split: SplitFiles() for split in SPLITS},
             },
-            rules=(_split_files, _one_dev_split),
+            rules=(_split_files, _one_dev_split, _pooled_data),
         ),
         "features": FEATURES,
         "learner": Table(
@@ -671,7 +722,7 @@ EXPERIMENT = Table(
         "mt2": MT2,
     },
     ("learner",),
-    rules=(_has_data, _has_features, _sets_need_a_dataset),
+    rules=(_has_data, _has_features, _sets_need_a_dataset, _pooled_features),
 )
 """An experiment config (``qe run`` / ``qe ablate``); its table-level rules are the checks across keys."""
 
@@ -715,8 +766,9 @@ SIDES = ("src", "tgt")
 
 
 def is_qe_corpus(table: dict[str, Any]) -> bool:
-    """Whether a ``[corpora.NAME]`` table is a QE training split (a dataset, or src / mt files)."""
-    return "dataset" in table or "mt" in table
+    """Whether a ``[corpora.NAME]`` table is a QE training split (a dataset, several pooled, or src / mt
+    files)."""
+    return "dataset" in table or "datasets" in table or "mt" in table
 
 
 PLAIN_CORPUS_KEYS = (*SIDES, "cross_fit")
@@ -748,6 +800,13 @@ def _corpus_kind(table: dict[str, Any]) -> Mistake:
             'nothing on a QE training split: its target side is target = "post_edits" or "mt"',
         )
     files = [key for key in ("src", "mt", "post_edits") if key in table]
+    if "datasets" in table and ("dataset" in table or files):
+        key = "dataset" if "dataset" in table else files[0]
+        return key, table[key], "nothing beside datasets: the pooled datasets give the text"
+    if "normalise" in table and "datasets" not in table:
+        return "normalise", table["normalise"], "nothing without datasets (it scales pooled labels)"
+    if "datasets" in table:
+        return None
     if "dataset" in table and files:
         return (
             files[0],
@@ -829,6 +888,9 @@ BUNDLE = WithTables(
                     "tgt": Str(),
                     # a QE training split (qe.resources.crossfit): a registered dataset or files
                     "dataset": Str(registered("dataset"), noun="dataset"),
+                    # several pooled (qe.data.pooled): read by [finetuned] alone
+                    "datasets": List(Str(registered("dataset"), noun="dataset"), min_len=1),
+                    "normalise": Str(["none", "pair"]),
                     "split": Str(),
                     "mt": Str(),
                     "post_edits": Str(),

@@ -9,8 +9,14 @@ repeat a training pair). Issue 23 adds a second bundle, ``resources-<label>-<pai
 same members plus the USE-M encoder fine-tuned on the training labels (``[finetuned]``, cross-fitted;
 its setting and epochs chosen on a held-out share of each model's training pairs), and two systems
 on it: ``finetuned`` (the fine-tuned encoder's prediction alone, ridge) and ``stacked`` (``best``'s
-families and learner plus that prediction). ``--check`` exits 1 when a written
-config differs from what this script makes.
+families and learner plus that prediction). Issue 23 item 3 adds one model for many pairs
+(``[data] datasets``, ``qe.data.pooled``; language-agnostic families only: the NMT model's
+log-probabilities and the fine-tuned encoder): per label a bundle ``resources-<label>-pooled`` (the
+encoder fine-tuned on the seven pairs' training splits pooled) and ``<label>-pooled`` (trained on
+the seven pairs, each pair's test20 reported on its own), and for DA per pair the zero-shot bundle
+``resources-da-<pair>-zeroshot`` and system ``da-<pair>-zeroshot`` (trained on the other six pairs,
+tested on the held-out pair's test20). ``--check`` exits 1 when a written config differs from what
+this script makes.
 
     python scripts/mlqe_configs.py [--check]
 """
@@ -41,6 +47,10 @@ DESCRIPTIONS = {
     "finetuned": "the USE-M encoder fine-tuned on the training labels (cross-fitted), its prediction "
     "alone, ridge",
     "stacked": "the best system's families and learner plus the fine-tuned encoder's prediction",
+    "pooled": "one model for the seven pairs: the NMT log-probabilities and the encoder fine-tuned on "
+    "every pair's training labels (pooled, cross-fitted), ridge",
+    "zeroshot": "zero-shot: the NMT log-probabilities and the encoder fine-tuned on the other six "
+    "pairs' training labels, ridge; no label of the tested pair is read",
 }
 # The fine-tuned encoder's grid, each setting tried on a held-out tenth of every model's training
 # pairs (early stopping there too): the encoder frozen (a head on its vectors) or its pooling and DAN
@@ -242,6 +252,93 @@ def experiment_config(label: str, pair: str, system: str) -> dict:
     }
 
 
+# One model for many pairs: DA z_mean labels are pooled as they are (per-annotator z-scores already;
+# per-pair z-scoring changed the pooled nmt + ridge dev Pearson by -0.006, each pair's by 0.002 at
+# most, docs/neural.md), HTER labels z-scored per pair (training means 0.18 to 0.62).
+NORMALISE = {"da": "none", "pe": "pair"}
+POOLED_FAMILIES = ["nmt", "finetuned"]  # qe.schema.POOLED_FAMILIES: the language-agnostic ones
+
+
+def pooled_name(label: str, pair: str | None = None) -> str:
+    """The pooled bundle's (or, with ``pair``, that pair's zero-shot bundle's) name and folder."""
+    return f"mlqe-{label}-pooled" if pair is None else f"mlqe-{label}-{pair}-zeroshot"
+
+
+def pooled_bundle_config(label: str, pair: str | None = None) -> dict:
+    """The USE-M encoder fine-tuned on the pooled training splits of every pair (with ``pair``: of
+    every other pair, for zero-shot), cross-fitted; no per-pair member (they are built for one pair).
+    Lines of any pair's test20 are left out."""
+    pairs = [p for p in MLQE_PAIRS if p != pair]
+    evals = [
+        f"mlqe-pe/post-editing/{p}-test20/test20.{side}" for p in MLQE_PAIRS for side in ("src", "mt", "pe")
+    ]
+    what = "every MLQE-PE pair's" if pair is None else f"the six MLQE-PE pairs other than {pair}:"
+    return {
+        "name": pooled_name(label, pair),
+        "description": f"the USE-M encoder fine-tuned on {what} training splits pooled, "
+        "cross-fitted (5 folds)",
+        "languages": {"src": "mul", "tgt": "mul"},  # ISO 639 "multiple languages": pairs of each side
+        "text": {"style": "moses", "case": "lower"},
+        "leakage": {"eval_files": evals, "drop_overlap": True},
+        "corpora": {
+            "qe": {
+                "datasets": [f"{LABELS[label]}/{p}" for p in pairs],
+                "normalise": NORMALISE[label],
+                "cross_fit": 5,
+                "seed": 0,
+            }
+        },
+        "finetuned": dict(FINETUNED),
+    }
+
+
+def pooled_config(label: str, pair: str | None = None) -> dict:
+    """The pooled system (with ``pair``: that pair's zero-shot system): the NMT model's
+    log-probabilities and the pooled encoder's prediction, ridge, on the pooled training splits;
+    dev is the pooled dev splits (the held-out pair's is never read)."""
+    pairs = [p for p in MLQE_PAIRS if p != pair]
+    data: dict = {
+        "datasets": [f"{LABELS[label]}/{p}" for p in pairs],
+        "normalise": NORMALISE[label],
+        "dev_split": "dev",
+        "fit_on": "train+dev",
+        "allow_overlap": True,  # three pairs' dev splits repeat training pairs (OVERLAPPING_DEV)
+    }
+    if pair is not None:
+        data["test_dataset"] = f"{LABELS[label]}/{pair}"
+    system = "pooled" if pair is None else "zeroshot"
+    return {
+        "name": pooled_name(label, pair),
+        "description": DESCRIPTIONS[system],
+        "seed": 42,
+        "data": data,
+        "features": {
+            "families": list(POOLED_FAMILIES),
+            "resources": f"models/resources/{pooled_name(label, pair)}",
+        },
+        "learner": {"name": "ridge"},
+        "cv": {"folds": 5, "n_jobs": 2},
+    }
+
+
+def render_pooled(label: str, pair: str | None, bundle: bool) -> str:
+    name = pooled_name(label, pair).removeprefix("mlqe-")
+    what = (
+        f"MLQE-PE, {TARGETS[label]}, one model for the seven pairs (each pair's test20 reported on its own)"
+        if pair is None
+        else f"MLQE-PE {pair}, {TARGETS[label]}, zero-shot: trained on the other six pairs alone"
+    )
+    lines = [f"{what}.", "Written by scripts/mlqe_configs.py (edit that, not this file)."]
+    if bundle:
+        lines.append(
+            f"qe resources build configs/mlqe/resources-{name}.toml --output models/resources/mlqe-{name}"
+        )
+        return header(lines) + tomli_w.dumps(pooled_bundle_config(label, pair))
+    lines.append(f"qe resources build configs/mlqe/resources-{name}.toml   (once)")
+    lines.append(f"qe run configs/mlqe/{name}.toml --output-dir runs/mlqe-{name}")
+    return header(lines) + tomli_w.dumps(pooled_config(label, pair))
+
+
 def header(lines: list[str]) -> str:
     return "".join(f"# {line}\n" if line else "#\n" for line in lines)
 
@@ -287,6 +384,11 @@ def written() -> dict[Path, str]:
             if (label, pair) in CHOICES:
                 for system in SYSTEMS:
                     files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)
+        files[OUT / f"resources-{label}-pooled.toml"] = render_pooled(label, None, True)
+        files[OUT / f"{label}-pooled.toml"] = render_pooled(label, None, False)
+    for pair in MLQE_PAIRS:
+        files[OUT / f"resources-da-{pair}-zeroshot.toml"] = render_pooled("da", pair, True)
+        files[OUT / f"da-{pair}-zeroshot.toml"] = render_pooled("da", pair, False)
     return files
 
 

@@ -15,6 +15,7 @@ from qe.cli import main
 from qe.config import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.resources.bundle import read_bundle_config
+from qe.schema import POOLED_FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = {
@@ -36,10 +37,36 @@ def test_configs_are_what_the_generator_writes() -> None:
             assert {f"resources-{label}-{pair}.toml", f"resources-{label}-{pair}-finetuned.toml"} <= names
             systems = ("baseline", "nmt", "best", "finetuned", "stacked")
             assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
+        assert {f"{label}-pooled.toml", f"resources-{label}-pooled.toml"} <= names
+    assert {f"da-{pair}-zeroshot.toml" for pair in MLQE_PAIRS} <= names
+
+
+def check_pooled(path: Path) -> None:
+    """A pooled (``<label>-pooled``) or zero-shot (``da-<pair>-zeroshot``) config and its bundle: the
+    held-out pair's data is never in the training pool, and only language-agnostic families."""
+    stem = path.stem.removeprefix("resources-")
+    label, rest = stem.split("-", 1)
+    held = None if rest == "pooled" else rest.removesuffix("-zeroshot")
+    pool = [f"mlqe-{label}/{pair}" for pair in MLQE_PAIRS if pair != held]
+    if path.name.startswith("resources-"):
+        config = read_bundle_config(path)
+        assert config["corpora"]["qe"]["datasets"] == pool and config["corpora"]["qe"]["cross_fit"] == 5
+        assert {"lm", "ngrams", "ibm1", "edits"}.isdisjoint(config) and "finetuned" in config
+        tested = {f"mlqe-pe/post-editing/{pair}-test20/test20.src" for pair in MLQE_PAIRS}
+        assert tested <= set(config["leakage"]["eval_files"])
+        return
+    config = load_config(path)
+    assert list(config.data.datasets) == pool
+    assert config.data.test_dataset == (None if held is None else f"mlqe-{label}/{held}")
+    assert set(config.features.families) <= set(POOLED_FAMILIES)
+    assert config.features.resources == f"models/resources/mlqe-{stem}"
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
 def test_every_config_passes_the_schema(path: Path) -> None:
+    if path.stem.endswith(("-pooled", "-zeroshot")):
+        check_pooled(path)
+        return
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
         label, pair = path.stem.removesuffix("-finetuned").split("-", 2)[1:]
@@ -108,6 +135,28 @@ def test_table_renders_a_saved_run(tmp_path: Path) -> None:
     assert len(rows) == 3
 
 
+def test_steps_show_pooling_and_zero_shot_beside_lp_mean(tmp_path: Path) -> None:
+    metrics = {"pearson": 0.8, "spearman": 0.7, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.7}
+    table = {
+        "ro-en": {"da": metrics},
+        "baseline": {},
+        "nmt": {},
+        "pooled": {"ro-en": {"da": dict(metrics, pearson=0.82, dev_pearson=0.75)}},
+        "zeroshot": {"ro-en": {"da": dict(metrics, pearson=0.7, dev_pearson=None)}},
+        "lp_mean": {"ro-en": {"da": 0.647}},
+    }
+    saved = tmp_path / "table.json"
+    saved.write_text(json.dumps(table), encoding="utf-8")
+    done = run_table("--steps", "--from", str(saved))
+    assert done.returncode == 0, done.stderr
+    header, row = [line for line in done.stdout.splitlines() if line.startswith("| ")][:2]
+    cells = dict(zip(header.split(" | "), row.split(" | "), strict=True))
+    # pooling has the best dev Pearson: chosen; zero-shot is shown beside lp_mean, never chosen
+    assert cells["+ pooling (one model, seven pairs) (dev / test20)"] == "0.750 / 0.820"
+    assert cells["test20 of the chosen"] == "**0.820**"
+    assert cells["zero-shot (other six pairs)"] == "0.700" and cells["NMT `lp_mean` alone"] == "0.647"
+
+
 @pytest.mark.parametrize("content", ["[1]", "{not json", '{"baseline": {}}'])
 def test_table_refuses_what_it_did_not_print(tmp_path: Path, content: str) -> None:
     saved = tmp_path / "table.json"
@@ -156,5 +205,6 @@ def test_one_run_gives_the_steps_table_with_dev_choosing(tmp_path: Path) -> None
     cells = row.strip("| ").split(" | ")
     chosen = max(rows, key=lambda s: rows[s]["dev_pearson"])
     assert cells[2:5] == [f"{rows[s]['dev_pearson']:.3f} / {rows[s]['pearson']:.3f}" for s in rows]
-    assert cells[5:7] == [STEPS[chosen], f"**{rows[chosen]['pearson']:.3f}**"]
-    assert cells[7:] == ["0.898", "0.82"]  # MonoTransQuest and the goal of issue 23
+    assert cells[5] == ""  # no pooled system in this run
+    assert cells[6:8] == [STEPS[chosen], f"**{rows[chosen]['pearson']:.3f}**"]
+    assert cells[-2:] == ["0.898", "0.82"]  # MonoTransQuest and the goal of issue 23

@@ -15,7 +15,8 @@ class QEDataset:
     """Sentence pairs with optional labels and supervision aligned by position.
 
     ``labels`` is a float array (post-editing effort, HTER, ...) or None for unlabelled data;
-    ``annotator_scores`` is an ``(n, k)`` array of the individual judgements when known.
+    ``annotator_scores`` is an ``(n, k)`` array of the individual judgements when known; ``pairs``
+    names each row's dataset when several are pooled (``qe.data.pooled``), else it is None.
     """
 
     ids: list[str]
@@ -32,6 +33,7 @@ class QEDataset:
     # first pair), so that errors name the file and line.
     inputs: dict[str, list[str]] = field(default_factory=dict)
     input_origins: dict[str, tuple[str, int]] = field(default_factory=dict)
+    pairs: list[str] | None = None
     # The digest of the columns, with the input names and the column objects it was taken of (digest()).
     _digest: tuple[list[str], list[Any], TextDigest] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -62,6 +64,7 @@ class QEDataset:
             name=f"{self.name}[subset]",
             files=dict(self.files),
             inputs={key: pick(values) for key, values in self.inputs.items()},
+            pairs=pick(self.pairs),
         )
 
     def digest(self) -> TextDigest:

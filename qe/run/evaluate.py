@@ -42,6 +42,12 @@ def system_metrics(
         metrics["fit_on"] = fitted.fit_on
     if test.dataset.labels is not None:
         metrics["test"] = evaluate(test.dataset.labels, fitted.test_pred)
+        if test.dataset.pairs is not None:  # pooled datasets: each one's test scored on its own too
+            pairs = np.asarray(test.dataset.pairs)
+            metrics["test_by_dataset"] = {
+                name: evaluate(test.dataset.labels[pairs == name], fitted.test_pred[pairs == name])
+                for name in dict.fromkeys(test.dataset.pairs)
+            }
     return metrics
 
 

@@ -21,7 +21,7 @@ from qe.model import QEModel
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.fit import FittedSystem
-from qe.run.splits import label_range, languages
+from qe.run.splits import label_range, languages, pool_info
 from qe.schema import SPLIT_COLUMNS, SPLIT_FILES, SPLITS
 
 
@@ -32,7 +32,12 @@ def signature(ctx: RunContext, estimator_description: str, tables: dict[str, str
     config = ctx.config
     features = config.features
     dev = config.data.has_dev
-    parts = [f"data:{config.data.dataset or 'files'}@{ctx.fingerprint('train')}"]
+    data = config.data
+    if data.pooled:  # the pooled datasets and how their labels were scaled
+        assert data.datasets is not None
+        parts = [f"data:{'+'.join(data.datasets)}@{ctx.fingerprint('train')}", f"normalise:{data.normalise}"]
+    else:
+        parts = [f"data:{data.dataset or 'files'}@{ctx.fingerprint('train')}"]
     if dev:
         parts.append(f"dev:{ctx.fingerprint('dev')}")
     parts += [f"table.{split}:{sha}" for split, sha in sorted((tables or {}).items())]
@@ -118,7 +123,7 @@ def config_inputs(config: ExperimentConfig) -> list[Path]:
     walk(thaw([*(data.files(split) for split in SPLITS), data.data_dir]))
     walk(thaw([features.resources, features.settings]))
     walk([entry.config for entry in config.report.against])
-    if data.dataset is not None:
+    if data.dataset is not None or data.pooled:
         from qe.data import resolve_data_dir
 
         found.append(resolve_data_dir(data.data_dir))
@@ -147,6 +152,7 @@ def model_manifest(ctx: RunContext, sig: str, train: SplitData, cv: dict[str, An
         "training_data": ctx.fingerprint("train"),
         "fit_on": config.data.fit_on,
         "label_range": list(bounds) if bounds else None,
+        **({"pooled": pool_info(config.data)} if config.data.pooled else {}),
         "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},
     }
 

@@ -20,7 +20,7 @@ from qe.run.features import SplitData, build_split, check_families
 from qe.run.fit import FittedSystem
 from qe.run.persist import config_inputs, signature, write_run
 from qe.run.selection import select_features
-from qe.run.splits import check_overlap
+from qe.run.splits import check_overlap, pool_info
 from qe.workers import exit_with_parent_everywhere
 
 
@@ -59,6 +59,8 @@ def _run(ctx: RunContext, out: Path) -> dict[str, Any]:
     tables = {name: split.table_sha256 for name, split in splits if split is not None and split.table_sha256}
     sig = signature(ctx, describe(fitted.estimator), tables)
     metrics["signature"] = sig
+    if config.data.pooled:
+        metrics["pooled"] = pool_info(config.data)
     metrics["seconds"] = round(time.perf_counter() - started, 3)
     metrics["extraction_seconds"] = {"train": train.extraction_seconds, "test": test.extraction_seconds}
     write_run(ctx, out, sig, train, test, fitted)

@@ -27,6 +27,7 @@ from qe.data import (
     read_labels,
 )
 from qe.data.features import FeatureTable, read_feature_table
+from qe.data.pooled import check_poolable, load_pooled, pair_scales
 from qe.errors import QEInputError
 
 TABLE_DEFAULTS = {"src_column": "src", "mt_column": "mt", "label_column": "score", "id_column": "id"}
@@ -67,6 +68,8 @@ class LoadedSplit:
 
 def load_split(data: DataConfig, split: str) -> LoadedSplit:
     """Load the ``train``, ``dev`` or ``test`` split the config's ``[data]`` names."""
+    if data.pooled:
+        return LoadedSplit(load_pooled_split(data, split))
     files = data.files(split)
     if files:
         return _load_files(files, split, label_range(data))
@@ -74,6 +77,38 @@ def load_split(data: DataConfig, split: str) -> LoadedSplit:
     if data.dataset is None or name is None:
         raise QEInputError(f"[data] names no {split} split (give [data.{split}] files or a dataset)")
     return LoadedSplit(load_registered(data.dataset, name, data.data_dir))
+
+
+def load_pooled_split(data: DataConfig, split: str) -> QEDataset:
+    """A split of pooled datasets (``qe.data.pooled``): every dataset's train (dev) split in one, and
+    for ``test`` the ``test_dataset``'s alone or each dataset's; labels scaled per dataset as
+    ``normalise`` says (the same scales for every split)."""
+    assert data.datasets is not None
+    names = list(data.datasets)
+    check_poolable(names, data.normalise)
+    name = data.split_name(split)
+    if name is None:
+        raise QEInputError(f"[data] names no {split} split (dev_split = ...)")
+    scales = pair_scales(names, data.data_dir, data.train_split) if data.normalise == "pair" else None
+    if split == "test" and data.test_dataset is not None:
+        names = [data.test_dataset]
+    return load_pooled(names, name, data.data_dir, scales)
+
+
+def pool_info(data: DataConfig) -> dict[str, Any] | None:
+    """What ``metrics.json`` and the model manifest say of a pooled config: the datasets, the tested
+    one, and per dataset the scale its labels were divided by (a prediction for that pair maps back as
+    ``score * std + mean``); None for a single dataset."""
+    if not data.pooled:
+        return None
+    assert data.datasets is not None
+    scales = pair_scales(data.datasets, data.data_dir, data.train_split) if data.normalise == "pair" else {}
+    return {
+        "datasets": list(data.datasets),
+        "test_dataset": data.test_dataset,
+        "normalise": data.normalise,
+        "scales": {name: {"mean": s.mean, "std": s.std} for name, s in scales.items()},
+    }
 
 
 def _load_files(files: Table, split: str, bounds: tuple[float, float] | None) -> LoadedSplit:

@@ -53,10 +53,19 @@ def read_bundle_config(config_path: str | Path) -> BundleConfig:
     if not config.corpora and (readers or not others):
         needed = f"[{readers[0]}] is built from corpora" if readers else "no member is built without one"
         raise QEInputError(mistake("corpora", {}, f"at least one [corpora.NAME] ({needed})"), config_path)
+    pooled_readers = [kind.section for kind in kinds if kind.wanted(config) and kind.section != "finetuned"]
     corpora = {}
     for name, corpus in config.corpora.items():
         corpora[name] = _complete_corpus(name, corpus, config_path)
         check_dataset_languages(f"corpora.{name}", corpus.dataset, config, config_path)
+        if corpus.datasets is not None and pooled_readers:
+            allowed = (
+                f"one dataset: [{pooled_readers[0]}] is built for one language pair "
+                "(pooled datasets: [finetuned] only)"
+            )
+            raise QEInputError(
+                mistake(f"corpora.{name}.datasets", list(corpus.datasets), allowed), config_path
+            )
     config = config.with_corpora(corpora)
     for kind in kinds:
         if kind.check is None:
@@ -73,12 +82,13 @@ def _complete_corpus(name: str, corpus: CorpusConfig, config_path: Path) -> Corp
     split is never its dataset's test split."""
     if not corpus.is_qe:
         return corpus
-    if corpus.dataset is not None:
-        registered = DATASETS[corpus.dataset]
+    if corpus.dataset_names:
         split = corpus.split or "train"
-        if registered.split_name(split) == registered.test_split:
-            allowed = "a split other than the dataset's test split (resources built from it would leak)"
-            raise QEInputError(mistake(f"corpora.{name}.split", split, allowed), config_path)
+        for dataset in corpus.dataset_names:
+            registered = DATASETS[dataset]
+            if registered.split_name(split) == registered.test_split:
+                allowed = "a split other than the dataset's test split (resources built from it would leak)"
+                raise QEInputError(mistake(f"corpora.{name}.split", split, allowed), config_path)
         corpus = corpus.completed(split=split)
     fit = corpus.cross_fit if "cross_fit" in corpus.given else True
     return corpus.completed(cross_fit=DEFAULT_CROSS_FIT if fit is True else int(fit), seed=corpus.seed)

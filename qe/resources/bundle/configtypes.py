@@ -107,6 +107,8 @@ class CorpusConfig(Section):
     src: str | None = None
     tgt: str | None = None
     dataset: str | None = None
+    datasets: tuple[str, ...] | None = None  # several registered datasets pooled (``[finetuned]`` only)
+    normalise: str = "none"  # "pair": each pooled pair's labels z-scored on its training labels
     split: str | None = None
     mt: str | None = None
     post_edits: str | None = None
@@ -117,7 +119,12 @@ class CorpusConfig(Section):
     @property
     def is_qe(self) -> bool:
         """Whether the corpus is a QE training split (``qe.schema.is_qe_corpus``)."""
-        return self.dataset is not None or self.mt is not None
+        return self.dataset is not None or self.datasets is not None or self.mt is not None
+
+    @property
+    def dataset_names(self) -> tuple[str, ...]:
+        """The registered datasets the corpus reads: its ``dataset``, or the pooled ``datasets``."""
+        return self.datasets or ((self.dataset,) if self.dataset is not None else ())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from qe.data import QEDataset, load_parallel, load_registered
+from qe.data.pooled import check_poolable, load_pooled, pair_scales
 from qe.errors import QEInputError
 from qe.io import read_text_lines
 from qe.resources.bundle.configtypes import BundleConfig, CorpusConfig
@@ -66,7 +67,12 @@ def read_corpora(config: BundleConfig, root: Path) -> dict[str, Corpus]:
 
 def _qe_corpus(name: str, table: CorpusConfig, root: Path) -> Corpus:
     """A QE training split as a parallel corpus: its sources and its post-edits (or MT)."""
-    if table.dataset is not None:
+    if table.datasets is not None:
+        names = list(table.datasets)
+        check_poolable(names, table.normalise)
+        scales = pair_scales(names, root) if table.normalise == "pair" else None
+        dataset = load_pooled(names, table.split, root, scales)
+    elif table.dataset is not None:
         dataset = load_registered(table.dataset, table.split, root)
     else:
         assert table.src is not None and table.mt is not None  # the schema's corpus rule

@@ -82,7 +82,7 @@ def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path
             "saw a training pair's label must not score it",
             config_path,
         )
-    if ("labels" in table) == (corpora[name].dataset is not None):
+    if ("labels" in table) == bool(corpora[name].dataset_names):
         raise QEInputError(
             "[finetuned] labels = FILE goes with a QE corpus from files (one label per line); "
             f"a registered dataset brings its own (corpus {name!r})",
