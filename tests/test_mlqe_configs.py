@@ -50,10 +50,11 @@ def check_pooled(path: Path) -> None:
     pool = [f"mlqe-{label}/{pair}" for pair in MLQE_PAIRS if pair != held]
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
-        assert config["corpora"]["qe"]["datasets"] == pool and config["corpora"]["qe"]["cross_fit"] == 5
-        assert {"lm", "ngrams", "ibm1", "edits"}.isdisjoint(config) and "finetuned" in config
+        corpus = config.corpora["qe"]
+        assert list(corpus.datasets) == pool and corpus.cross_fit == 5
+        assert {"lm", "ngrams", "ibm1", "edits"}.isdisjoint(config.members) and "finetuned" in config.members
         tested = {f"mlqe-pe/post-editing/{pair}-test20/test20.src" for pair in MLQE_PAIRS}
-        assert tested <= set(config["leakage"]["eval_files"])
+        assert tested <= set(config.leakage.eval_files)
         return
     config = load_config(path)
     assert list(config.data.datasets) == pool
