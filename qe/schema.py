@@ -578,16 +578,21 @@ def _pooled_data(data: dict[str, Any]) -> Mistake:
     return None
 
 
-def _pooled_features(config: dict[str, Any]) -> Mistake:
-    """A pooled config's families (its own and each ``[[report.against]]`` one's) are language-agnostic."""
-    if "datasets" not in config.get("data", {}):
-        return None
+def _feature_tables(config: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The config's ``[features]`` and each ``[[report.against]]`` entry's, with the key naming each."""
     tables = [("features", config.get("features", {}))]
     tables += [
         (f"report.against[{index}].features", entry.get("features") or {})
         for index, entry in enumerate(config.get("report", {}).get("against", []))
     ]
-    for where, features in tables:
+    return tables
+
+
+def _pooled_features(config: dict[str, Any]) -> Mistake:
+    """A pooled config's families (its own and each ``[[report.against]]`` one's) are language-agnostic."""
+    if "datasets" not in config.get("data", {}):
+        return None
+    for where, features in _feature_tables(config):
         per_pair = [name for name in features.get("families", []) if name not in POOLED_FAMILIES]
         if per_pair:
             return (
@@ -640,12 +645,7 @@ def _sets_need_a_dataset(config: dict[str, Any]) -> Mistake:
     one that replaces its features)."""
     if "dataset" in config.get("data", {}):
         return None
-    tables = [("features", config.get("features", {}))]
-    tables += [
-        (f"report.against[{index}].features", entry.get("features") or {})
-        for index, entry in enumerate(config.get("report", {}).get("against", []))
-    ]
-    for where, features in tables:
+    for where, features in _feature_tables(config):
         if features.get("sets"):
             return (
                 f"{where}.sets",

@@ -40,8 +40,8 @@ def check_language(lang: str) -> str:
     return lang
 
 
-def _encode_here(texts: list[str], settings: tuple) -> np.ndarray:
-    """Encode with this process's model for ``settings`` (loaded on first use)."""
+def _model_here(settings: tuple) -> UseModel:
+    """This process's model for ``settings`` (loaded on first use)."""
     model = _MODELS.get(settings)
     if model is None:
         resources, id_cache_size, token_budget, blas_threads = settings
@@ -49,7 +49,12 @@ def _encode_here(texts: list[str], settings: tuple) -> np.ndarray:
             Path(resources), id_cache_size=id_cache_size, token_budget=token_budget, blas_threads=blas_threads
         )
         _MODELS[settings] = model
-    return model.encode(texts)
+    return model
+
+
+def _encode_here(texts: list[str], settings: tuple) -> np.ndarray:
+    """Encode with this process's model for ``settings``."""
+    return _model_here(settings).encode(texts)
 
 
 def _chunks(texts: list[str], n_chunks: int) -> list[list[str]]:
@@ -145,11 +150,7 @@ class SentenceEncoder:
     def warm(self) -> None:
         """Load this process's model and fill its per-piece row cache (:meth:`UseModel.warm`); workers
         of ``n_jobs > 1`` load their own on first use."""
-        model = _MODELS.get(self._settings)
-        if model is None:
-            _encode_here([""], self._settings)
-            model = _MODELS[self._settings]
-        model.warm()
+        _model_here(self._settings).warm()
 
     def _compute(self, texts: list[str]) -> np.ndarray:
         if self.n_jobs == 1 or len(texts) < self.min_parallel:
