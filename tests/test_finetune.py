@@ -102,6 +102,7 @@ def _perturbed(hidden: int, scale: float = 0.05) -> Finetuned:
     return Finetuned(Settings(unfreeze="all", hidden=hidden, batch_size=8), encoder, head, 0.25, 1.5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hidden", [0, 16])
 def test_saved_model_numpy_pass_equals_the_jax_pass(tmp_path: Path, hidden: int) -> None:
     model = _perturbed(hidden)
@@ -127,6 +128,7 @@ def pairs(data_dir: Path) -> tuple[tuple, tuple]:
     )
 
 
+@pytest.mark.slow
 def test_finetuning_lowers_the_loss_repeats_exactly_and_saves_what_it_scores(pairs, tmp_path: Path) -> None:
     train, dev = pairs
     settings = Settings(unfreeze="top", hidden=32, batch_size=16, max_epochs=2, patience=5, lr=3e-4)

@@ -88,6 +88,7 @@ def bundle(data: Path):
     return build_bundle(config, data / "bundle", data_dir=data, progress=False)
 
 
+@pytest.mark.slow  # trains six toy encoders: the full tier (CI) runs it
 def test_the_member_trains_a_model_per_fold_and_the_loss_falls(bundle, data: Path) -> None:
     entry = bundle.info("finetuned")
     assert [fold["file"] for fold in entry["folds"]] == ["finetuned.fold0.qenc", "finetuned.fold1.qenc"]
@@ -106,6 +107,7 @@ def test_the_member_trains_a_model_per_fold_and_the_loss_falls(bundle, data: Pat
     assert model.manifest["languages"] == ["en", "de"]
 
 
+@pytest.mark.slow  # trains six toy encoders: the full tier (CI) runs it
 def test_training_pairs_are_scored_by_their_folds_model(bundle, data: Path) -> None:
     src = (data / "train.src").read_text().splitlines()[:40]
     mt = (data / "train.mt").read_text().splitlines()[:40]
@@ -148,6 +150,7 @@ def qe(*argv: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # trains six toy encoders: the full tier (CI) runs it
 def test_run_and_predict_end_to_end_without_jax(bundle, data: Path, tmp_path: Path) -> None:
     config = {
         "name": "ft-run",

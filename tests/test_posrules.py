@@ -3,6 +3,8 @@ hand-made rules, on every rule of the installed English and Spanish pipelines, a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from qe.resources import pos
@@ -108,12 +110,12 @@ def test_every_rule_of_the_installed_pipelines(lang: str) -> None:
 
 
 @pytest.mark.parametrize(("lang", "side"), [("en", "src"), ("es", "mt")])
-def test_real_sentences_are_tagged_as_with_spacys_ruler(lang: str, side: str) -> None:
+def test_real_sentences_are_tagged_as_with_spacys_ruler(lang: str, side: str, data_dir: Path) -> None:
     from qe.data import load_registered
     from qe.text import TextConfig, TextProcessor
 
     _pipeline_or_skip(lang)
-    data = load_registered("wmt12-en-es", "test")
+    data = load_registered("wmt12-en-es", "test", data_dir=data_dir)
     tokens = TextProcessor(TextConfig(lang=lang, case="keep")).tokenize_many(getattr(data, side)[:150])
     fast, slow = pos.UPOSTagger(lang), pos.UPOSTagger(lang)
     assert slow.nlp is not None
