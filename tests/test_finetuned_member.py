@@ -133,6 +133,39 @@ def test_training_pairs_are_scored_by_their_folds_model(bundle, data: Path) -> N
     np.testing.assert_allclose(table[40:], full.score(new_src, new_mt), rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow  # trains six toy encoders: the full tier (CI) runs it
+def test_a_second_bundle_reuses_the_frozen_sums_and_trains_the_same_models(
+    bundle, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qe.embeddings import finetune
+    from qe.resources.bundle.kinds import finetuned as kind
+
+    kept = len(kind._SUMS)
+    assert kept >= TRAIN  # the first build left every training sentence's sums
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the frozen layers ran again for sentences already summed")
+
+    monkeypatch.setattr(finetune._Network, "sums", refuse)
+    config = write_toml(data / "resources-ft2.toml", bundle_config())
+    again = build_bundle(config, tmp_path / "bundle2", data_dir=data, progress=False)
+    assert len(kind._SUMS) == kept
+    names = ["finetuned.qenc", "finetuned.fold0.qenc", "finetuned.fold1.qenc"]
+    for name in names:  # the same weights and training curve; only the timings may differ
+        first, second = (zipfile.ZipFile(b.path / name) for b in (bundle, again))
+        assert first.namelist() == second.namelist()
+        arrays = [member for member in first.namelist() if member.endswith(".npy")]
+        assert arrays and all(first.read(m) == second.read(m) for m in arrays)
+        curves = [
+            [
+                (row["loss"], row["dev_pearson"])
+                for row in json.loads(z.read("manifest.json"))["training"]["history"]
+            ]
+            for z in (first, second)
+        ]
+        assert curves[0] == curves[1]
+
+
 _SCORE = """
 import sys
 from qe.cli import main
