@@ -27,6 +27,7 @@ column (``da-<pair>-zeroshot.toml``, trained on the other six pairs) beside the 
     python benchmarks/mlqe_table.py [--markdown | --steps] [--labels da,hter] [--pairs ro-en,et-en]
         [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
     python benchmarks/mlqe_table.py --markdown --from table.json   # the table of a saved run, no refit
+    python benchmarks/mlqe_table.py --steps --save table.json   # also keeps the JSON, after every system
 """
 
 from __future__ import annotations
@@ -315,6 +316,14 @@ def read_table(path: Path) -> dict:
     return table
 
 
+def save(path: Path, table: dict) -> None:
+    """The table so far as JSON, written atomically: a run cut short keeps every system it finished."""
+    from qe.io import atomic_write
+
+    with atomic_write(path, "w") as handle:
+        handle.write(json.dumps(table, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the README table instead of JSON")
@@ -329,6 +338,9 @@ def main() -> None:
     )
     parser.add_argument("--data-dir", help="folder with the datasets (default: $QE_DATA_DIR)")
     parser.add_argument("--from", dest="saved", type=Path, help="JSON a previous run printed: render it")
+    parser.add_argument(
+        "--save", type=Path, help="also write the JSON here, after every system (a long run's record)"
+    )
     args = parser.parse_args()
     if args.saved:
         try:
@@ -358,6 +370,8 @@ def main() -> None:
                 ensure_bundle(config, args.configs, args.data_dir)
                 pooled[key] = run_system(config)[0]
             table["pooled"].setdefault(pair, {})[key] = pooled[key][pair]
+            if args.save:
+                save(args.save, table)
             continue
         if system == "zeroshot" and key != "da":
             continue  # zero-shot configs are written for DA (issue 23)
@@ -375,6 +389,8 @@ def main() -> None:
         (table[pair] if system == "best" else table[system].setdefault(pair, {}))[key] = metrics
         if not np.isnan(lp_mean):
             table["lp_mean"].setdefault(pair, {})[key] = round(-lp_mean if key == "hter" else lp_mean, 4)
+        if args.save:
+            save(args.save, table)
         log(
             f"[{number}/{len(jobs)}] {key} {pair} {system}: features {seconds['features']:.0f} s, "
             f"fit {seconds['fit']:.0f} s, test20 Pearson {metrics['pearson']:.3f}"
@@ -382,6 +398,8 @@ def main() -> None:
     table["seconds"] = round(time.perf_counter() - started, 1)
     table["commit"] = git_commit()
     log(f"whole table: {table['seconds'] / 60:.1f} min")
+    if args.save:
+        save(args.save, table)
     print(render(table, args))
 
 

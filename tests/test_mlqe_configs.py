@@ -189,9 +189,10 @@ def test_one_run_gives_the_steps_table_with_dev_choosing(tmp_path: Path) -> None
         config["learner"]["params"] = {"n_estimators": 20} if system == "stacked" else {}
         (tmp_path / f"da-ro-en-{system}.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
     args = ["--labels", "da", "--pairs", "ro-en", "--systems", "best,finetuned,stacked"]
-    done = run_table(*args, "--configs", str(tmp_path))
+    done = run_table(*args, "--configs", str(tmp_path), "--save", str(tmp_path / "kept.json"))
     assert done.returncode == 0, done.stderr
     table = json.loads(done.stdout)
+    assert json.loads((tmp_path / "kept.json").read_text(encoding="utf-8")) == table  # --save keeps it all
     rows = {"best": table["ro-en"]["da"], **{s: table[s]["ro-en"]["da"] for s in ("finetuned", "stacked")}}
     run = tmp_path / "run"
     assert main(["run", str(tmp_path / "da-ro-en-best.toml"), "--output-dir", str(run)]) == 0
