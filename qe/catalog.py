@@ -121,6 +121,18 @@ def _catalog() -> dict[str, ReadyModel]:
                     ("Pearson", "MAE_exact"),
                 )
             )
+    records.append(
+        ReadyModel(
+            "mlqe-da-multilingual",
+            "configs/mlqe/da-multilingual.toml",
+            "configs/mlqe/resources-da-pooled.toml",
+            ("mul", "mul"),
+            "da",
+            "MLQE-PE DA train + dev of the seven pairs pooled (Wikipedia through fairseq NMT)",
+            "MLQE-PE test20 of the seven pairs (7,000 pairs)",
+            ("Pearson", "MAE_exact"),
+        )
+    )
     return {record.name: record for record in records}
 
 
@@ -128,7 +140,8 @@ CATALOG: dict[str, ReadyModel] = _catalog()
 """Every ready-made model, by name: WMT12 en-es's best raw-text system, its 17 baseline features with an
 SVR (``-fast``: about 50 times less CPU per pair, for a service that must answer one pair in
 milliseconds), and the best DA and HTER systems of each MLQE-PE pair (chosen on dev, fitted on train +
-dev)."""
+dev), and ``mlqe-da-multilingual``: the encoder fine-tuned on the seven pairs' DA labels pooled, for
+text of any language pair without labels (``qe init`` offers it)."""
 
 
 def models_dir(given: str | Path | None = None) -> Path:

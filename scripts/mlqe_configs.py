@@ -321,6 +321,34 @@ def pooled_config(label: str, pair: str | None = None) -> dict:
     }
 
 
+MULTILINGUAL = "mlqe-da-multilingual"
+"""The ready-made model for text of any pair (``qe init`` offers it when a user has no labels)."""
+
+
+def multilingual_config() -> dict:
+    """The pooled DA system on the fine-tuned encoder alone: text without the NMT model's
+    log-probabilities (any user's) can be scored, whatever its language pair; ridge maps the
+    encoder's prediction onto the DA scale. Reads the pooled bundle."""
+    config = pooled_config("da")
+    config["name"] = MULTILINGUAL
+    config["description"] = (
+        "for any language pair: the encoder fine-tuned on the seven MLQE-PE pairs' DA labels (pooled), "
+        "its prediction alone, ridge"
+    )
+    config["features"]["families"] = ["finetuned"]
+    return config
+
+
+def render_multilingual() -> str:
+    lines = [
+        "MLQE-PE, DA z_mean, the seven pairs pooled, the fine-tuned encoder alone: a model for text of",
+        "any language pair, with no labels of its own (the ready model mlqe-da-multilingual).",
+        "Written by scripts/mlqe_configs.py (edit that, not this file).",
+        "qe models build mlqe-da-multilingual   (builds models/resources/mlqe-da-pooled first)",
+    ]
+    return header(lines) + tomli_w.dumps(multilingual_config())
+
+
 def render_pooled(label: str, pair: str | None, bundle: bool) -> str:
     name = pooled_name(label, pair).removeprefix("mlqe-")
     what = (
@@ -386,6 +414,7 @@ def written() -> dict[Path, str]:
                     files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)
         files[OUT / f"resources-{label}-pooled.toml"] = render_pooled(label, None, True)
         files[OUT / f"{label}-pooled.toml"] = render_pooled(label, None, False)
+    files[OUT / "da-multilingual.toml"] = render_multilingual()
     for pair in MLQE_PAIRS:
         files[OUT / f"resources-da-{pair}-zeroshot.toml"] = render_pooled("da", pair, True)
         files[OUT / f"da-{pair}-zeroshot.toml"] = render_pooled("da", pair, False)

@@ -26,7 +26,7 @@ def test_the_catalogue_holds_wmt12_en_es_and_each_mlqe_pairs_da_and_hter_model()
     from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 
     mlqe = {f"mlqe-{kind}-{pair}" for kind in ("da", "hter") for pair in MLQE_PAIRS}
-    expected = {"wmt12-en-es", "wmt12-en-es-fast"} | mlqe
+    expected = {"wmt12-en-es", "wmt12-en-es-fast", "mlqe-da-multilingual"} | mlqe
     assert set(CATALOG) == expected
     assert CATALOG["wmt12-en-es"].config == "configs/wmt12-best-rawtext.toml"  # the best raw-text system
     assert CATALOG["wmt12-en-es-fast"].config == "configs/wmt12-extracted-svr.toml"  # 17 features, SVR
@@ -43,10 +43,11 @@ def test_each_record_agrees_with_its_configs_and_dataset(name):
 
     record = CATALOG[name]
     config = load_config(REPO / record.config)
-    dataset = DATASETS[config.data.dataset]
-    assert record.languages == tuple(dataset.languages)
-    kind = {"wmt12-en-es": "effort", "mlqe-pe": "hter", "mlqe-da": "da"}[dataset.name.split("/")[0]]
-    assert record.label == kind
+    datasets = [DATASETS[name] for name in config.data.datasets or [config.data.dataset]]
+    languages = {tuple(dataset.languages) for dataset in datasets}
+    assert record.languages == (languages.pop() if len(datasets) == 1 else ("mul", "mul"))
+    kinds = {"wmt12-en-es": "effort", "mlqe-pe": "hter", "mlqe-da": "da"}
+    assert {kinds[dataset.name.split("/")[0]] for dataset in datasets} == {record.label}
     bundle = read_bundle_config(REPO / record.bundle_config)
     assert Path(config.features.resources).name == bundle.name  # the bundle the config reads
     assert (bundle.languages.src, bundle.languages.tgt) == record.languages

@@ -68,6 +68,11 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     if path.stem.endswith(("-pooled", "-zeroshot")):
         check_pooled(path)
         return
+    if path.stem == "da-multilingual":  # the pooled DA system with the encoder alone: any user's text
+        config, pooled = load_config(path), load_config(path.with_name("da-pooled.toml"))
+        assert config.data == pooled.data and config.features.resources == pooled.features.resources
+        assert list(config.features.families) == ["finetuned"]  # no NMT log-probabilities needed
+        return
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
         label, pair = path.stem.removesuffix("-finetuned").split("-", 2)[1:]

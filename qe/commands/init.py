@@ -4,6 +4,8 @@ The files are read and checked first (line counts, labels, the declared range), 
 written is one ``qe run`` accepts. It uses features that need no resource bundle (``surface``,
 with the given languages) and an SVR chosen by cross-validation; with ``--post-edits`` it also
 writes a bundle config learning the ``edits`` family from them, and says how to build and use it.
+Without ``--labels`` there is nothing to train: the pairs are checked and the ready multilingual
+model (``mlqe-da-multilingual``, fine-tuned on the seven MLQE-PE pairs) is offered for zero-shot scores.
 Paths in the experiment config are relative to its folder; the bundle config's are absolute.
 """
 
@@ -13,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,10 +36,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``qe init``."""
     parser.add_argument("--src", type=Path, required=True, help="training source sentences, one per line")
     parser.add_argument("--mt", type=Path, required=True, help="training machine translations, one per line")
-    parser.add_argument("--labels", type=Path, required=True, help="training labels, one number per line")
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        help="training labels, one number per line (without them: how to score --src / --mt zero-shot)",
+    )
     parser.add_argument("--post-edits", type=Path, help="training post-edits (adds a bundle for `edits`)")
-    parser.add_argument("--test-src", type=Path, required=True, help="test source sentences")
-    parser.add_argument("--test-mt", type=Path, required=True, help="test machine translations")
+    parser.add_argument("--test-src", type=Path, help="test source sentences (needed with --labels)")
+    parser.add_argument("--test-mt", type=Path, help="test machine translations (needed with --labels)")
     parser.add_argument("--test-labels", type=Path, help="test labels (without them: predictions only)")
     parser.add_argument("--src-lang", required=True, help="source language code, e.g. en")
     parser.add_argument("--tgt-lang", required=True, help="target language code, e.g. de")
@@ -60,7 +67,8 @@ COMMAND = register_command(
         name="init",
         help="write a working experiment config for your own files (no Python needed)",
         description="Check your files and write an experiment config that `qe run` accepts: training "
-        "and test sentences (and labels), the language pair, an SVR on the surface features.",
+        "and test sentences (and labels), the language pair, an SVR on the surface features. Without "
+        "labels, check the sentences and say how to score them with the ready multilingual model.",
         arguments=arguments,
         handler=lambda args: run(args),  # defined below
     )
@@ -203,6 +211,49 @@ def _written_by_qe(path: Path) -> bool:
         return False
 
 
+ZERO_SHOT = "mlqe-da-multilingual"
+"""The ready model offered to a user without labels (qe.catalog)."""
+
+
+def offer_zero_shot(args: argparse.Namespace) -> int:
+    """No training labels: nothing to train, so check the pairs and say how to score them with the
+    ready model fine-tuned on the seven MLQE-PE pairs' DA labels (it reads nothing but the text)."""
+    from qe.data import load_parallel
+    from qe.embeddings.encoder import LANGUAGES
+
+    needs = [f"--{name.replace('_', '-')}" for name in ("post_edits", "label_range", "test_labels")]
+    given = [option for option in needs if getattr(args, option[2:].replace("-", "_")) is not None]
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise QEInputError(f"{', '.join(given)} {verb} --labels (training labels)")
+    scored = [(args.src, args.mt)]
+    if (args.test_src is None) != (args.test_mt is None):
+        raise QEInputError("--test-src and --test-mt go together")
+    if args.test_src is not None:
+        scored.append((args.test_src, args.test_mt))
+    counts = [len(load_parallel(src, mt)) for src, mt in scored]
+    pair = f"{args.src_lang}-{args.tgt_lang}"
+    print(
+        f"no --labels: nothing to train a model for {pair} on. Score your {sum(counts):,} pairs zero-shot "
+        f"with the ready model {ZERO_SHOT}: the USE-M encoder fine-tuned on the DA labels of the seven "
+        "MLQE-PE pairs pooled (a DA z-score, higher is better; docs/neural.md gives its figures on "
+        "pairs it never saw)."
+    )
+    unknown = [lang for lang in (args.src_lang, args.tgt_lang) if lang not in LANGUAGES]
+    if unknown:
+        print(
+            f"note: {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not among the encoder's "
+            f"16 languages ({' '.join(LANGUAGES)}): its words are split into unknown pieces, so expect "
+            "weaker scores."
+        )
+    print(f"  qe models build {ZERO_SHOT}   # once: fine-tunes the encoder on the seven pairs")
+    for src, mt in scored:
+        files = (shlex.quote(str(path)) for path in (src, mt, f"{Path(mt).name}.scores.tsv"))
+        print("  qe predict --model {} --src {} --mt {} --output {}".format(ZERO_SHOT, *files))
+    print("With labels for a few hundred of your own pairs, pass --labels to train a model for your pair.")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from qe.config import load_config
     from qe.data import load_parallel
@@ -213,6 +264,10 @@ def run(args: argparse.Namespace) -> int:
             raise QEInputError(
                 f"--{option.replace('_', '-')} {getattr(args, option)!r} is not a language code like en"
             )
+    if args.labels is None:
+        return offer_zero_shot(args)
+    if args.test_src is None or args.test_mt is None:
+        raise QEInputError("--test-src and --test-mt are needed with --labels (the pairs to test on)")
     if args.out.exists() and not args.force:
         raise QEInputError("already exists (pass --force to replace it)", args.out)
     if args.out.suffix != ".toml":
