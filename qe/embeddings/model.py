@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse
 
 from qe.errors import QEInputError
+from qe.memo import memo_limit
 
 DIM = 512
 _VOCAB_ROWS = 7530
@@ -150,7 +151,7 @@ class _Tokenizer:
             pieces = memo.get(word)
             if pieces is None:
                 pieces = self._viterbi(word)
-                if len(memo) >= self._memo_size:
+                if len(memo) >= memo_limit(self._memo_size):
                     memo.clear()
                 memo[word] = pieces
             ids.extend(pieces)

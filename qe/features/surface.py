@@ -24,7 +24,6 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from qe.errors import QEInputError
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
 from qe.features.registry import register_family
+from qe.memo import memo_limit
 from qe.text import STYLES, TextConfig, TextProcessor
 
 # Characters of the raw sentence counted as brackets, and their pairs.
@@ -186,9 +186,24 @@ SETTINGS = {
 _FALLBACK_LANG = {"src": "en", "tgt": "es"}
 
 
-@lru_cache(maxsize=200_000)
+_TOKEN_INFO: dict[str, tuple] = {}
+_TOKEN_INFO_LIMIT = 200_000
+
+
 def _token_info(token: str) -> tuple:
-    """Properties of one token, computed once per distinct token.
+    """:func:`_token_properties` of one token, computed once per distinct token (memoised up to
+    :func:`qe.memo.memo_limit` tokens)."""
+    found = _TOKEN_INFO.get(token)
+    if found is None:
+        found = _token_properties(token)
+        if len(_TOKEN_INFO) >= memo_limit(_TOKEN_INFO_LIMIT):
+            _TOKEN_INFO.clear()
+        _TOKEN_INFO[token] = found
+    return found
+
+
+def _token_properties(token: str) -> tuple:
+    """Properties of one token.
 
     Returns (length, lower-cased, is_alpha, has_digit, digits, is_punct, upper_initial, allcaps,
     hyphenated, has_letter, is_genitive); the flags are ints so that columns can be summed.

@@ -38,6 +38,10 @@ from pathlib import Path
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, cache_root, parse_bounded
+from qe.memo import memo_limit
+
+MEMO_SENTENCES = 200_000
+"""Translations kept in memory (the cache file keeps every one)."""
 
 log = logging.getLogger(__name__)
 
@@ -480,7 +484,11 @@ class Apertium:
             fresh = dict(zip(todo, self._run(list(todo.values())), strict=True))
             if self.use_cache:
                 self._save_cache(fresh)
+            found = [fresh[key] if key in fresh else self._memo[key] for key in keys]
+            if len(self._memo) + len(fresh) > memo_limit(MEMO_SENTENCES):
+                self._memo.clear()  # the cache file keeps them; a service's memory stays bounded
             self._memo.update(fresh)
+            return found
         return [self._memo[key] for key in keys]
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from qe.memo import memo_limit
+
 _ATTRIBUTES = ("TAG", "POS", "LOWER", "ORTH", "IS_SPACE")  # read from the Doc, in this order
 _ALIASES = {"TEXT": "ORTH"}
 Predicate = Callable[[Any], bool]
@@ -133,7 +135,7 @@ class PosRules:
         for row in doc.to_array([TAG, POS, LOWER, ORTH, IS_SPACE]).tolist():
             key = tuple(row)
             if key not in memo:
-                if len(memo) >= self._MEMO_LIMIT:
+                if len(memo) >= memo_limit(self._MEMO_LIMIT):
                     memo.clear()
                 tag, pos, lower, orth, space = row
                 values = {

@@ -74,13 +74,16 @@ class _Job:
 class _Worker:
     """One worker process and the parent's end of its pipe."""
 
-    def __init__(self, entries: tuple[ModelEntry, ...]) -> None:
+    def __init__(self, entries: tuple[ModelEntry, ...], memo_entries: int | None = None) -> None:
         from qe.serve.worker import serve_forever
 
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: no threads, no locks held
         self.conn, child = context.Pipe()
         self.process = context.Process(
-            target=serve_forever, args=(child, entries, os.getpid()), name="qe-serve-worker", daemon=True
+            target=serve_forever,
+            args=(child, entries, os.getpid(), memo_entries),
+            name="qe-serve-worker",
+            daemon=True,
         )
         self.process.start()
         child.close()
@@ -118,8 +121,10 @@ class WorkerPool:
         size: int,
         score_seconds: float = 300.0,
         start_seconds: float = 900.0,
+        memo_entries: int | None = None,
     ) -> None:
         self.entries = entries
+        self.memo_entries = memo_entries
         self.size = size
         self.score_seconds = score_seconds
         self.start_seconds = start_seconds
@@ -132,7 +137,7 @@ class WorkerPool:
     def start(self) -> None:
         """Start the workers and wait until each has loaded every model (a model that cannot be loaded
         stops the server before it listens, with that model's one-line error)."""
-        started = [_Worker(self.entries) for _ in range(self.size)]
+        started = [_Worker(self.entries, self.memo_entries) for _ in range(self.size)]
         try:
             for worker in started:
                 self.models = {model["name"]: model for model in worker.wait_ready(self.start_seconds)}
@@ -243,7 +248,7 @@ class WorkerPool:
             dead.conn.close()
         pause = RESPAWN_PAUSE[0]
         while not self._closing:
-            worker = _Worker(self.entries)
+            worker = _Worker(self.entries, self.memo_entries)
             try:
                 worker.wait_ready(self.start_seconds)
             except QEInputError as exc:

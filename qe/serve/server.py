@@ -38,7 +38,12 @@ def run(settings: Settings) -> int:
     from qe.serve.pool import WorkerPool
 
     sock = listen(settings.host, settings.port)
-    pool = WorkerPool(settings.models, settings.workers, settings.limits.score_seconds)
+    pool = WorkerPool(
+        settings.models,
+        settings.workers,
+        settings.limits.score_seconds,
+        memo_entries=settings.limits.memo_entries,
+    )
     try:
         pool.start()
         host, port = sock.getsockname()[:2]

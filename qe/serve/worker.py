@@ -25,8 +25,11 @@ from qe.serve.names import REQUEST, ModelEntry
 INTERNAL = "the server could not score this request (its log says why)"
 
 
-def serve_forever(conn: Connection, entries: tuple[ModelEntry, ...], parent_pid: int) -> None:
-    """The worker's main function (run in a spawned process)."""
+def serve_forever(
+    conn: Connection, entries: tuple[ModelEntry, ...], parent_pid: int, memo_entries: int | None = None
+) -> None:
+    """The worker's main function (run in a spawned process); ``memo_entries`` caps every per-word
+    memo (``qe.memo``), so that the worker's memory does not grow with the words it sees."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from qe.workers import exit_with_parent
@@ -37,6 +40,9 @@ def serve_forever(conn: Connection, entries: tuple[ModelEntry, ...], parent_pid:
     # One BLAS thread, as `qe predict` scores: a pool per worker spins on every small product and, on
     # a busy machine, took four times the CPU of the whole one-pair request (--workers scales instead).
     threadpool_limits(1)
+    from qe.memo import cap_memos
+
+    cap_memos(memo_entries)
     try:
         from qe.serve.served import ServedModel
 
