@@ -242,6 +242,7 @@ def test_the_command_line_refuses_unsafe_or_impossible_settings(surface_model, t
     assert "served as 'model'" in _serve_fails("--model", model, "--model", model)
     assert "--workers" in _serve_fails("--model", model, "--workers", "0")
     assert "--max-pairs" in _serve_fails("--model", model, "--max-pairs", "0")
+    assert "--memo-entries" in _serve_fails("--model", model, "--memo-entries", "-5")
     assert "--cors-origin" in _serve_fails("--model", model, "--cors-origin", "*")
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = str(busy.getsockname()[1])
