@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from qe.catalog import CATALOG
-from qe.cli import main
+from qe.cli import build_parser, main
 from qe.config import load_config
 from qe.schema import POOLED_FAMILIES
 from tests.helpers import REPO, write_lines
@@ -35,9 +35,16 @@ def test_no_labels_offers_the_multilingual_model_for_the_users_files(tmp_path, c
     assert "not among the encoder's" not in out  # en and de are USE-M languages
     build, predict = commands(out)
     assert build == ["qe", "models", "build", "mlqe-da-multilingual"]
-    assert predict[:4] == ["qe", "predict", "--model", "mlqe-da-multilingual"]
-    given = dict(zip(predict[4::2], predict[5::2], strict=True))
-    assert (given["--src"], given["--mt"]) == (argv[1], argv[3])  # a path with a space survives quoting
+    # each command is one qe's own parser accepts (the model taken as built: its two files exist)
+    monkeypatch.setenv("QE_MODELS_DIR", str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
+    for suffix in (".skops", ".json"):
+        (tmp_path / "models" / f"mlqe-da-multilingual{suffix}").touch()
+    assert build_parser("models").parse_args(build[1:]).names == ["mlqe-da-multilingual"]
+    parsed = build_parser("predict").parse_args(predict[1:])
+    assert parsed.model == tmp_path / "models" / "mlqe-da-multilingual.skops"
+    assert (str(parsed.src), str(parsed.mt)) == (argv[1], argv[3])  # a path with a space survives quoting
+    assert parsed.out == Path("my translations.txt.scores.tsv")
     assert not (tmp_path / "config.toml").exists()  # nothing to train: no experiment config written
 
 
@@ -49,7 +56,8 @@ def test_test_files_are_offered_too_and_an_unknown_language_is_named(tmp_path, c
     assert main(["init", *argv, *extra, "--src-lang", "en", "--tgt-lang", "ne"]) == 0
     out = capsys.readouterr().out
     assert "17 pairs" in out and "ne is not among the encoder's 16 languages" in out
-    assert [command[7] for command in commands(out)[1:]] == [argv[3], str(test_mt)]
+    predicts = [build_parser("predict").parse_known_args(command[1:])[0] for command in commands(out)[1:]]
+    assert [str(parsed.mt) for parsed in predicts] == [argv[3], str(test_mt)]
 
 
 def test_the_offered_model_reads_only_the_text(tmp_path):

@@ -249,7 +249,7 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
     print(f"  qe models build {ZERO_SHOT}   # once: fine-tunes the encoder on the seven pairs")
     for src, mt in scored:
         files = (shlex.quote(str(path)) for path in (src, mt, f"{Path(mt).name}.scores.tsv"))
-        print("  qe predict --model {} --src {} --mt {} --output {}".format(ZERO_SHOT, *files))
+        print("  qe predict --model {} --src {} --mt {} --out {}".format(ZERO_SHOT, *files))
     print("With labels for a few hundred of your own pairs, pass --labels to train a model for your pair.")
     return 0
 
