@@ -31,7 +31,7 @@ class Limits:
     """How long the server waits on a client that stopped reading its response before dropping it."""
     drain_seconds: float = 30.0
     """How long SIGTERM waits for the requests in flight before stopping them."""
-    memo_entries: int = 5_000
+    memo_entries: int = 2_000
     """Entries each per-word memo of a worker keeps (qe.memo): a worker's memory then stops growing
     with the distinct words it has seen; a batch run keeps up to 1,000,000."""
 
