@@ -82,6 +82,8 @@ class ReadyModel:
 WMT12_FIGURES = ("MAE", "RMSE", "DeltaAvg", "Spearman")  # the official WMT12 columns
 MLQE_PAIRS = ("ro-en", "et-en", "ne-en", "si-en", "ru-en", "en-de", "en-zh")  # the README table's order
 MLQE_LABELS = {"da": ("da", "DA"), "hter": ("pe", "post-editing")}  # name part -> config prefix, half
+MULTILINGUAL = "mlqe-da-multilingual"
+"""The ready model for text of any language pair, without labels (``qe init`` offers it)."""
 
 
 def _catalog() -> dict[str, ReadyModel]:
@@ -123,7 +125,7 @@ def _catalog() -> dict[str, ReadyModel]:
             )
     records.append(
         ReadyModel(
-            "mlqe-da-multilingual",
+            MULTILINGUAL,
             "configs/mlqe/da-multilingual.toml",
             "configs/mlqe/resources-da-pooled.toml",
             ("mul", "mul"),

@@ -30,6 +30,7 @@ import tomli_w
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from qe.catalog import MULTILINGUAL
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.embeddings.encoder import LANGUAGES
 
@@ -319,10 +320,6 @@ def pooled_config(label: str, pair: str | None = None) -> dict:
         "learner": {"name": "ridge"},
         "cv": {"folds": 5, "n_jobs": 2},
     }
-
-
-MULTILINGUAL = "mlqe-da-multilingual"
-"""The ready-made model for text of any pair (``qe init`` offers it when a user has no labels)."""
 
 
 def multilingual_config() -> dict:

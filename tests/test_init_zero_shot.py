@@ -44,7 +44,7 @@ def test_no_labels_offers_the_multilingual_model_for_the_users_files(tmp_path, c
     parsed = build_parser("predict").parse_args(predict[1:])
     assert parsed.model == tmp_path / "models" / "mlqe-da-multilingual.skops"
     assert (str(parsed.src), str(parsed.mt)) == (argv[1], argv[3])  # a path with a space survives quoting
-    assert parsed.out == Path("my translations.txt.scores.tsv")
+    assert parsed.out == Path(f"{argv[3]}.scores.tsv")  # beside the MT file, never over it
     assert not (tmp_path / "config.toml").exists()  # nothing to train: no experiment config written
 
 

@@ -211,13 +211,10 @@ def _written_by_qe(path: Path) -> bool:
         return False
 
 
-ZERO_SHOT = "mlqe-da-multilingual"
-"""The ready model offered to a user without labels (qe.catalog)."""
-
-
 def offer_zero_shot(args: argparse.Namespace) -> int:
     """No training labels: nothing to train, so check the pairs and say how to score them with the
     ready model fine-tuned on the seven MLQE-PE pairs' DA labels (it reads nothing but the text)."""
+    from qe.catalog import MULTILINGUAL
     from qe.data import load_parallel
     from qe.embeddings.encoder import LANGUAGES
 
@@ -235,7 +232,7 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
     pair = f"{args.src_lang}-{args.tgt_lang}"
     print(
         f"no --labels: nothing to train a model for {pair} on. Score your {sum(counts):,} pairs zero-shot "
-        f"with the ready model {ZERO_SHOT}: the USE-M encoder fine-tuned on the DA labels of the seven "
+        f"with the ready model {MULTILINGUAL}: the USE-M encoder fine-tuned on the DA labels of the seven "
         "MLQE-PE pairs pooled (a DA z-score, higher is better; docs/neural.md gives its figures on "
         "pairs it never saw)."
     )
@@ -243,13 +240,13 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
     if unknown:
         print(
             f"note: {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not among the encoder's "
-            f"16 languages ({' '.join(LANGUAGES)}): its words are split into unknown pieces, so expect "
-            "weaker scores."
+            f"{len(LANGUAGES)} languages ({' '.join(LANGUAGES)}): its words are split into unknown "
+            "pieces, so expect weaker scores."
         )
-    print(f"  qe models build {ZERO_SHOT}   # once: fine-tunes the encoder on the seven pairs")
+    print(f"  qe models build {MULTILINGUAL}   # once: fine-tunes the encoder on the seven pairs")
     for src, mt in scored:
-        files = (shlex.quote(str(path)) for path in (src, mt, f"{Path(mt).name}.scores.tsv"))
-        print("  qe predict --model {} --src {} --mt {} --out {}".format(ZERO_SHOT, *files))
+        files = (shlex.quote(str(path)) for path in (src, mt, f"{mt}.scores.tsv"))  # beside each MT file
+        print("  qe predict --model {} --src {} --mt {} --out {}".format(MULTILINGUAL, *files))
     print("With labels for a few hundred of your own pairs, pass --labels to train a model for your pair.")
     return 0
 
