@@ -316,10 +316,13 @@ def read_table(path: Path) -> dict:
     return table
 
 
-def save(path: Path, table: dict) -> None:
-    """The table so far as JSON, written atomically: a run cut short keeps every system it finished."""
+def save(path: Path | None, table: dict) -> None:
+    """The table so far as JSON, written atomically to ``path`` (``--save``; None: nowhere), so that a
+    run cut short keeps every system it finished."""
     from qe.io import atomic_write
 
+    if path is None:
+        return
     with atomic_write(path, "w") as handle:
         handle.write(json.dumps(table, indent=2) + "\n")
 
@@ -370,8 +373,7 @@ def main() -> None:
                 ensure_bundle(config, args.configs, args.data_dir)
                 pooled[key] = run_system(config)[0]
             table["pooled"].setdefault(pair, {})[key] = pooled[key][pair]
-            if args.save:
-                save(args.save, table)
+            save(args.save, table)
             continue
         if system == "zeroshot" and key != "da":
             continue  # zero-shot configs are written for DA (issue 23)
@@ -389,8 +391,7 @@ def main() -> None:
         (table[pair] if system == "best" else table[system].setdefault(pair, {}))[key] = metrics
         if not np.isnan(lp_mean):
             table["lp_mean"].setdefault(pair, {})[key] = round(-lp_mean if key == "hter" else lp_mean, 4)
-        if args.save:
-            save(args.save, table)
+        save(args.save, table)
         log(
             f"[{number}/{len(jobs)}] {key} {pair} {system}: features {seconds['features']:.0f} s, "
             f"fit {seconds['fit']:.0f} s, test20 Pearson {metrics['pearson']:.3f}"
@@ -398,8 +399,7 @@ def main() -> None:
     table["seconds"] = round(time.perf_counter() - started, 1)
     table["commit"] = git_commit()
     log(f"whole table: {table['seconds'] / 60:.1f} min")
-    if args.save:
-        save(args.save, table)
+    save(args.save, table)
     print(render(table, args))
 
 

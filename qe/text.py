@@ -48,7 +48,7 @@ from typing import Literal
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, cache_root
-from qe.memo import memo_limit
+from qe.memo import make_room
 from qe.schema import register_names
 
 Style = Literal["moses", "moses-aggressive", "wmt12"]
@@ -261,8 +261,7 @@ class TextProcessor:
         cached = self._memo.get(sentence)
         if cached is None:
             cached = tuple(self._tokenize_uncached(sentence))
-            if len(self._memo) >= memo_limit(self._MEMO_LIMIT):
-                self._memo.clear()
+            make_room(self._memo, self._MEMO_LIMIT)
             self._memo[sentence] = cached
         return list(cached)
 

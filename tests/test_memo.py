@@ -28,6 +28,18 @@ def test_the_cap_lowers_each_limit_and_none_restores_it():
     assert memo.memo_limit(1_000_000) == 1_000_000
 
 
+def test_make_room_empties_a_memo_only_when_the_new_entries_would_pass_its_limit():
+    words = dict.fromkeys("abc", 0)
+    memo.make_room(words, 4)  # 3 + 1 fits in 4
+    assert len(words) == 3
+    memo.make_room(words, 4, adding=2)  # 3 + 2 does not
+    assert words == {}
+    words = dict.fromkeys("abc", 0)
+    memo.cap_memos(2)
+    memo.make_room(words, 1_000_000, adding=0)  # already past the cap of 2
+    assert words == {}
+
+
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "100", True])
 def test_a_cap_that_is_not_a_positive_count_is_refused(bad):
     if bad is True:  # bool is an int: a cap of one entry, not an error

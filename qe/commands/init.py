@@ -218,8 +218,8 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
     from qe.data import load_parallel
     from qe.embeddings.encoder import LANGUAGES
 
-    needs = [f"--{name.replace('_', '-')}" for name in ("post_edits", "label_range", "test_labels")]
-    given = [option for option in needs if getattr(args, option[2:].replace("-", "_")) is not None]
+    names = ("post_edits", "label_range", "test_labels")
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is not None]
     if given:
         verb = "needs" if len(given) == 1 else "need"
         raise QEInputError(f"{', '.join(given)} {verb} --labels (training labels)")

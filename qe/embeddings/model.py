@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse
 
 from qe.errors import QEInputError
-from qe.memo import memo_limit
+from qe.memo import make_room
 
 DIM = 512
 _VOCAB_ROWS = 7530
@@ -151,8 +151,7 @@ class _Tokenizer:
             pieces = memo.get(word)
             if pieces is None:
                 pieces = self._viterbi(word)
-                if len(memo) >= memo_limit(self._memo_size):
-                    memo.clear()
+                make_room(memo, self._memo_size)
                 memo[word] = pieces
             ids.extend(pieces)
         ids.append(_EOS)

@@ -51,7 +51,7 @@ from qe.features.base import (
     string,
 )
 from qe.features.registry import register_family
-from qe.memo import memo_limit
+from qe.memo import make_room
 from qe.resources import pos as pos_resources
 from qe.resources.ibm1 import MIN_PROB, NULL
 
@@ -250,8 +250,7 @@ class IBM1Features(FeatureFamily):
         has the empty word (as ``IBM1Table`` lays it out); lexicon rows memoised per source word."""
         memo: dict[str, dict[str, float]] = self._cache.setdefault((key, id(table)), {})
         words = [NULL, *src] if table.has_null else src
-        if len(memo) > memo_limit(MEMO_WORDS):  # a service sees ever more words: memory stays bounded
-            memo.clear()
+        make_room(memo, MEMO_WORDS, adding=0)  # a service sees ever more words: memory stays bounded
         for w in words:
             if w not in memo:
                 memo[w] = table.translations(w)

@@ -31,7 +31,7 @@ import numpy as np
 from qe.errors import QEInputError
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
 from qe.features.registry import register_family
-from qe.memo import memo_limit
+from qe.memo import make_room
 from qe.text import STYLES, TextConfig, TextProcessor
 
 # Characters of the raw sentence counted as brackets, and their pairs.
@@ -192,12 +192,11 @@ _TOKEN_INFO_LIMIT = 200_000
 
 def _token_info(token: str) -> tuple:
     """:func:`_token_properties` of one token, computed once per distinct token (memoised up to
-    :func:`qe.memo.memo_limit` tokens)."""
+    ``_TOKEN_INFO_LIMIT`` tokens, or the process's cap: :func:`qe.memo.make_room`)."""
     found = _TOKEN_INFO.get(token)
     if found is None:
         found = _token_properties(token)
-        if len(_TOKEN_INFO) >= memo_limit(_TOKEN_INFO_LIMIT):
-            _TOKEN_INFO.clear()
+        make_room(_TOKEN_INFO, _TOKEN_INFO_LIMIT)
         _TOKEN_INFO[token] = found
     return found
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from qe.errors import QEInputError
 from qe.io import atomic_write, cache_root, parse_bounded
-from qe.memo import memo_limit
+from qe.memo import make_room
 
 MEMO_SENTENCES = 200_000
 """Translations kept in memory (the cache file keeps every one)."""
@@ -485,8 +485,7 @@ class Apertium:
             if self.use_cache:
                 self._save_cache(fresh)
             found = [fresh[key] if key in fresh else self._memo[key] for key in keys]
-            if len(self._memo) + len(fresh) > memo_limit(MEMO_SENTENCES):
-                self._memo.clear()  # the cache file keeps them; a service's memory stays bounded
+            make_room(self._memo, MEMO_SENTENCES, adding=len(fresh))  # the cache file keeps them
             self._memo.update(fresh)
             return found
         return [self._memo[key] for key in keys]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.errors import QEInputError
-from qe.memo import memo_limit
+from qe.memo import make_room
 from qe.nlp import PIPELINES as DEFAULT_PIPELINES
 from qe.nlp import language_of
 from qe.text import TextConfig, TextProcessor
@@ -146,8 +146,7 @@ class UPOSTagger:
         keys = [tuple(tokens) for tokens in sentences]
         todo = [k for k in dict.fromkeys(keys) if k and k not in self._memo]
         if todo:
-            if len(self._memo) + len(todo) > memo_limit(self._MEMO_LIMIT):
-                self._memo.clear()
+            make_room(self._memo, self._MEMO_LIMIT, adding=len(todo))
             self._memo.update(zip(todo, self._run(todo), strict=True))
         return [list(self._memo[k]) if k else [] for k in keys]
 

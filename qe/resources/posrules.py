@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from qe.memo import memo_limit
+from qe.memo import make_room
 
 _ATTRIBUTES = ("TAG", "POS", "LOWER", "ORTH", "IS_SPACE")  # read from the Doc, in this order
 _ALIASES = {"TEXT": "ORTH"}
@@ -135,8 +135,7 @@ class PosRules:
         for row in doc.to_array([TAG, POS, LOWER, ORTH, IS_SPACE]).tolist():
             key = tuple(row)
             if key not in memo:
-                if len(memo) >= memo_limit(self._MEMO_LIMIT):
-                    memo.clear()
+                make_room(memo, self._MEMO_LIMIT)
                 tag, pos, lower, orth, space = row
                 values = {
                     "TAG": strings[tag] if tag else "",

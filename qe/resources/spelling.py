@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from qe.errors import QEInputError
-from qe.memo import memo_limit
+from qe.memo import make_room
 
 DICTIONARIES: dict[str, tuple[str, str]] = {
     "en": ("en_US", "hunspell-en-us"),
@@ -158,8 +158,7 @@ class SpellChecker:
         known = self._memo.get(word)
         if known is None:
             known = self._check(word)
-            if len(self._memo) >= memo_limit(_MEMO_LIMIT):
-                self._memo.clear()
+            make_room(self._memo, _MEMO_LIMIT)
             self._memo[word] = known
         return known
 

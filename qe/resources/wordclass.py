@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qe.errors import QEInputError
-from qe.memo import memo_limit
+from qe.memo import make_room
 from qe.nlp import language_of
 from qe.resources.spelling import SpellChecker, find_dictionary
 
@@ -135,8 +135,7 @@ class HunspellTagger:
         found = self._memo.get(key)
         if found is None:
             found = self._classify(word, first)
-            if len(self._memo) >= memo_limit(_MEMO_LIMIT):
-                self._memo.clear()
+            make_room(self._memo, _MEMO_LIMIT)
             self._memo[key] = found
         return found
 

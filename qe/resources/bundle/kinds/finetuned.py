@@ -21,6 +21,7 @@ import numpy as np
 
 from qe.errors import QEInputError
 from qe.io import sha256_file
+from qe.memo import make_room
 from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.schema import SEED, Int, List, Number, Str, Table
@@ -183,8 +184,7 @@ def _build(
     rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
     assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
     languages = [context.text[side].lang for side in ("src", "tgt")]
-    if len(_SUMS) > SUMS_KEPT:
-        _SUMS.clear()
+    make_room(_SUMS, SUMS_KEPT, adding=0)
     pairs, memo = (data.src, data.mt, labels), _SUMS
     out = outputs[MEMBER]
     model, summary = _train(context, table, pairs, rows, "all training pairs", memo)
