@@ -26,6 +26,15 @@ def commands(out: str) -> list[list[str]]:
     return [shlex.split(line, comments=True) for line in out.splitlines() if line.strip().startswith("qe ")]
 
 
+def fake_built_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point the catalogue at a models folder where the offered model's two files exist, so the parser
+    accepts its name on a clean clone, where the model is never built."""
+    monkeypatch.setenv("QE_MODELS_DIR", str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
+    for suffix in (".skops", ".json"):
+        (tmp_path / "models" / f"mlqe-da-multilingual{suffix}").touch()
+
+
 def test_no_labels_offers_the_multilingual_model_for_the_users_files(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = pairs(tmp_path, mt_name="my translations.txt")
@@ -36,10 +45,7 @@ def test_no_labels_offers_the_multilingual_model_for_the_users_files(tmp_path, c
     build, predict = commands(out)
     assert build == ["qe", "models", "build", "mlqe-da-multilingual"]
     # each command is one qe's own parser accepts (the model taken as built: its two files exist)
-    monkeypatch.setenv("QE_MODELS_DIR", str(tmp_path / "models"))
-    (tmp_path / "models").mkdir()
-    for suffix in (".skops", ".json"):
-        (tmp_path / "models" / f"mlqe-da-multilingual{suffix}").touch()
+    fake_built_model(tmp_path, monkeypatch)
     assert build_parser("models").parse_args(build[1:]).names == ["mlqe-da-multilingual"]
     parsed = build_parser("predict").parse_args(predict[1:])
     assert parsed.model == tmp_path / "models" / "mlqe-da-multilingual.skops"
@@ -48,8 +54,9 @@ def test_no_labels_offers_the_multilingual_model_for_the_users_files(tmp_path, c
     assert not (tmp_path / "config.toml").exists()  # nothing to train: no experiment config written
 
 
-def test_test_files_are_offered_too_and_an_unknown_language_is_named(tmp_path, capsys):
+def test_test_files_are_offered_too_and_an_unknown_language_is_named(tmp_path, capsys, monkeypatch):
     argv = pairs(tmp_path)
+    fake_built_model(tmp_path, monkeypatch)
     test_src = write_lines(tmp_path / "t.src", sentences(5, EN, 2))
     test_mt = write_lines(tmp_path / "t.mt", sentences(5, ES, 3))
     extra = ["--test-src", str(test_src), "--test-mt", str(test_mt)]
