@@ -28,6 +28,7 @@ column (``da-<pair>-zeroshot.toml``, trained on the other six pairs) beside the 
         [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
     python benchmarks/mlqe_table.py --markdown --from table.json   # the table of a saved run, no refit
     python benchmarks/mlqe_table.py --steps --save table.json   # also keeps the JSON, after every system
+    python benchmarks/mlqe_table.py --steps --save table.json --resume   # continue a run cut short
 """
 
 from __future__ import annotations
@@ -316,6 +317,21 @@ def read_table(path: Path) -> dict:
     return table
 
 
+def scored(table: dict, pair: str, key: str, system: str) -> bool:
+    """Whether ``table`` already holds ``system``'s test20 metrics for ``pair`` and label ``key``."""
+    block = table.get(pair, {}) if system == "best" else table.get(system, {}).get(pair, {})
+    return key in block
+
+
+def merge_tables(empty: dict, saved: dict) -> dict:
+    """The saved run's blocks over an empty table, so a resumed run keeps what was measured and fills
+    in the pairs and systems it adds."""
+    return empty | {
+        name: {**empty.get(name, {}), **block} if isinstance(block, dict) else block
+        for name, block in saved.items()
+    }
+
+
 def save(path: Path | None, table: dict) -> None:
     """The table so far as JSON, written atomically to ``path`` (``--save``; None: nowhere), so that a
     run cut short keeps every system it finished."""
@@ -344,7 +360,14 @@ def main() -> None:
     parser.add_argument(
         "--save", type=Path, help="also write the JSON here, after every system (a long run's record)"
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run --save recorded: keep its systems, run only those it has not scored",
+    )
     args = parser.parse_args()
+    if args.resume and not args.save:
+        parser.error("--resume continues the table in --save FILE: give --save")
     if args.saved:
         try:
             table = read_table(args.saved)
@@ -363,17 +386,24 @@ def main() -> None:
             parser.error(f"unknown {what}(s) {', '.join(unknown)} (known: {', '.join(known)})")
     started = time.perf_counter()
     table: dict = {pair: {} for pair in pairs} | {s: {} for s in SYSTEMS if s != "best"} | {"lp_mean": {}}
+    if args.resume and args.save.exists():
+        try:
+            table = merge_tables(table, read_table(args.save))
+        except ValueError as error:
+            parser.error(str(error))
     jobs = [(pair, key, system) for pair in pairs for key in labels for system in systems]
-    pooled: dict = {}  # label -> the pooled system's per-pair metrics (one run for every pair)
     for number, (pair, key, system) in enumerate(jobs, start=1):
-        if system == "pooled":
-            if key not in pooled:
-                config = load_config(args.configs / f"{LABELS[key]}-pooled.toml")
-                config = apply_overrides(config, args.data_dir) if args.data_dir else config
-                ensure_bundle(config, args.configs, args.data_dir)
-                pooled[key] = run_system(config)[0]
-            table["pooled"].setdefault(pair, {})[key] = pooled[key][pair]
+        if scored(table, pair, key, system):
+            continue  # --resume: this system's test20 was read by the run being continued
+        if system == "pooled":  # one run scores every pair: all of them are recorded at once
+            config = load_config(args.configs / f"{LABELS[key]}-pooled.toml")
+            config = apply_overrides(config, args.data_dir) if args.data_dir else config
+            ensure_bundle(config, args.configs, args.data_dir)
+            metrics = run_system(config)[0]
+            for each in pairs:
+                table["pooled"].setdefault(each, {})[key] = metrics[each]
             save(args.save, table)
+            log(f"[{number}/{len(jobs)}] {key} pooled: every pair scored by one model")
             continue
         if system == "zeroshot" and key != "da":
             continue  # zero-shot configs are written for DA (issue 23)
@@ -396,7 +426,7 @@ def main() -> None:
             f"[{number}/{len(jobs)}] {key} {pair} {system}: features {seconds['features']:.0f} s, "
             f"fit {seconds['fit']:.0f} s, test20 Pearson {metrics['pearson']:.3f}"
         )
-    table["seconds"] = round(time.perf_counter() - started, 1)
+    table["seconds"] = round(table.get("seconds", 0.0) + time.perf_counter() - started, 1)
     table["commit"] = git_commit()
     log(f"whole table: {table['seconds'] / 60:.1f} min")
     save(args.save, table)

@@ -215,3 +215,22 @@ def test_one_run_gives_the_steps_table_with_dev_choosing(tmp_path: Path) -> None
     assert cells[5] == ""  # no pooled system in this run
     assert cells[6:8] == [STEPS[chosen], f"**{rows[chosen]['pearson']:.3f}**"]
     assert cells[-2:] == ["0.898", "0.82"]  # MonoTransQuest and the goal of issue 23
+    # --resume: a run cut after its first system keeps that system (its test20 is not read again) and
+    # runs only the two it had not scored, which give the numbers the whole run gave.
+    cut = dict(table, finetuned={}, stacked={}, seconds=1.0)
+    cut["ro-en"] = {"da": dict(rows["best"], pearson=0.123)}  # a marker: kept, never recomputed
+    (tmp_path / "cut.json").write_text(json.dumps(cut), encoding="utf-8")
+    resumed = run_table(*args, "--configs", str(tmp_path), "--save", str(tmp_path / "cut.json"), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "[1/3]" not in resumed.stderr and "[2/3]" in resumed.stderr and "[3/3]" in resumed.stderr
+    again = json.loads(resumed.stdout)
+    assert again["ro-en"]["da"]["pearson"] == 0.123
+    assert {s: again[s]["ro-en"]["da"] for s in ("finetuned", "stacked")} == {
+        s: table[s]["ro-en"]["da"] for s in ("finetuned", "stacked")
+    }
+    assert again["seconds"] > 1.0  # the time of both parts
+
+
+def test_resume_needs_the_file_it_continues() -> None:
+    done = run_table("--resume", "--labels", "da")
+    assert done.returncode == 2 and "--resume continues the table in --save FILE" in done.stderr
