@@ -56,6 +56,11 @@ class Settings:
             raise QEInputError(f"unfreeze must be one of {', '.join(UNFREEZE)} (got {self.unfreeze!r})")
 
 
+# What the model file keeps of each epoch: the training curve, not the timings and memory (printed as
+# the epochs run), which differ between runs and would give a rebuilt bundle another signature.
+_KEPT_HISTORY = ("epoch", "loss", "dev_pearson")
+
+
 @dataclass
 class Finetuned:
     """A trained setting: its best epoch's weights (numpy), the label scaling and the history."""
@@ -81,7 +86,7 @@ class Finetuned:
                 "settings": asdict(self.settings),
                 "best_epoch": self.best_epoch,
                 "dev_pearson": self.best_dev_pearson,
-                "history": self.history,
+                "history": [{key: row[key] for key in _KEPT_HISTORY} for row in self.history],
             },
         }
         save_finetuned(path, self.encoder, self.head, manifest)
