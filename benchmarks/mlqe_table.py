@@ -27,6 +27,7 @@ column (``da-<pair>-zeroshot.toml``, trained on the other six pairs) beside the 
     python benchmarks/mlqe_table.py [--markdown | --steps] [--labels da,hter] [--pairs ro-en,et-en]
         [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
     python benchmarks/mlqe_table.py --markdown --from table.json   # the table of a saved run, no refit
+    python benchmarks/mlqe_table.py --steps --from da.json hter.json   # two saved runs as one table
     python benchmarks/mlqe_table.py --steps --save table.json   # also keeps the JSON, after every system
     python benchmarks/mlqe_table.py --steps --save table.json --resume   # continue a run cut short
 """
@@ -34,6 +35,7 @@ column (``da-<pair>-zeroshot.toml``, trained on the other six pairs) beside the 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -229,7 +231,8 @@ def markdown(table: dict) -> str:
 
 def steps_markdown(table: dict) -> str:
     """Issue 23's table: per pair and target, each step's dev and test20 Pearson, the step of best dev
-    Pearson (the one to report), MonoTransQuest's test20 Pearson and the goal."""
+    Pearson (the one to report), the zero-shot Pearson (and its ratio to the chosen step's), the NMT
+    model's ``lp_mean``, MonoTransQuest's test20 Pearson and the goal."""
     lines = [
         "| pair | target | "
         + " | ".join(f"{name} (dev / test20)" for name in STEPS.values())
@@ -259,7 +262,8 @@ def steps_markdown(table: dict) -> str:
             ]
             zero = table.get("zeroshot", {}).get(pair, {}).get(key)
             lp = table.get("lp_mean", {}).get(pair, {}).get(key)
-            cells += [f"{zero['pearson']:.3f}" if zero else "", f"{lp:.3f}" if lp is not None else ""]
+            ratio = f" ({zero['pearson'] / found[chosen]['pearson']:.2f}x)" if zero and chosen else ""
+            cells += [f"{zero['pearson']:.3f}{ratio}" if zero else "", f"{lp:.3f}" if lp is not None else ""]
             cells += [
                 f"{MONOTRANSQUEST.get(key, {})[pair]:.3f}" if pair in MONOTRANSQUEST.get(key, {}) else "",
                 f"{STEP_GOALS[key][pair]:.2f}" if pair in STEP_GOALS[key] else "",
@@ -323,13 +327,21 @@ def scored(table: dict, pair: str, key: str, system: str) -> bool:
     return key in block
 
 
-def merge_tables(empty: dict, saved: dict) -> dict:
-    """The saved run's blocks over an empty table, so a resumed run keeps what was measured and fills
-    in the pairs and systems it adds."""
-    return empty | {
-        name: {**empty.get(name, {}), **block} if isinstance(block, dict) else block
-        for name, block in saved.items()
-    }
+def merge_tables(first: dict, second: dict) -> dict:
+    """Both tables in one, ``second`` winning where both hold a label of a pair's block: a resumed run
+    keeps what was measured and adds the rest; the DA and the HTER runs render as one table."""
+    merged = dict(first)
+    for name, block in second.items():
+        if not isinstance(block, dict) or not isinstance(merged.get(name), dict):
+            merged[name] = block  # seconds, commit: the later run's
+            continue
+        if name in MLQE_PAIRS:  # the best system: {label: metrics}
+            merged[name] = merged[name] | block
+        else:  # another system or lp_mean: {pair: {label: metrics}}
+            merged[name] = {
+                pair: merged[name].get(pair, {}) | block.get(pair, {}) for pair in merged[name] | block
+            }
+    return merged
 
 
 def save(path: Path | None, table: dict) -> None:
@@ -356,7 +368,13 @@ def main() -> None:
         "--systems", default=",".join(SYSTEMS[:5]), help=f"comma-separated: {', '.join(SYSTEMS)}"
     )
     parser.add_argument("--data-dir", help="folder with the datasets (default: $QE_DATA_DIR)")
-    parser.add_argument("--from", dest="saved", type=Path, help="JSON a previous run printed: render it")
+    parser.add_argument(
+        "--from",
+        dest="saved",
+        type=Path,
+        nargs="+",
+        help="JSON previous runs printed (the DA run and the HTER run, say): render them as one table",
+    )
     parser.add_argument(
         "--save", type=Path, help="also write the JSON here, after every system (a long run's record)"
     )
@@ -370,7 +388,7 @@ def main() -> None:
         parser.error("--resume continues the table in --save FILE: give --save")
     if args.saved:
         try:
-            table = read_table(args.saved)
+            table = functools.reduce(merge_tables, map(read_table, args.saved))
         except ValueError as error:
             parser.error(str(error))
         print(render(table, args))

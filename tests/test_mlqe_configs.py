@@ -160,7 +160,31 @@ def test_steps_show_pooling_and_zero_shot_beside_lp_mean(tmp_path: Path) -> None
     # pooling has the best dev Pearson: chosen; zero-shot is shown beside lp_mean, never chosen
     assert cells["+ pooling (one model, seven pairs) (dev / test20)"] == "0.750 / 0.820"
     assert cells["test20 of the chosen"] == "**0.820**"
-    assert cells["zero-shot (other six pairs)"] == "0.700" and cells["NMT `lp_mean` alone"] == "0.647"
+    assert cells["zero-shot (other six pairs)"] == "0.700 (0.85x)" and cells["NMT `lp_mean` alone"] == "0.647"
+
+
+def test_the_da_and_hter_runs_render_as_one_steps_table(tmp_path: Path) -> None:
+    def run(label: str, best: float, stacked: float) -> Path:
+        metrics = {"pearson": best, "spearman": 0.5, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.6}
+        table = {
+            "en-de": {label: metrics},
+            "baseline": {},
+            "nmt": {},
+            "stacked": {"en-de": {label: dict(metrics, pearson=stacked, dev_pearson=0.7)}},
+            "lp_mean": {"en-de": {label: 0.2}},
+        }
+        path = tmp_path / f"{label}.json"
+        path.write_text(json.dumps(table), encoding="utf-8")
+        return path
+
+    done = run_table("--steps", "--from", str(run("da", 0.41, 0.42)), str(run("hter", 0.51, 0.52)))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| en-de")]
+    # one row per label, each with its own run's numbers; dev chose the stacked step in both
+    assert [(row[1], row[2], row[4], row[7]) for row in rows] == [
+        ("da", "0.600 / 0.410", "0.700 / 0.420", "**0.420**"),
+        ("hter", "0.600 / 0.510", "0.700 / 0.520", "**0.520**"),
+    ]
 
 
 @pytest.mark.parametrize("content", ["[1]", "{not json", '{"baseline": {}}'])
