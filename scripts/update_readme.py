@@ -1,5 +1,6 @@
 """Regenerate the README parts written from the code and from the results' records: the feature
-catalogue (``qe features --list``), the MLQE-PE table (``docs/mlqe-table.json``), our rows of the
+catalogue (``qe features --list``), the MLQE-PE table (``docs/mlqe-table.json``) and issue 23's steps
+table (``docs/mlqe-steps-*.json``, the saved runs of ``benchmarks/mlqe_table.py --steps``), our rows of the
 WMT12 tables (``docs/wmt12-table.json``), the family-gain table (``docs/family-gain-table.json``) and
 the ablation table (``docs/ablation-table.json``), whose runs' signatures those records keep.
 
@@ -8,6 +9,7 @@ the ablation table (``docs/ablation-table.json``), whose runs' signatures those 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -19,10 +21,12 @@ MLQE_TABLE = REPO / "docs" / "mlqe-table.json"
 WMT12_TABLE = REPO / "docs" / "wmt12-table.json"
 FAMILY_GAIN_TABLE = REPO / "docs" / "family-gain-table.json"
 ABLATION_TABLE = REPO / "docs" / "ablation-table.json"
+MLQE_STEPS_TABLES = (REPO / "docs" / "mlqe-steps-da.json",)  # one per run of the steps protocol
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 CATALOGUE = ("<!-- catalogue:begin -->", "<!-- catalogue:end -->")
 MLQE = ("<!-- mlqe-table:begin -->", "<!-- mlqe-table:end -->")
+MLQE_STEPS = ("<!-- mlqe-steps:begin -->", "<!-- mlqe-steps:end -->")
 FAMILY_GAIN = ("<!-- family-gain-table:begin -->", "<!-- family-gain-table:end -->")
 ABLATION = ("<!-- ablation-table:begin -->", "<!-- ablation-table:end -->")
 SCORES = ("test.MAE", "test.RMSE", "test.DeltaAvg", "test.Spearman")
@@ -79,16 +83,18 @@ def read(record: Path) -> dict:
 
 
 def render(text: str) -> str:
-    """README text with the catalogue, the MLQE-PE, family-gain and ablation tables and our WMT12
-    rows as the sources say."""
+    """README text with the catalogue, the MLQE-PE, steps, family-gain and ablation tables and our
+    WMT12 rows as the sources say."""
     from family_gain import markdown
-    from mlqe_table import readme_table
+    from mlqe_table import merge_tables, readme_table, steps_markdown
 
     from qe.ablation import ablation_table
     from qe.commands.features import catalogue
 
     text = replace_section(text, CATALOGUE, catalogue(markdown=True))
     text = replace_section(text, MLQE, readme_table(read(MLQE_TABLE)))
+    steps = functools.reduce(merge_tables, map(read, MLQE_STEPS_TABLES))
+    text = replace_section(text, MLQE_STEPS, steps_markdown(steps))
     text = replace_section(text, FAMILY_GAIN, markdown(read(FAMILY_GAIN_TABLE)))
     text = replace_section(text, ABLATION, ablation_table(read(ABLATION_TABLE)))
     return render_wmt12(text, read(WMT12_TABLE))

@@ -160,3 +160,31 @@ def test_the_wmt12_official_svr_row_reproduces_from_a_clean_cache(data_dir, caps
     assert reproduce.main(["--table", "wmt12", "--row", "official-svr"]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert "signature: identical" in out and out.count("(ok)") == 5
+
+
+STEP_SYSTEMS = {  # the protocol's systems per label (zero-shot models are trained for DA only)
+    "da": ("best", "finetuned", "stacked", "pooled", "zeroshot"),
+    "hter": ("best", "finetuned", "stacked", "pooled"),
+}
+
+
+def test_every_steps_row_is_there_and_carries_the_signature_of_its_config():
+    """Issue 23's steps table (docs/mlqe-steps-<label>.json): every system of the protocol on every
+    pair, each measured with its own config (data, families, resources, seed)."""
+    update = load_script(REPO / "scripts" / "update_readme.py")
+    for path in update.MLQE_STEPS_TABLES:
+        table = json.loads(path.read_text(encoding="utf-8"))
+        label = path.stem.removeprefix("mlqe-steps-")
+        prefix = {"da": "da", "hter": "pe"}[label]
+        for system in STEP_SYSTEMS[label]:
+            for pair in MLQE_PAIRS:
+                row = (table[pair] if system == "best" else table[system][pair])[label]
+                name = f"{prefix}-pooled" if system == "pooled" else f"{prefix}-{pair}-{system}"
+                config = load_config(REPO / "configs" / "mlqe" / f"{name}.toml")
+                parts = signature_parts(row["signature"])
+                datasets = "+".join(config.data.datasets or (config.data.dataset,))
+                assert parts["data"].startswith(f"{datasets}@"), (name, parts["data"])
+                assert (f"/{pair}" in datasets) == (system != "zeroshot"), name  # zero-shot: never its pair
+                assert parts["features"] == "+".join(config.features.families), name
+                assert parts["resources"].startswith(f"{Path(config.features.resources).name}@"), name
+                assert parts["seed"] == str(config.seed), name
