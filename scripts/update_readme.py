@@ -21,7 +21,7 @@ MLQE_TABLE = REPO / "docs" / "mlqe-table.json"
 WMT12_TABLE = REPO / "docs" / "wmt12-table.json"
 FAMILY_GAIN_TABLE = REPO / "docs" / "family-gain-table.json"
 ABLATION_TABLE = REPO / "docs" / "ablation-table.json"
-MLQE_STEPS_TABLES = (REPO / "docs" / "mlqe-steps-da.json",)  # one per run of the steps protocol
+MLQE_STEPS_TABLES = (REPO / "docs" / "mlqe-steps-da.json", REPO / "docs" / "mlqe-steps-hter.json")
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 CATALOGUE = ("<!-- catalogue:begin -->", "<!-- catalogue:end -->")
