@@ -119,6 +119,17 @@ def ensure_bundle(config: ExperimentConfig, configs: Path, data_dir: str | None)
     log(f"built {path} in {time.perf_counter() - started:.0f} s")
 
 
+def ready_config(path: Path, args: argparse.Namespace) -> ExperimentConfig:
+    """A system's config, read with ``--data-dir`` applied, its resource bundle built if missing."""
+    if not path.is_file():
+        raise SystemExit(f"{path}: not found (python scripts/mlqe_configs.py writes the configs)")
+    config = load_config(path)
+    if args.data_dir:
+        config = apply_overrides(config, args.data_dir)
+    ensure_bundle(config, args.configs, args.data_dir)
+    return config
+
+
 def dev_pearson(model, train, dev) -> float:
     """The learner fitted on train alone, scored on the dev rows that do not repeat a training pair."""
     from sklearn.base import clone
@@ -242,11 +253,7 @@ def steps_markdown(table: dict) -> str:
     ]
     for pair in MLQE_PAIRS:
         for key in LABELS:
-            found = {
-                s: (table.get(pair, {}) if s == "best" else table.get(s, {}).get(pair, {})).get(key)
-                for s in STEPS
-            }
-            found = {s: m for s, m in found.items() if m}
+            found = {s: m for s in STEPS if (m := system_metrics(table, pair, key, s))}
             if not found:
                 continue
             cells = [pair, key]
@@ -260,7 +267,7 @@ def steps_markdown(table: dict) -> str:
                 STEPS[chosen] if chosen else "",
                 f"**{found[chosen]['pearson']:.3f}**" if chosen else "",
             ]
-            zero = table.get("zeroshot", {}).get(pair, {}).get(key)
+            zero = system_metrics(table, pair, key, "zeroshot")
             lp = table.get("lp_mean", {}).get(pair, {}).get(key)
             ratio = f" ({zero['pearson'] / found[chosen]['pearson']:.2f}x)" if zero and chosen else ""
             cells += [f"{zero['pearson']:.3f}{ratio}" if zero else "", f"{lp:.3f}" if lp is not None else ""]
@@ -321,10 +328,11 @@ def read_table(path: Path) -> dict:
     return table
 
 
-def scored(table: dict, pair: str, key: str, system: str) -> bool:
-    """Whether ``table`` already holds ``system``'s test20 metrics for ``pair`` and label ``key``."""
+def system_metrics(table: dict, pair: str, key: str, system: str) -> dict | None:
+    """``system``'s test20 metrics for ``pair`` and label ``key`` in ``table`` (None: not scored); the
+    best system's sit under the pair itself, every other system's under its own name."""
     block = table.get(pair, {}) if system == "best" else table.get(system, {}).get(pair, {})
-    return key in block
+    return block.get(key)
 
 
 def merge_tables(first: dict, second: dict) -> dict:
@@ -411,13 +419,10 @@ def main() -> None:
             parser.error(str(error))
     jobs = [(pair, key, system) for pair in pairs for key in labels for system in systems]
     for number, (pair, key, system) in enumerate(jobs, start=1):
-        if scored(table, pair, key, system):
+        if system_metrics(table, pair, key, system) is not None:
             continue  # --resume: this system's test20 was read by the run being continued
         if system == "pooled":  # one run scores every pair: all of them are recorded at once
-            config = load_config(args.configs / f"{LABELS[key]}-pooled.toml")
-            config = apply_overrides(config, args.data_dir) if args.data_dir else config
-            ensure_bundle(config, args.configs, args.data_dir)
-            metrics = run_system(config)[0]
+            metrics = run_system(ready_config(args.configs / f"{LABELS[key]}-pooled.toml", args))[0]
             for each in pairs:
                 table["pooled"].setdefault(each, {})[key] = metrics[each]
             save(args.save, table)
@@ -425,13 +430,7 @@ def main() -> None:
             continue
         if system == "zeroshot" and key != "da":
             continue  # zero-shot configs are written for DA (issue 23)
-        path = args.configs / f"{LABELS[key]}-{pair}-{system}.toml"
-        if not path.is_file():
-            raise SystemExit(f"{path}: not found (python scripts/mlqe_configs.py writes the configs)")
-        config = load_config(path)
-        if args.data_dir:
-            config = apply_overrides(config, args.data_dir)
-        ensure_bundle(config, args.configs, args.data_dir)
+        config = ready_config(args.configs / f"{LABELS[key]}-{pair}-{system}.toml", args)
         metrics, lp_mean, seconds = run_system(config)
         if system == "zeroshot":  # one pooled test: the held-out pair's (its own lp_mean beside it)
             metrics = metrics[pair]

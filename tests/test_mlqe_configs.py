@@ -188,10 +188,11 @@ def test_the_da_and_hter_runs_render_as_one_steps_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", ["[1]", "{not json", '{"baseline": {}}'])
-def test_table_refuses_what_it_did_not_print(tmp_path: Path, content: str) -> None:
+@pytest.mark.parametrize("reading", [("--markdown", "--from"), ("--resume", "--labels", "da", "--save")])
+def test_table_refuses_what_it_did_not_print(tmp_path: Path, content: str, reading: tuple[str, ...]) -> None:
     saved = tmp_path / "table.json"
     saved.write_text(content, encoding="utf-8")
-    done = run_table("--markdown", "--from", str(saved))
+    done = run_table(*reading, str(saved))
     assert done.returncode == 2
     assert "not a table this script printed" in done.stderr
     assert "Traceback" not in done.stderr
