@@ -14,9 +14,12 @@ spaCy 3.1's (toolchain.md).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,23 @@ PyPI packages named like some of them (``de-core-news-md``, ``ru-core-news-sm``,
 exist only at version 999.9.9 without a description, and are not used."""
 
 _PIPELINES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_PARSE_LOCKS: dict[int, threading.Lock] = {}
+_PARSE_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def parsing(nlp: Any) -> Iterator[None]:
+    """Parse with ``nlp`` in this thread alone, inside a memory zone: the words met in the block leave
+    the vocabulary after it, so a long-running process (a service's worker) stays flat.
+
+    A memory zone belongs to the vocabulary, not to a thread: when two threads parsed with one
+    pipeline, the first zone to end took the other thread's words with it (spaCy E018, or an
+    OverflowError), so the threads of a process take turns with a vocabulary.
+    """
+    with _PARSE_LOCKS_GUARD:
+        lock = _PARSE_LOCKS.setdefault(id(nlp.vocab), threading.Lock())
+    with lock, nlp.memory_zone():
+        yield
 
 
 def language_of(lang: str) -> str:

@@ -97,8 +97,18 @@ def exit_with_parent_everywhere() -> None:
 
 
 def inner_parallelism_allowed() -> bool:
-    """Whether a family may start worker processes of its own (not inside a streamed run or its workers)."""
-    return _INNER_PARALLELISM
+    """Whether a family may start worker processes of its own: not inside a streamed run or its
+    workers, and not as a task of a joblib ``Parallel`` (or a daemonic process), where a nested
+    ``Parallel`` would run as threads of the worker rather than as processes."""
+    return _INNER_PARALLELISM and not inside_parallel_task() and not multiprocessing.current_process().daemon
+
+
+def inside_parallel_task() -> bool:
+    """Whether this code runs as a task of a joblib ``Parallel`` (in a worker process or thread)."""
+    from joblib.parallel import get_active_backend
+
+    backend, _ = get_active_backend()
+    return getattr(backend, "nesting_level", 0) > 0
 
 
 @contextlib.contextmanager

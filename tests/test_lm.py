@@ -121,6 +121,16 @@ def test_tiny_corpus_takes_discount_fallback_and_warns(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "lm.arpa"]
 
 
+def test_the_fallback_warning_names_the_model_it_is_given(
+    tools: None, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bundle's models are built from lines in memory: the warning names the member, not ``<corpus>``."""
+    with caplog.at_level(logging.WARNING, logger="qe.resources.lm"):
+        train_lm(iter(CORPUS), tmp_path / "lm.arpa", binary=False, memory=MEMORY, label="poslm.tgt")
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith("poslm.tgt: corpus too small") and "<corpus>" not in warning
+
+
 def test_files_lines_and_normalisation_give_the_same_model(tools: None, tmp_path: Path) -> None:
     first, second = tmp_path / "a.txt", tmp_path / "b.txt"
     # CRLF, tabs, repeated spaces, blank lines and reserved words must not change the model.

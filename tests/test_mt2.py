@@ -165,13 +165,18 @@ def _group_members(pgid: int) -> dict[int, str]:
     return members
 
 
+def _pipeline_members(pipeline) -> dict[int, str]:
+    """Every live process of a pipeline's process groups."""
+    return {pid: name for group in pipeline.groups for pid, name in _group_members(group.pid).items()}
+
+
 @needs_eng_spa
 def test_a_crashed_stage_is_replaced_by_a_new_pipeline():
     engine = Apertium("eng-spa", use_cache=False)
     first = ["The cat is on the table.", "Strange lights were seen over Norway."]
     assert engine.translate(first[:1]) == [cli_one(first[0])]
     (pipeline,) = mt2._PIPELINES.values()
-    stages = _group_members(pipeline.proc.pid)
+    stages = _pipeline_members(pipeline)
     transfer = [pid for pid, name in stages.items() if name == "apertium-transf"]  # /proc keeps 15 characters
     assert len(transfer) == 2  # the genitive and the main transfer stage
     os.kill(transfer[1], signal.SIGSEGV)
@@ -179,25 +184,58 @@ def test_a_crashed_stage_is_replaced_by_a_new_pipeline():
     (restarted,) = mt2._PIPELINES.values()
     assert restarted is not pipeline
     for _ in range(100):  # SIGKILL is delivered asynchronously
-        if not _group_members(pipeline.proc.pid):
+        if not _pipeline_members(pipeline):
             break
         time.sleep(0.05)
-    assert not _group_members(pipeline.proc.pid)  # every stage of the crashed pipeline is gone
+    assert not _pipeline_members(pipeline)  # every stage of the crashed pipeline is gone
+
+
+# A sentence with an ambiguity class the eng-spa tagger's model does not know ("A lot of": adjective or
+# determiner) makes Apertium's HMM tagger replace its class for unknown words for good; the next
+# sentence then came out differently ("dijo", where the sentence alone gives "dicho").
+NEW_CLASS = "“A lot of people died,” Giffords told Sawyer."
+AFTER = "Others would wonder whether there was an “angry, violent veteran beneath the surface,” said Cancian."
+
+
+@needs_eng_spa
+def test_a_sentence_is_translated_as_if_it_came_first():
+    alone = cli_one(AFTER)
+    assert apertium_cli(f"{NEW_CLASS}\n\n{AFTER}\n").split("\n")[2] != alone  # the CLI carries it over
+    engine = Apertium("eng-spa", use_cache=False)
+    assert engine.translate([NEW_CLASS, AFTER, NEW_CLASS, AFTER]) == [cli_one(NEW_CLASS), alone] * 2
+    (pipeline,) = mt2._PIPELINES.values()
+    assert pipeline.tagger_restarts == 1  # a new tagger after the sentence that changed the old one
+    # (each distinct sentence is sent once per call)
+    assert engine.translate([AFTER]) == [alone]
+
+
+def test_the_tagger_is_cut_out_of_a_mode_script():
+    script = "lt-proc -z 'a.bin' | apertium-tagger -z -g $2 'p.prob' | apertium-pretransfer -z | lt-proc 'g'"
+    assert mt2.split_at_tagger(script) == (
+        "lt-proc -z 'a.bin'",
+        "apertium-tagger -z -g $2 'p.prob'",
+        "apertium-pretransfer -z | lt-proc 'g'",
+    )
+    for whole in ("lt-proc -z 'a.bin' | lt-proc -z $1 'g.bin'", "apertium-tagger -g $2 'p' | lt-proc -z 'g'"):
+        assert mt2.split_at_tagger(whole) == (whole, "", "")
 
 
 @needs_eng_spa
 @pytest.mark.data
 @pytest.mark.slow
-def test_pipe_equals_batch_cli_on_all_wmt12_sources(data_dir):
-    root = data_dir / "wmt12-qe"
-    sources = []
-    for split in ("training_set", "test_set"):
-        sources += (root / split / "source.eng").read_text(encoding="utf-8").splitlines()
-    assert len(sources) == 2254
-    # One CLI run on all sentences, each its own paragraph (a blank line after it): in a file of plain
-    # lines Apertium lets a line without final punctuation (a headline) run on into the next one.
-    batch = apertium_cli("".join(s + "\n\n" for s in sources)).split("\n")[0::2][: len(sources)]
-    assert Apertium("eng-spa", use_cache=False).translate(sources) == batch
+def test_pipe_equals_the_cli_on_each_sentence_alone_in_any_order(data_dir):
+    """200 WMT12 test sources, shuffled: each translation is what ``apertium -u`` gives for a file
+    holding just that sentence, whatever came before it in the pipe."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = (data_dir / "wmt12-qe" / "test_set" / "source.eng").read_text(encoding="utf-8").splitlines()
+    sources = random.Random(3).sample(sources[:200], 200)
+    with ThreadPoolExecutor(2) as pool:
+        alone = list(pool.map(cli_one, sources))
+    engine = Apertium("eng-spa", use_cache=False)
+    assert engine.translate(sources) == alone
+    (pipeline,) = mt2._PIPELINES.values()
+    assert pipeline.tagger_restarts > 0
 
 
 @needs_eng_spa
@@ -326,8 +364,9 @@ def test_a_pipeline_killed_between_calls_is_restarted(tmp_path):
     engine = Apertium("xxx-yyy", datadir=fake_pair(tmp_path, "identity"), use_cache=False)
     assert engine.translate(["one"]) == ["one"]
     (pipeline,) = mt2._PIPELINES.values()
-    os.killpg(pipeline.proc.pid, signal.SIGKILL)
-    pipeline.proc.wait()
+    (group,) = pipeline.groups  # a mode without a tagger runs as one process group
+    os.killpg(group.pid, signal.SIGKILL)
+    group.wait()
     assert engine.translate(["two"]) == ["two"]
 
 

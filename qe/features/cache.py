@@ -41,8 +41,10 @@ from qe.text import TEXT_VERSION
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 2
-"""Bumped when the cache layout or key changes (2: the data part comes from ``qe.data.digest``)."""
+CACHE_VERSION = 3
+"""Bumped when the cache layout or key changes, or a value changes in code the key does not hash (2: the
+data part comes from ``qe.data.digest``; 3: Apertium's translations no longer depend on the sentences
+sent before them, ``qe.resources.mt2.PROTOCOL``)."""
 
 _META_KEY = b"qe_feature_cache"
 

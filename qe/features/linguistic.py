@@ -50,8 +50,10 @@ blur the comparison): one process 24.8 s (about 90 pairs/s); ``nlp.pipe(n_proces
 in turn 35.8 s in all, 14.0 s on its busiest process (parsed Docs are shipped back and rebuilt in the
 parent); one worker per side 24.0 s, 13.7 s busiest (the English side costs more); two runs of pairs
 23.3 s, 12.4 s busiest (about 180 pairs/s on an idle machine), hence the default ``n_process = 2``.
-In ``qe features`` / ``qe predict`` (and their workers) ``n_process`` is not used: their ``--jobs``
-decides how many processes run (``qe.workers.inner_parallelism_allowed``).
+In ``qe features`` / ``qe predict`` (and their workers), and in a task of a joblib ``Parallel`` (the
+extractor's batches), ``n_process`` is not used: the outer level decides how many processes run
+(``qe.workers.inner_parallelism_allowed``). Threads of one process take turns with a pipeline
+(``qe.nlp.parsing``).
 Loky workers are reused across calls, so their start-up cost (about 3 s) is paid once per run.
 """
 
@@ -462,14 +464,14 @@ def _side_rows(
     batch_size: int,
 ) -> np.ndarray:
     """Parse one side with ``nlp.pipe`` and return its feature rows (run in a worker or in-process)."""
-    from qe.nlp import load_pipeline
+    from qe.nlp import load_pipeline, parsing
 
     nlp = load_pipeline(model, exclude=EXCLUDED_COMPONENTS)
     if multiprocessing.current_process().daemon:
         n_process = 1  # daemonic processes cannot start children
     width = len(SIDE_FEATURES) + (len(SPANISH_FEATURES) if spanish else 0)
     rows = np.zeros((len(texts), width))
-    with nlp.memory_zone():  # the words met here leave the vocabulary after: a service's memory stays flat
+    with parsing(nlp):
         docs = nlp.pipe(texts, n_process=n_process, batch_size=batch_size)
         for i, doc in enumerate(docs):
             row = side_features(doc)
@@ -689,7 +691,7 @@ class LinguisticFamily(FeatureFamily):
         vocab = self.vocabulary(resources) if spanish else None
         n_workers = min(s["n_process"], len(batch))
         parallel = n_workers >= 2 and len(batch) >= s["parallel_min_pairs"]
-        if parallel and not multiprocessing.current_process().daemon and inner_parallelism_allowed():
+        if parallel and inner_parallelism_allowed():
             from joblib import Parallel, delayed
 
             bounds = np.linspace(0, len(batch), n_workers + 1).round().astype(int)

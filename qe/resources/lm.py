@@ -73,6 +73,7 @@ def train_lm(
     binary: bool = True,
     memory: str = "20%",
     progress: bool = False,
+    label: str | None = None,
 ) -> Path:
     """Estimate an ``order``-gram modified Kneser-Ney LM from tokenized text and write it to ``out_path``.
 
@@ -81,7 +82,8 @@ def train_lm(
     If the corpus is too small for lmplz to estimate discounts, it is retried with
     ``--discount_fallback`` and a warning is logged. The output is a KenLM probing binary
     (``binary=True``) or an ARPA file, written atomically. ``memory`` is lmplz's ``-S`` (e.g. "20%",
-    "1G"). Returns ``out_path``.
+    "1G"). ``label`` names the model in messages (a bundle member such as ``lm.src``; default: the
+    corpus). Returns ``out_path``.
     """
     if not isinstance(order, int) or not MIN_ORDER <= order <= MAX_ORDER:
         raise QEInputError(
@@ -96,7 +98,8 @@ def train_lm(
     work = Path(tempfile.mkdtemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent))
     try:
         text = work / "corpus.txt"
-        name = _write_corpus(corpus, text)
+        corpus_name = _write_corpus(corpus, text)
+        name = label or corpus_name
         arpa = work / "lm.arpa"
         base_cmd = [str(lmplz), "-o", str(order), "-S", memory, "-T", str(work / "lmplz-")]
         code, stderr = _run(base_cmd, stdin=text, stdout=arpa, progress=progress)

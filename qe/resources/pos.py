@@ -27,7 +27,7 @@ from typing import Any
 from qe.errors import QEInputError
 from qe.memo import make_room
 from qe.nlp import PIPELINES as DEFAULT_PIPELINES
-from qe.nlp import language_of
+from qe.nlp import language_of, parsing
 from qe.text import TextConfig, TextProcessor
 
 SIDE_NAMES = {"src": "the source language", "tgt": "the target language"}
@@ -159,8 +159,7 @@ class UPOSTagger:
             n for n in nlp.pipe_names if n in UPOS_COMPONENTS and (rules is None or n != "attribute_ruler")
         ]
         docs = (Doc(nlp.vocab, words=list(words)) for words in sentences)
-        # memory_zone: the words met here leave the vocabulary after, so a long-running process stays flat
-        with nlp.memory_zone(), nlp.select_pipes(enable=enable):
+        with parsing(nlp), nlp.select_pipes(enable=enable):
             tagged = nlp.pipe(docs, batch_size=self.batch_size)
             if rules is None:
                 return [tuple(t.pos_ or EMPTY_TAG for t in doc) for doc in tagged]
@@ -223,11 +222,13 @@ def build_pos_lm(
     memory: str = "20%",
     n_jobs: int = 1,
     progress: bool = False,
+    label: str | None = None,
 ) -> dict[str, Any]:
     """Tag raw corpus lines with UPOS and train an ``order``-gram KenLM on the tag sequences.
 
     ``text`` is the bundle side's text settings (default: ``TextConfig(lang)``), so the tags are
-    those of the tokens the features will see; ``tagger`` defaults to ``upos_tagger(lang)``.
+    those of the tokens the features will see; ``tagger`` defaults to ``upos_tagger(lang)``;
+    ``label`` names the model in messages (``poslm.src``).
     Blank lines are skipped. Returns a summary for the bundle manifest: sentences, tokens,
     order, the tagger's ``package==version`` and the tag counts.
     """
@@ -243,9 +244,8 @@ def build_pos_lm(
         raise QEInputError(f"POS LM ({lang}): the corpus holds no non-empty sentence", out_path)
     tags = tagger.tag(tokens)
     counts = Counter(tag for sentence in tags for tag in sentence)
-    train_lm(
-        (" ".join(sentence) for sentence in tags), out_path, order=int(order), binary=binary, memory=memory
-    )
+    sequences = (" ".join(sentence) for sentence in tags)
+    train_lm(sequences, out_path, order=int(order), binary=binary, memory=memory, label=label)
     return {
         "sentences": len(tags),
         "tokens": sum(counts.values()),

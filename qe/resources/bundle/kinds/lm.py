@@ -49,7 +49,7 @@ def _build(
                     n_lines += 1
     if n_lines == 0:
         raise QEInputError(f"[lm.{key}]: the corpora hold no non-empty sentence", context.config_path)
-    out = Path(train_lm(corpus_file, outputs[f"lm.{key}"], order=order, binary=binary))
+    out = Path(train_lm(corpus_file, outputs[f"lm.{key}"], order=order, binary=binary, label=f"lm.{key}"))
     corpus_file.unlink()
     entry = context.entry("kenlm", out, side, names, {"order": order, "binary": binary})
     entry["sentences"] = n_lines

@@ -31,7 +31,14 @@ def _build(
     out = outputs[f"poslm.{key}"]
     text = context.text[side]
     info = build_pos_lm(
-        lines, text.lang, out, order=order, text=text, n_jobs=context.n_jobs, progress=context.progress
+        lines,
+        text.lang,
+        out,
+        order=order,
+        text=text,
+        n_jobs=context.n_jobs,
+        progress=context.progress,
+        label=f"poslm.{key}",
     )
     entry = context.entry("kenlm", out, side, names, {"order": order, "binary": True})
     entry["summary"] = info
