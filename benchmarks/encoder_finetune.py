@@ -29,7 +29,7 @@ import numpy as np
 from qe.data import load_registered
 from qe.embeddings.finetune import Settings, finetune, select
 from qe.embeddings.finetuned import FinetunedEncoder, score_in_process
-from qe.metrics import pearson
+from qe.evaluation.metrics import pearson
 
 DEFAULT_DATA_DIR = os.environ.get("QE_DATA_DIR", "/work/shared/data")
 

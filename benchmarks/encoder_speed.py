@@ -23,7 +23,7 @@ import numpy as np
 
 from qe.data import load_registered, resolve_data_dir
 from qe.embeddings import SentenceEncoder
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 DEFAULT_DATA_DIR = "/work/shared/data"
 

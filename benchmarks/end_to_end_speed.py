@@ -12,7 +12,7 @@ less than the wall time.
 - ``baseline17_2254_seconds``: ``qe features --families baseline17`` on the 2,254 WMT12 pairs
   (training then test set, ``source.eng`` / ``target_system.spa``) into a TSV: start-up, loading the
   bundle, extraction and writing;
-- ``ter_pairs_per_second`` / ``ter_identical``: ``qe.textmetrics.ter.sentence_ter`` on the 2,254 MT
+- ``ter_pairs_per_second`` / ``ter_identical``: ``qe.evaluation.textmetrics.ter.sentence_ter`` on the 2,254 MT
   outputs against the reference translations as pseudo-references (whitespace collapsed,
   case-insensitive: the pseudoref family's defaults), and how many scores equal sacreBLEU's
   ``TER().sentence_score`` exactly (``sacrebleu_ter_pairs_per_second`` for the ratio).
@@ -157,10 +157,10 @@ def baseline17(setup: Setup) -> dict[str, Any]:
 
 
 def ter_speed(setup: Setup) -> dict[str, Any]:
-    """qe.textmetrics' TER against sacreBLEU's on the MT outputs vs the reference translations."""
+    """qe.evaluation.textmetrics' TER against sacreBLEU's on the MT outputs vs the reference translations."""
     from sacrebleu.metrics import TER
 
-    from qe.textmetrics.ter import sentence_ter
+    from qe.evaluation.textmetrics.ter import sentence_ter
 
     mt = setup.mt.read_text(encoding="utf-8").splitlines()
     refs = [

@@ -77,7 +77,7 @@ def distinct_pairs(n: int = PAIRS, data_dir: str | Path | None = None) -> tuple[
     new (see the module docstring); fewer if the corpora hold fewer."""
     sys.path.insert(0, str(REPO))
     from qe.data import resolve_data_dir
-    from qe.io import read_text_lines
+    from qe.infra.io import read_text_lines
 
     root = resolve_data_dir(data_dir)
     news = sorted((root / "newstest-en-es").glob("*.en"))
@@ -241,7 +241,7 @@ def _one(argv: list[str], count_tags: bool) -> None:
 def _import_libraries() -> None:
     """Import, outside the timed part, the modules ``qe features`` imports when it starts: the feature
     families and the libraries they load at first use (pandas, spaCy, kenlm), and write the Moses
-    tokenizers' specification into the run's fresh cache (``qe.fastmoses``; built once per machine).
+    tokenizers' specification into the run's fresh cache (``qe.text.fastmoses``; built once per machine).
     Like the interpreter's start they cost the same with any number of jobs (about a second here,
     measured by ``benchmarks/end_to_end_speed.py``); the bundle members, pipelines and models are
     still loaded inside the timed part."""
@@ -255,7 +255,7 @@ def _import_libraries() -> None:
             importlib.import_module(name)
         except ImportError:  # an optional library that is not installed
             continue
-    from qe.fastmoses import tokenizer_spec
+    from qe.text.fastmoses import tokenizer_spec
 
     for lang in ("en", "es"):  # the Moses tokenizers' cached specification, as a user's warm cache has it
         tokenizer_spec(lang)

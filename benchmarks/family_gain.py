@@ -12,9 +12,10 @@ code (:func:`qe.run.pipeline.fit_system`): standardization + RBF SVR with C, gam
 WMT12 units, the same for every family, rather than ``"default"``, which would rescale gamma by the
 number of features), predictions not clipped. ``cv`` metrics come from ``cross_val_predict`` over
 5 shuffled folds with the chosen parameters (the same folds chose them, so CV figures are
-optimistic); ``test`` metrics are the official ones on the 422 test pairs (``qe.metrics.evaluate``).
-Features go through the feature cache under ``$QE_CACHE_DIR``; ``--settings`` defaults to the
-README's (``embeddings``: pseudo-reference cosine and 128 projections, as in ``wmt12-best``).
+optimistic); ``test`` metrics are the official ones on the 422 test pairs
+(``qe.evaluation.metrics.evaluate``). Features go through the feature cache under ``$QE_CACHE_DIR``;
+``--settings`` defaults to the README's (``embeddings``: pseudo-reference cosine and 128 projections, as in
+``wmt12-best``).
 
 Prints the record ``docs/family-gain-table.json`` keeps: ``{"commit", "reference": ROW, "families":
 {"<family>": {"alone": ROW, "with_bf17": ROW}}}``, a ROW being ``{"n_features", "config", "cv":
@@ -77,7 +78,7 @@ def load_row_config(config: dict[str, Any], folder: Path, data_dir: Path | None 
     """``config`` written as TOML to ``folder`` and loaded as ``qe run`` loads it (checked, completed)."""
     import tomli_w
 
-    from qe.config import apply_overrides, load_config
+    from qe.config.load import apply_overrides, load_config
 
     path = folder / f"{config['name']}.toml"
     path.write_text(tomli_w.dumps(config), encoding="utf-8")
@@ -149,9 +150,9 @@ def main() -> None:
 
     from mlqe_table import git_commit
 
-    from qe.errors import QEInputError
     from qe.features.registry import registered_families
-    from qe.io import write_text_atomic
+    from qe.infra.errors import QEInputError
+    from qe.infra.io import write_text_atomic
 
     warnings.filterwarnings("ignore", category=UserWarning)
     os.chdir(REPO)  # the configs name the bundle relative to the repository, as configs/ do

@@ -38,9 +38,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qe.data import load_registered  # noqa: E402
-from qe.errors import QEInputError  # noqa: E402
 from qe.features.cache import default_cache_dir, extract_cached  # noqa: E402
 from qe.features.registry import make_families  # noqa: E402
+from qe.infra.errors import QEInputError  # noqa: E402
 from qe.learners.factory import DEFAULT_SVR_GRID, make_learner  # noqa: E402
 from qe.learners.progress import reporting  # noqa: E402
 

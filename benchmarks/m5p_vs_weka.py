@@ -2,7 +2,7 @@
 
 Both learners train on the 1832 training sentences with Weka's defaults (``-M 4``: pruned,
 smoothed) and predict the 422 test sentences. Prints one JSON object:
-``{"weka": {...}, "qe": {...}}`` with MAE, RMSE, DeltaAvg, Spearman (``qe.metrics``), n_models
+``{"weka": {...}, "qe": {...}}`` with MAE, RMSE, DeltaAvg, Spearman (``qe.evaluation.metrics``), n_models
 (number of linear models) and fit_seconds.
 
 Weka's fit time is its own "Time taken to build model" (inside a cold JVM); Weka's predictions
@@ -37,8 +37,8 @@ from _weka import (
     write_arff,
 )
 
+from qe.evaluation.metrics import delta_avg, mae, rmse, spearman
 from qe.learners.m5p import M5P
-from qe.metrics import delta_avg, mae, rmse, spearman
 
 FEATURES_DIR = Path("wmt12-qe", "baseline_features")
 N_FEATURES = 17

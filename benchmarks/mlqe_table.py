@@ -50,11 +50,12 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from qe.config import apply_overrides, load_config  # noqa: E402
-from qe.configtypes import ExperimentConfig, thaw  # noqa: E402
+from qe.config.document import thaw  # noqa: E402
+from qe.config.experiment import ExperimentConfig  # noqa: E402
+from qe.config.load import apply_overrides, load_config  # noqa: E402
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS  # noqa: E402
+from qe.evaluation.metrics import evaluate  # noqa: E402
 from qe.learners.factory import describe, make_learner  # noqa: E402
-from qe.metrics import evaluate  # noqa: E402
 from qe.run.context import RunContext  # noqa: E402
 from qe.run.features import build_split  # noqa: E402
 from qe.run.fit import refit_with_dev  # noqa: E402
@@ -355,7 +356,7 @@ def merge_tables(first: dict, second: dict) -> dict:
 def save(path: Path | None, table: dict) -> None:
     """The table so far as JSON, written atomically to ``path`` (``--save``; None: nowhere), so that a
     run cut short keeps every system it finished."""
-    from qe.io import atomic_write
+    from qe.infra.io import atomic_write
 
     if path is None:
         return

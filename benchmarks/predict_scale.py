@@ -140,7 +140,7 @@ def write_cycled(lines: list[bytes], n: int, path: Path) -> Path:
 
 
 def train_model(data_dir: Path, families: list[str], folder: Path, bundle: Path) -> Path:
-    from qe.config import load_config
+    from qe.config.load import load_config
     from qe.run.pipeline import run_experiment
 
     lines = ['name = "predict-scale"', "seed = 42", "[data]", 'dataset = "wmt12-en-es"']
@@ -186,7 +186,7 @@ def main() -> None:
                 families = ["surface"]
             log(f"training the model on WMT12 with families {','.join(families)}")
             model = train_model(data_dir, families, folder, BUNDLE)
-        from qe.model import QEModel
+        from qe.model.file import QEModel
 
         manifest = QEModel.load(model).manifest
         families_used = ",".join(manifest.get("families", []))

@@ -102,9 +102,9 @@ def family_gain_row(table: dict, row: str) -> Row:
 
 def ablation_numbers(system: dict, dataset: str | None) -> dict[str, dict[str, float]]:
     """What an ablation row of the README shows: CV and test metrics, p-values against the full system."""
-    from qe.ablation import BOOTSTRAP_METRICS
-    from qe.metrics import HEADLINE_METRICS
-    from qe.published import summary_columns
+    from qe.evaluation.metrics import HEADLINE_METRICS
+    from qe.evaluation.published import summary_columns
+    from qe.run.ablation import BOOTSTRAP_METRICS
 
     boot = system.get("bootstrap_vs_full", {})
     return {

@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
 from qe.resources.mt2 import Apertium  # noqa: E402
 from qe.resources.spelling import spelling_stats  # noqa: E402
-from qe.text import TextConfig, TextProcessor  # noqa: E402
+from qe.text.processing import TextConfig, TextProcessor  # noqa: E402
 
 
 def summary(values: list[float], labels: np.ndarray) -> dict:

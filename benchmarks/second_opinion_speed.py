@@ -79,7 +79,7 @@ def mt2_part(data: Pairs) -> dict:
 def spelling_part(data: Pairs) -> dict:
     """Misspelled-word counts of both sides of every pair, dictionaries loaded inside the timing."""
     from qe.resources.spelling import SpellChecker, spelling_stats
-    from qe.text import TextConfig, TextProcessor
+    from qe.text.processing import TextConfig, TextProcessor
 
     src_tokens = TextProcessor(TextConfig("en", style="moses", case="keep")).tokenize_many(data.src)
     mt_tokens = TextProcessor(TextConfig("es", style="moses", case="keep")).tokenize_many(data.mt)

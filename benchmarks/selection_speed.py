@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from qe.data import load_registered, load_registered_features, resolve_data_dir
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.selection import SequentialSelector, parallel_backend_context
 
 P = "bf17."

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from extraction_scaling import distinct_pairs  # noqa: E402
 
-from qe import nlp  # noqa: E402
 from qe.resources.pos import pipeline_name  # noqa: E402
+from qe.text import nlp  # noqa: E402
 
 TAGGER_EXCLUDE = ["parser", "ner", "lemmatizer", "senter"]
 

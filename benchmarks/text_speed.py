@@ -1,7 +1,8 @@
-"""Speed of qe.textmetrics' TER, the pseudoref family and qe.fastmoses on the 2,254 WMT12 pairs, one run.
+"""Speed of qe.evaluation.textmetrics' TER, the pseudoref family and qe.text.fastmoses on the 2,254 WMT12
+pairs, one run.
 
 - TER: the MT output against the reference translation (the stand-in for a pseudo-reference),
-  whitespace collapsed as the pseudoref family does, with ``qe.textmetrics.ter.sentence_ter`` and
+  whitespace collapsed as the pseudoref family does, with ``qe.evaluation.textmetrics.ter.sentence_ter`` and
   with sacreBLEU's ``TER().sentence_score``; ``ter_identical`` counts the pairs whose scores are
   equal (as floats), case-insensitive and case-sensitive, out of 2 x 2,254;
 - tokenization: every WMT12 sentence (source in English; MT, post-edit, reference in Spanish) with
@@ -29,10 +30,10 @@ from sacrebleu.metrics import TER  # noqa: E402
 from sacremoses import MosesTokenizer  # noqa: E402
 
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
-from qe.fastmoses import FastMosesTokenizer  # noqa: E402
+from qe.evaluation.textmetrics.ter import sentence_ter  # noqa: E402
 from qe.features.base import PairBatch  # noqa: E402
 from qe.features.pseudoref import PseudoRefFamily  # noqa: E402
-from qe.textmetrics.ter import sentence_ter  # noqa: E402
+from qe.text.fastmoses import FastMosesTokenizer  # noqa: E402
 
 
 def _rate(count: int, seconds: float) -> float:

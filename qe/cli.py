@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from qe import __version__
 from qe.commands import load_command, summaries
-from qe.errors import QEInputError, Terminated
+from qe.infra.errors import QEInputError, Terminated
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

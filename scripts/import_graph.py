@@ -22,24 +22,57 @@ PACKAGE = ROOT / "qe"
 
 FLOORS: dict[str, int] = {
     # 0 foundations: errors, safe file I/O and outputs, metrics
-    **dict.fromkeys(("qe", "qe.errors", "qe.io", "qe.outputs", "qe.workers", "qe.metrics"), 0),
-    **dict.fromkeys(("qe.textmetrics", "qe.plaincheck"), 0),
+    **dict.fromkeys(
+        (
+            "qe",
+            "qe.infra.errors",
+            "qe.infra.io",
+            "qe.infra.outputs",
+            "qe.infra.workers",
+            "qe.evaluation.metrics",
+        ),
+        0,
+    ),
+    **dict.fromkeys(("qe.evaluation.textmetrics", "qe.model.numpy.check"), 0),
     # 1 config rules: rule types, predicates, the names registries hand in; the typed config views
     **dict.fromkeys(("qe.schema", "qe.configtypes"), 1),
     # 2 data and text: datasets, tables, a config's splits, tokenization
-    **dict.fromkeys(("qe.data", "qe.run.splits", "qe.text", "qe.fastmoses", "qe.nlp", "qe.langid"), 2),
+    **dict.fromkeys(
+        (
+            "qe.data",
+            "qe.run.splits",
+            "qe.text.processing",
+            "qe.text.fastmoses",
+            "qe.text.nlp",
+            "qe.text.langid",
+        ),
+        2,
+    ),
     # 3 parts: feature families, learners, selectors, bundle members, model readers, report pieces
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
-    **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.plainmodel", "qe.plainpredictors", "qe.plaintrees"), 3),
-    **dict.fromkeys(("qe.model_types", "qe.published", "qe.report.blocks", "qe.report.plots"), 3),
+    **dict.fromkeys(
+        (
+            "qe.nmt",
+            "qe.decoder",
+            "qe.model.numpy.reader",
+            "qe.model.numpy.predictors",
+            "qe.model.numpy.trees",
+        ),
+        3,
+    ),
+    **dict.fromkeys(
+        ("qe.model.allowlist", "qe.evaluation.published", "qe.report.blocks", "qe.report.plots"), 3
+    ),
     "qe.report.render": 3,
     # 4 assembly: configs, bundles, extraction, saved models, streaming
-    **dict.fromkeys(("qe.config", "qe.resources.bundle", "qe.resources.check", "qe.resources.tagless"), 4),
-    **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model", "qe.stream"), 4),
-    "qe.catalog": 4,
+    **dict.fromkeys(("qe.config.load", "qe.resources.bundle", "qe.doctor.pieces", "qe.doctor.tagless"), 4),
+    **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model.file", "qe.stream"), 4),
+    "qe.model.catalog": 4,
     # 5 workflows: a run's stages, ablations, reports, the scoring context and service, building the
     # ready-made models
-    **dict.fromkeys(("qe.run", "qe.ablation", "qe.report", "qe.scoring", "qe.serve", "qe.modelbuild"), 5),
+    **dict.fromkeys(
+        ("qe.run", "qe.run.ablation", "qe.report", "qe.model.scoring", "qe.serve", "qe.model.build"), 5
+    ),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }

@@ -30,9 +30,9 @@ import tomli_w
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qe.catalog import MULTILINGUAL
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.embeddings.encoder import LANGUAGES
+from qe.model.catalog import MULTILINGUAL
 
 OUT = Path(__file__).resolve().parents[1] / "configs" / "mlqe"
 LABELS = {"da": "mlqe-da", "pe": "mlqe-pe"}
@@ -257,7 +257,7 @@ def experiment_config(label: str, pair: str, system: str) -> dict:
 # per-pair z-scoring changed the pooled nmt + ridge dev Pearson by -0.006, each pair's by 0.002 at
 # most, docs/neural.md), HTER labels z-scored per pair (training means 0.18 to 0.62).
 NORMALISE = {"da": "none", "pe": "pair"}
-POOLED_FAMILIES = ["nmt", "finetuned"]  # qe.schema.POOLED_FAMILIES: the language-agnostic ones
+POOLED_FAMILIES = ["nmt", "finetuned"]  # qe.config.features.POOLED_FAMILIES: the language-agnostic ones
 
 
 def pooled_name(label: str, pair: str | None = None) -> str:

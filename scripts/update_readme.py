@@ -88,8 +88,8 @@ def render(text: str) -> str:
     from family_gain import markdown
     from mlqe_table import merge_tables, readme_table, steps_markdown
 
-    from qe.ablation import ablation_table
     from qe.commands.features import catalogue
+    from qe.run.ablation import ablation_table
 
     text = replace_section(text, CATALOGUE, catalogue(markdown=True))
     text = replace_section(text, MLQE, readme_table(read(MLQE_TABLE)))

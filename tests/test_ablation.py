@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from qe.ablation import ablation_variants, family_groups
 from qe.cli import main
+from qe.run.ablation import ablation_variants, family_groups
 from tests.helpers.toy import toy_config
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.cache import extract_cached
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
+from qe.infra.errors import QEInputError
 from qe.resources import pos
 from qe.resources.bundle import ResourceBundle
 from qe.resources.ibm1 import IBM1Table
-from qe.text import TextConfig, TextProcessor
+from qe.text.processing import TextConfig, TextProcessor
 
 pytest.importorskip("kenlm", reason="kenlm Python module not installed: run scripts/install_kenlm.sh")
 

@@ -29,12 +29,12 @@ def test_qe_has_no_import_loop() -> None:
 
 
 def test_imports_inside_functions_count() -> None:
-    # qe.config imports the registries inside a function (startup cost): the edge is still in the graph,
+    # qe.config.load imports the registries inside a function (startup cost): the edge is still in the graph,
     # and so is a relative import
     edges = set(_run("--edges").stdout.splitlines())
-    assert "qe.config -> qe.learners.factory" in edges
-    assert "qe.schema -> qe.errors" in edges
-    assert not any(line.startswith("qe.schema -> qe.data") for line in edges)
+    assert "qe.config.load -> qe.learners.factory" in edges
+    assert "qe.config.rules -> qe.infra.errors" in edges
+    assert not any(line.startswith("qe.config.rules -> qe.data") for line in edges)
 
 
 def test_bundle_members_import_no_feature_code() -> None:
@@ -43,7 +43,7 @@ def test_bundle_members_import_no_feature_code() -> None:
     # look at an experiment's families do. The member kinds register themselves: the registry finds
     # them by module name and imports none.
     edges = [line.split(" -> ") for line in _run("--edges").stdout.splitlines() if " -> " in line]
-    assembly = ("qe.resources.check", "qe.resources.tagless")
+    assembly = ("qe.doctor.pieces", "qe.doctor.tagless")
     parts = [(a, b) for a, b in edges if a.startswith("qe.resources.") and a not in assembly]
     assert not [(a, b) for a, b in parts if b.startswith("qe.features")]
     assert not [(a, b) for a, b in parts if a == "qe.resources.bundle.members" and ".kinds." in b]
@@ -91,10 +91,10 @@ def test_each_config_reader_registers_the_names_it_checks_against(tmp_path: Path
     experiment.write_text('[data]\ndataset = "nope"\n', encoding="utf-8")
     readers = {
         bundle: "from qe.resources.bundle import read_bundle_config as read",
-        experiment: "from qe.config import load_config as read",
+        experiment: "from qe.config.load import load_config as read",
     }
     for config, imports in readers.items():
-        script = f"{imports}\nfrom qe.errors import QEInputError\ntry:\n    read({str(config)!r})\n"
+        script = f"{imports}\nfrom qe.infra.errors import QEInputError\ntry:\n    read({str(config)!r})\n"
         script += "except QEInputError as exc:\n    print(exc)\n"
         result = subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False

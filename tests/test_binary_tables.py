@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts

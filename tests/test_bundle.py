@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.ngrams import NgramCounts
 from tests.helpers import write_config, write_lines

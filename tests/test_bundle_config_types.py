@@ -1,4 +1,4 @@
-"""The bundle config is read as a frozen ``BundleConfig`` (``qe.resources.bundle.configtypes``): sections
+"""The bundle config is read as a frozen ``BundleConfig`` (``qe.resources.bundle.sections``): sections
 with the reader's defaults filled in, member tables as read-only mappings, and ``to_document()`` giving
 back the completed document the manifest records, nothing added and nothing lost."""
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import tomli_w
 
-import qe.schema
-from qe.errors import QEInputError
+import qe.config.rules
+from qe.config.rules import Fields, Int
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import build_bundle, members, read_bundle_config
 from qe.resources.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
-from qe.schema import Int, Table
 from tests.helpers import write_lines
 
 SRC = ["the house is small .", "a green door .", "the wide river .", "one cold day .", "two brown owls ."]
@@ -39,7 +39,7 @@ VOCABULARY = MemberKind(
     kind="vocabulary",
     load=lambda path, options, manifest: path.read_text(encoding="utf-8").split(),
     section="vocabulary",
-    rule=Table({"side": SIDE, "corpora": CORPUS_LIST, "min_length": Int(1)}),
+    rule=Fields({"side": SIDE, "corpora": CORPUS_LIST, "min_length": Int(1)}),
     per_side=True,
     reads_corpora=True,
     files=lambda key, table: {f"vocabulary.{key}": f"vocabulary.{key}.txt"},
@@ -53,7 +53,7 @@ def vocabulary(monkeypatch: pytest.MonkeyPatch) -> MemberKind:
     members.member_kinds()
     monkeypatch.setattr(members, "_KINDS", dict(members._KINDS))
     monkeypatch.setattr(
-        qe.schema, "_TABLES", {kind: dict(tables) for kind, tables in qe.schema._TABLES.items()}
+        qe.config.rules, "_TABLES", {kind: dict(tables) for kind, tables in qe.config.rules._TABLES.items()}
     )
     return register_member(VOCABULARY)
 

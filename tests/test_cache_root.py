@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from qe.embeddings.cache import default_cache_dir as embeddings_dir
-from qe.fastmoses import _spec_path
 from qe.features.cache import default_cache_dir as features_dir
-from qe.io import cache_root
+from qe.infra.io import cache_root
 from qe.resources.mt2 import default_cache_dir as mt2_dir
-from qe.text import default_cache_dir as tokens_dir
+from qe.text.fastmoses import _spec_path
+from qe.text.processing import default_cache_dir as tokens_dir
 
 
 @pytest.mark.parametrize("value", [None, ""])

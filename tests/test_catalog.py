@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from qe import catalog
-from qe.catalog import CATALOG, LABEL_KINDS, ReadyModel, find_ready, model_argument, read_manifest
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
+from qe.model import catalog
+from qe.model.catalog import CATALOG, LABEL_KINDS, ReadyModel, find_ready, model_argument, read_manifest
 from tests.helpers import REPO, write_lines
 from tests.helpers.toy import EN, ES, sentences
 
@@ -37,7 +37,7 @@ def test_the_catalogue_holds_wmt12_en_es_and_each_mlqe_pairs_da_and_hter_model()
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_each_record_agrees_with_its_configs_and_dataset(name):
     """Languages, label kind and bundle of a record are those of the dataset and configs it builds from."""
-    from qe.config import load_config
+    from qe.config.load import load_config
     from qe.data import DATASETS
     from qe.resources.bundle import read_bundle_config
 

@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 
-from qe.config import apply_overrides, dump_config, load_config
-from qe.configtypes import ExperimentConfig, thaw
+from qe.config.document import thaw
+from qe.config.experiment import ExperimentConfig
+from qe.config.load import apply_overrides, dump_config, load_config
 
 MIXED = """\
 description = "keys in an unusual order"

@@ -17,9 +17,9 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, FeatureSpec, PairBatch
 from qe.features.extractor import extract_features
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import build_bundle
 from qe.resources.edits import EditModel, pair_key
 from qe.resources.folds import assign_folds

@@ -17,7 +17,7 @@ from qe.data import (
     load_registered_features,
     load_table,
 )
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
 
 
@@ -147,7 +147,7 @@ def test_labels_are_plain_numbers_only(tmp_path, text):
     ("text", "value"), [("1", 1.0), ("-0.25", -0.25), (".5", 0.5), ("2.", 2.0), ("1e-3", 1e-3)]
 )
 def test_plain_numbers_are_read_as_float_reads_them(text, value):
-    from qe.io import plain_float
+    from qe.infra.io import plain_float
 
     assert plain_float(text) == value and plain_float(f" {text}\t") == value
 

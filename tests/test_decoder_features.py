@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.decoder import DecoderFamily, all_specs
+from qe.infra.errors import QEInputError
 
 FIX = Path(__file__).parent / "fixtures" / "moses"
 NAN = math.nan

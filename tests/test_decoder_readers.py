@@ -31,7 +31,7 @@ from qe.decoder.trace import (
     read_trace_phrases,
     summarize_trace,
 )
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 FIX = Path(__file__).parent / "fixtures" / "moses"
 OLD_LINE = "d: -2 lm: -18.4 w: -4 tm: -3.1 -5.2 -2.7 -4.9 3.99959"

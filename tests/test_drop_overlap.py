@@ -10,7 +10,7 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import build_bundle
 from tests.helpers import write_lines
 

@@ -7,12 +7,12 @@ import gzip
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.edits import EditFeatures
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, read_bundle_config
 from qe.resources.edits import EditModel, EditStats, edited_mask, pair_key
-from qe.text import TextConfig
+from qe.text.processing import TextConfig
 from tests.helpers import write_config
 from tests.helpers.bundles import build, small_config
 

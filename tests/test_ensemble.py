@@ -8,9 +8,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
 
-from qe.configtypes import ExperimentConfig
+from qe.config.experiment import ExperimentConfig
 from qe.data import QEDataset
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.learners.aux import AuxTargetStack, aux_target_matrix, pair_scores, stack_targets
 from qe.learners.ensemble import AveragingRegressor, StackedRegressor, accepts_aux, rank_average
 from qe.learners.factory import make_learner

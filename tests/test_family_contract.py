@@ -23,17 +23,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features import registry
 from qe.features.annotations import KINDS
 from qe.features.base import FamilyExample, FeatureFamily, PairBatch
 from qe.features.extractor import extract_features
 from qe.features.registry import declared_inputs, make_families, registered_families, route_inputs
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
 from qe.resources.edits import EditModel, pair_key
 from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts
-from qe.text import TextConfig
+from qe.text.processing import TextConfig
 
 SRC = ["the black cat sat on the mat .", "", "a dog , a cat and a bird", "the cat " * 200]
 MT = ["el gato negro se sentó en la alfombra .", "un perro", "", "el gato " * 200]

@@ -1,4 +1,5 @@
-"""qe.textmetrics BLEU, chrF and 13a tokens against sacreBLEU 2.x: hand-worked, adversarial, all WMT12."""
+"""qe.evaluation.textmetrics BLEU, chrF and 13a tokens against sacreBLEU 2.x: hand-worked, adversarial, all
+WMT12."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import math
 import pytest
 
 from qe.data import load_registered
-from qe.textmetrics.bleu import sentence_bleu, tokenize_13a
-from qe.textmetrics.chrf import chrf_stats, sentence_chrf
-from qe.textmetrics.ngrams import char_ngram_matches, clipped_matches_counter
+from qe.evaluation.textmetrics.bleu import sentence_bleu, tokenize_13a
+from qe.evaluation.textmetrics.chrf import chrf_stats, sentence_chrf
+from qe.evaluation.textmetrics.ngrams import char_ngram_matches, clipped_matches_counter
 
 sacrebleu_metrics = pytest.importorskip("sacrebleu.metrics")
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a  # noqa: E402

@@ -1,12 +1,13 @@
-"""qe.textmetrics.ter against sacreBLEU 2.x's TER: hand-worked cases, adversarial pairs, all WMT12 pairs."""
+"""qe.evaluation.textmetrics.ter against sacreBLEU 2.x's TER: hand-worked cases, adversarial pairs, all WMT12
+pairs."""
 
 from __future__ import annotations
 
 import pytest
 
 from qe.data import load_registered
-from qe.textmetrics import ter as ter_module
-from qe.textmetrics.ter import sentence_ter, ter_edits
+from qe.evaluation.textmetrics import ter as ter_module
+from qe.evaluation.textmetrics.ter import sentence_ter, ter_edits
 
 sacrebleu_metrics = pytest.importorskip("sacrebleu.metrics")
 

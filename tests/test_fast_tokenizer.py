@@ -1,4 +1,5 @@
-"""qe.fastmoses and the qe.text styles built on it give sacremoses' tokens, sentence for sentence.
+"""qe.text.fastmoses and the qe.text.processing styles built on it give sacremoses' tokens, sentence for
+sentence.
 
 The reference is sacremoses' own ``MosesTokenizer.tokenize(text, escape=False)``, run directly and
 inside the same ``TextProcessor`` pipeline (every style, lower-cased and kept case). All WMT12
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 from sacremoses import MosesTokenizer
 
-from qe.fastmoses import FastMosesTokenizer
-from qe.text import TextConfig, TextProcessor
+from qe.text.fastmoses import FastMosesTokenizer
+from qe.text.processing import TextConfig, TextProcessor
 
 CASES = ("lower", "keep")
 STYLES = ("moses", "moses-aggressive", "wmt12")
@@ -164,7 +165,9 @@ def test_import_does_not_load_sacremoses_or_joblib():
     import subprocess
     import sys
 
-    code = "import sys, qe.text; print(sorted({'sacremoses', 'joblib', 'tqdm'} & set(sys.modules)))"
+    code = (
+        "import sys, qe.text.processing; print(sorted({'sacremoses', 'joblib', 'tqdm'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -173,7 +176,7 @@ def test_import_does_not_load_sacremoses_or_joblib():
 
 _NO_SACREMOSES = """
 import json, sys
-from qe.fastmoses import FastMosesTokenizer
+from qe.text.fastmoses import FastMosesTokenizer
 tokens = [FastMosesTokenizer(lang).tokenize(text) for lang, text in json.loads(sys.argv[1])]
 print(json.dumps({"tokens": tokens, "sacremoses": "sacremoses" in sys.modules}))
 """
@@ -230,7 +233,7 @@ def test_compacted_character_classes_hold_exactly_sacremoses_characters():
     import re
     import sys
 
-    from qe.fastmoses import _CLASSES, _class_body, _ranges
+    from qe.text.fastmoses import _CLASSES, _class_body, _ranges
 
     every = "".join(map(chr, range(sys.maxunicode + 1)))
     for lang in ("en", "zh"):  # zh adds the Han characters to IsAlpha and IsAlnum

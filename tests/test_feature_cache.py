@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, FeatureSpec, PairBatch, Setting, number
 from qe.features.cache import default_cache_dir, extract_cached
+from qe.infra.errors import QEInputError
 
 pytest.importorskip("pyarrow", reason="pyarrow (the 'parquet' extra) is needed for the feature cache")
 

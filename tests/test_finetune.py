@@ -21,7 +21,7 @@ from qe.embeddings import jaxnet  # noqa: E402
 from qe.embeddings.finetune import Finetuned, Settings, finetune, live_scores  # noqa: E402
 from qe.embeddings.finetuned import FinetunedEncoder, head_shapes, trained_names  # noqa: E402
 from qe.embeddings.model import UseModel  # noqa: E402
-from qe.errors import QEInputError  # noqa: E402
+from qe.infra.errors import QEInputError  # noqa: E402
 
 SENTENCES = [
     "The committee approved the budget on Tuesday.",

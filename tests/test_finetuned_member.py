@@ -25,9 +25,9 @@ pytest.importorskip("optax")
 
 from qe.cli import main
 from qe.data import load_registered
-from qe.errors import QEInputError
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import build_bundle
 from tests.helpers import REPO, write_lines
 

@@ -12,7 +12,7 @@ import pytest
 
 import qe.resources.bundle.runtime as bundle_runtime
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.edits import EditModel
 from qe.resources.ibm1 import IBM1Table
@@ -309,7 +309,7 @@ def test_a_corpus_with_the_same_file_on_both_sides_is_refused(tmp_path):
 
 
 def test_corpus_lines_with_nothing_visible_are_blank(tmp_path):
-    from qe.io import read_text_lines
+    from qe.infra.io import read_text_lines
 
     path = tmp_path / "c.txt"
     path.write_text("una casa\n\u200b\u200b\n\x00\nel gato\n", encoding="utf-8")

@@ -22,11 +22,11 @@ from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils._testing import assert_run_python_script_without_output
 
 from qe.cli import main
-from qe.config import load_config
-from qe.configtypes import thaw
-from qe.errors import QEInputError
+from qe.config.document import thaw
+from qe.config.load import load_config
+from qe.infra.errors import QEInputError
 from qe.learners.factory import LEARNERS, make_learner
-from qe.model import MODEL_TYPES, QEModel, load_model, save_model
+from qe.model.file import MODEL_TYPES, QEModel, load_model, save_model
 from tests.helpers import write_lines
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
 

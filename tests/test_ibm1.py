@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from nltk.translate import AlignedSent, IBMModel1
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources import ibm1
 from qe.resources.ibm1 import NULL, IBM1Table, train_both_directions
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.ibm1 import IBM1Features, one_to_one_links, viterbi_alignment
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
 from qe.resources.ibm1 import IBM1Table
 from qe.resources.pos import coarse_tag
-from qe.text import TextConfig
+from qe.text.processing import TextConfig
 
 # t(es | en), keyed by the English word; NULL is the empty word.
 S2T = """NULL el 0.2

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from qe.cli import main
-from qe.config import load_config
+from qe.config.load import load_config
 from qe.learners import factory
 from qe.learners.factory import FAST_ABOVE, make_learner
 from qe.learners.progress import reporting

@@ -9,15 +9,15 @@ import logging
 import pytest
 import tomli_w
 
-from qe import nlp
 from qe.cli import main
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.ibm1 import IBM1Features
 from qe.features.linguistic import SPANISH_FEATURES, LinguisticFamily
 from qe.features.lm import LMFeatures
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
-from qe.text import TextConfig
+from qe.text import nlp
+from qe.text.processing import TextConfig
 from tests.helpers.toy import pieces_experiment
 
 needs_spacy_en = pytest.mark.skipif(
@@ -88,7 +88,7 @@ def test_spanish_checks_only_for_a_spanish_target():
 
 def test_pos_features_are_skipped_or_refused_for_a_language_without_tagger(caplog):
     # Estonian: spaCy has no pipeline, and there are no word classes for it. "auto" skips the POS
-    # features silently (qe.resources.tagless says so once per config); true is refused.
+    # features silently (qe.doctor.tagless says so once per config); true is refused.
     pos_bundle = bundle("en", "et", "lm.src", "lm.tgt", "poslm.src", "poslm.tgt", "ibm1.s2t", "ibm1.t2s")
     with caplog.at_level(logging.WARNING):
         lm = LMFeatures().bind(pos_bundle)
@@ -173,7 +173,7 @@ def test_a_bundle_config_with_missing_pieces_is_refused_naming_each(tmp_path, ca
 
 def test_families_without_a_bundle_learn_the_pair_from_the_config(tmp_path):
     pytest.importorskip("rjieba")
-    from qe.config import load_config
+    from qe.config.load import load_config
     from qe.features.registry import with_languages
     from qe.run.context import RunContext
 

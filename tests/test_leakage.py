@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from qe.errors import QEInputError
-from qe.io import read_text_lines
+from qe.infra.errors import QEInputError
+from qe.infra.io import read_text_lines
 from qe.resources.leakage import (
     check_leakage,
     chrf,

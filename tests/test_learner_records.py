@@ -1,6 +1,6 @@
 """The learner records (qe.learners.factory.LEARNERS): one record per learner carries its builder,
 scaling, seeding, default grid and the classes its model file holds, and the model reader's allow-list
-(qe.model_types.MODEL_TYPES) is made of those classes, no more."""
+(qe.model.allowlist.MODEL_TYPES) is made of those classes, no more."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from skops.io import dump
 
 from qe.learners.factory import DEFAULT_FAST_GRID, DEFAULT_SVR_GRID, LEARNERS, make_learner
-from qe.model_types import MODEL_TYPES, read_schema
+from qe.model.allowlist import MODEL_TYPES, read_schema
 
 REPO = Path(__file__).resolve().parents[1]
 # What any model may hold whatever its learner: containers, numpy values, the pipeline around it.
@@ -110,8 +110,8 @@ def test_one_new_record_in_the_factory_is_a_learner_configs_and_model_files_acce
     code = """
 import json
 from qe.learners.factory import make_learner
-from qe.model_types import MODEL_TYPES
-from qe.schema import registered
+from qe.model.allowlist import MODEL_TYPES
+from qe.config.rules import registered
 search = make_learner("lasso", grid="default", seed=3)
 print(json.dumps({
     "steps": [step for step, _ in search.estimator.steps],

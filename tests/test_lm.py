@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from joblib import Parallel, delayed
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.lm import LanguageModel, find_kenlm_binary, train_lm
 
 pytest.importorskip("kenlm", reason="kenlm Python module not installed: run scripts/install_kenlm.sh")

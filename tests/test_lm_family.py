@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.lm import LMFeatures
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
 from qe.resources.lm import LanguageModel, find_kenlm_binary, train_lm
 from qe.resources.pos import build_pos_lm, tagger_available, upos_tagger
-from qe.text import TextConfig
+from qe.text.processing import TextConfig
 
 pytest.importorskip("kenlm", reason="kenlm Python module not installed: run scripts/install_kenlm.sh")
 

@@ -1,4 +1,4 @@
-"""The process-wide memo cap (``qe.memo``, issue 21): a service caps every per-word memo so that its
+"""The process-wide memo cap (``qe.infra.memo``, issue 21): a service caps every per-word memo so that its
 memory stops growing with the words it sees; the cap changes no feature value, only what is kept."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from qe import memo
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
+from qe.infra import memo
 from tests.helpers.bundles import build, small_config, write_small_data
 from tests.helpers.toy import EN, ES, sentences
 

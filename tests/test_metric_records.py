@@ -1,4 +1,4 @@
-"""The metric records (qe.metrics.METRICS): every list of metric names in qe comes from them, so a
+"""The metric records (qe.evaluation.metrics.METRICS): every list of metric names in qe comes from them, so a
 metric added as one record reaches evaluate, the summary tables, the bootstrap and the learners'
 scoring, and the outputs keep the names and order they had."""
 
@@ -16,8 +16,8 @@ import pytest
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV
 
-from qe.metrics import METRICS, evaluate, paired_bootstrap
-from qe.published import COLUMNS, WMT12_COLUMNS, bootstrap_key
+from qe.evaluation.metrics import METRICS, evaluate, paired_bootstrap
+from qe.evaluation.published import COLUMNS, WMT12_COLUMNS, bootstrap_key
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -128,16 +128,16 @@ MEDIAN_AE = """    Metric(
 
 
 def test_one_new_record_in_qe_metrics_reaches_evaluate_tables_bootstrap_and_scoring(tmp_path):
-    """A median absolute error added as one record to a copy of qe/metrics.py, and nothing else: every
-    list of metrics has it (metrics.json, the summary table, the bootstrap, a learner's scoring)."""
+    """A median absolute error added as one record to a copy of qe/evaluation/metrics.py, and nothing else:
+    every list of metrics has it (metrics.json, the summary table, the bootstrap, a learner's scoring)."""
     shutil.copytree(REPO / "qe", tmp_path / "qe", ignore=shutil.ignore_patterns("__pycache__"))
-    source = tmp_path / "qe" / "metrics.py"
+    source = tmp_path / "qe" / "evaluation" / "metrics.py"
     anchor = '    Metric("share_errors_ge_1", share_errors_ge_1),\n'
     assert source.read_text().count(anchor) == 1
     source.write_text(source.read_text().replace(anchor, MEDIAN_AE + anchor))
     code = """
 import json, numpy as np
-from qe import metrics, published
+from qe.evaluation import metrics, published
 from qe.run import against
 from qe.commands import evaluate
 from qe.learners import factory
@@ -171,6 +171,7 @@ print(json.dumps({
 
 def test_the_metric_records_import_neither_scipy_nor_scikit_learn():
     """`qe evaluate --help` and `qe compare --help` read the records: the numerical stack loads on use."""
-    code = "import sys, qe.metrics, qe.published; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    code = "import sys, qe.evaluation.metrics, qe.evaluation.published; "
+    code += "print(sorted({m.split('.')[0] for m in sys.modules}))"
     loaded = set(json.loads(_python(code).replace("'", '"')))
     assert not loaded & {"scipy", "sklearn"}

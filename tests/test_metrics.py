@@ -8,7 +8,7 @@ from scipy import stats
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV
 
-from qe.metrics import (
+from qe.evaluation.metrics import (
     METRICS,
     delta_avg,
     evaluate,

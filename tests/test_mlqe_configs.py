@@ -12,10 +12,10 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.config import load_config
+from qe.config.features import POOLED_FAMILIES
+from qe.config.load import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.resources.bundle import read_bundle_config
-from qe.schema import POOLED_FAMILIES
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = {

@@ -13,9 +13,9 @@ from scipy import stats
 from qe.cli import main
 from qe.data import DATASETS, load_registered, read_da_table
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
-from qe.errors import QEInputError
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
+from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
 
 SPLITS = {"train": 7000, "dev": 1000, "test20": 1000}

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import skops.io as sio
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.learners.factory import make_learner
-from qe.model import QEModel, load_model, save_model
+from qe.model.file import QEModel, load_model, save_model
 
 
 class Payload:

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources import mt2
 from qe.resources.mt2 import Apertium, deformat, installed_pairs, reformat, reverse_pair
 

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.ngrams import NgramCounts, load_truecase_counts, ngrams, quartile_cutoffs
 
 

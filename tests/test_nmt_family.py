@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from qe.cli import main
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
+from qe.infra.errors import QEInputError
 from qe.nmt.fairseq import iter_fairseq
 from qe.nmt.marian import iter_marian
 from tests.helpers import write_lines

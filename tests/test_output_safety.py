@@ -652,7 +652,7 @@ def test_init_never_writes_its_config_over_an_input(tmp_path, capsys):
 
 def test_outputs_get_the_usual_permissions(tmp_path):
     """Files written atomically were private (0600, from mkstemp) while streamed TSVs were 0644."""
-    from qe.io import write_text_atomic
+    from qe.infra.io import write_text_atomic
 
     old = os.umask(0o027)
     try:

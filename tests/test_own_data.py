@@ -14,10 +14,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
 from qe.cli import main
-from qe.config import load_config
-from qe.configtypes import ExperimentConfig
+from qe.config.experiment import ExperimentConfig
+from qe.config.load import load_config
 from qe.data import read_feature_table
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.run.against import summary_table
 from qe.run.context import RunContext
 from qe.run.features import build_split

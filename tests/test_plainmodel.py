@@ -1,4 +1,4 @@
-"""Scoring without scikit-learn (qe.plainmodel): for every learner the factory builds, the numpy
+"""Scoring without scikit-learn (qe.model.numpy.reader): for every learner the factory builds, the numpy
 predictions of a saved model equal scikit-learn's own ``predict`` on the same file, and damaged
 arrays or trees are refused when the model loads instead of reaching a prediction."""
 
@@ -11,9 +11,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
-from qe.learners.m5p_tree import apply_tree
-from qe.model import QEModel, load_model, save_model
+from qe.infra.errors import QEInputError
+from qe.model.file import QEModel, load_model, save_model
+from qe.model.numpy.m5p_tree import apply_tree
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
 
 

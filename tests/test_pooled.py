@@ -18,7 +18,7 @@ from qe.cli import main
 from qe.data import DATASETS, QEDataset
 from qe.data.pooled import PairScale, load_pooled, pair_scale, pair_scales, pool
 from qe.data.registry import RegisteredDataset, RegisteredFile
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
 
 PAIRS = ("en-de", "ro-en", "et-en")

@@ -112,7 +112,7 @@ def test_every_rule_of_the_installed_pipelines(lang: str) -> None:
 @pytest.mark.parametrize(("lang", "side"), [("en", "src"), ("es", "mt")])
 def test_real_sentences_are_tagged_as_with_spacys_ruler(lang: str, side: str, data_dir: Path) -> None:
     from qe.data import load_registered
-    from qe.text import TextConfig, TextProcessor
+    from qe.text.processing import TextConfig, TextProcessor
 
     _pipeline_or_skip(lang)
     data = load_registered("wmt12-en-es", "test", data_dir=data_dir)

@@ -8,9 +8,9 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.pseudoref import SPECS, PseudoRefFamily, bleu_without_bp
+from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
 
 NAMES = [spec.name for spec in SPECS]

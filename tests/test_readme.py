@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from qe.config import load_config
+from qe.config.load import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 
 REPO = Path(__file__).resolve().parents[1]

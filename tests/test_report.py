@@ -194,7 +194,7 @@ def test_random_forest_importances_are_the_models(runs):
     assert {r[0] for r in rows} == {"len", "mt_len", "noise"}
     assert rows[-1][0] == "noise"  # the labels are built from the lengths; the noise column is noise
     assert sum(float(r[1]) for r in rows) == pytest.approx(1.0, abs=2e-4)
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     model = QEModel.load(run / "model.skops")
     forest = model.estimator.steps[-1][1]

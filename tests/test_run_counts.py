@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import qe.data
-import qe.io
+import qe.infra.io
 import qe.learners.factory
 import qe.selection
 from qe.cli import main
@@ -122,7 +122,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counts:
     found = Counts(monkeypatch)
     found.wrap(ResourceBundle, "__init__", "bundle opened")
     found.wrap(qe.data, "load_parallel", "split loaded", lambda *a, **k: k["name"])
-    found.wrap(qe.io, "read_lines", "file read", lambda path, **k: Path(path).name)
+    found.wrap(qe.infra.io, "read_lines", "file read", lambda path, **k: Path(path).name)
     for name in FAMILIES:
         cls = family_class(name)
         found.wrap(cls, "__init__", "family made", lambda family, *a, **k: type(family).__name__)

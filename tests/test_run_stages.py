@@ -16,10 +16,11 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
-from qe.config import load_config, split_settings
-from qe.configtypes import FeaturesConfig, freeze
-from qe.errors import QEInputError
-from qe.model import QEModel
+from qe.config.document import freeze
+from qe.config.features import FeaturesConfig
+from qe.config.load import load_config, split_settings
+from qe.infra.errors import QEInputError
+from qe.model.file import QEModel
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
 from qe.run.features import build_split

@@ -1,4 +1,4 @@
-"""The scoring context (``qe.scoring``): `qe predict` reads the model file once, each input once (the
+"""The scoring context (``qe.model.scoring``): `qe predict` reads the model file once, each input once (the
 chunks come from the bytes the whole-file scan kept, within ``qe.stream.inputs.MEMORY_BUDGET``) and
 binds the families once per process (issue 20), as `qe features` does; a context scores any number of
 batches, from any thread, as scoring everything at once does."""
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.registry import make_families
-from qe.model import QEModel
-from qe.scoring import ScoringContext
+from qe.infra.errors import QEInputError
+from qe.model.file import QEModel
+from qe.model.scoring import ScoringContext
 from tests.helpers import write_lines
 
 REPO = Path(__file__).resolve().parents[1]

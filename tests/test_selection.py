@@ -19,10 +19,10 @@ from sklearn.model_selection import KFold, cross_val_score
 from sklearn.pipeline import Pipeline
 
 import qe.selection
-from qe.configtypes import ExperimentConfig
-from qe.errors import QEInputError
+from qe.config.experiment import ExperimentConfig
+from qe.config.rules import registered
+from qe.infra.errors import QEInputError
 from qe.learners.factory import make_learner
-from qe.schema import registered
 from qe.selection import (
     CFSSelector,
     CorrelationSelector,

@@ -63,7 +63,7 @@ def test_models_lists_each_model_with_its_label_and_inputs_and_no_file_path(serv
 
 
 def test_scores_equal_qe_predict_on_the_same_pairs(server, surface_model, tmp_path):
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     pairs = _pairs(40, 20)
     status, body = server.score("model", pairs)
@@ -91,7 +91,7 @@ def test_results_come_in_input_order_with_the_ids_given(server):
 
 
 def test_features_show_the_pairs_farthest_from_the_training_distribution(server, surface_model):
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     model = QEModel.load(surface_model)
     scaler = model.estimator.named_steps["scale"]  # the SVR pipeline standardises with training statistics
@@ -132,7 +132,7 @@ def test_batch_uploads_stream_back_the_scores_of_v1_score(server):
 
 
 def test_a_model_with_per_pair_inputs_takes_them_with_each_pair(server, inputs_model):
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     pairs = _pairs(4, 40)
     for pair in pairs:

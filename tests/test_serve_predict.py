@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.data]
 @pytest.mark.skipif(not MODELS, reason="no model in models/ (make demo builds one)")
 @pytest.mark.parametrize("model", MODELS, ids=[path.stem for path in MODELS])
 def test_a_served_model_scores_as_qe_predict_does(model: Path, data_dir: Path, tmp_path: Path):
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     test_set = data_dir / "wmt12-qe" / "test_set"
     src_file, mt_file = test_set / "source.eng", test_set / "target_system.spa"

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.serve.batch import Upload, upload_format
 from qe.serve.errors import ApiError
 from qe.serve.names import resolve_models
@@ -182,7 +182,7 @@ class _Scorer:
         self.passes = 0
 
     def score(self, src, mt, extra, start, features):
-        from qe.errors import QEInputError
+        from qe.infra.errors import QEInputError
 
         self.passes += 1
         if "bad" in mt:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from qe import nlp
 from qe.resources.pos import pipeline_name
+from qe.text import nlp
 
 spacy = pytest.importorskip("spacy")
 TAGGER_ONLY = ["parser", "ner", "lemmatizer", "senter"]

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.spelling import SpellChecker, find_dictionary, is_word, spelling_stats
 
 HAS_HUNSPELL = shutil.which("hunspell") is not None

@@ -8,9 +8,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.spelling import SpellingFamily
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
 
 pytestmark = pytest.mark.skipif(shutil.which("hunspell") is None, reason="Hunspell is not installed")

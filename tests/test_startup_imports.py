@@ -32,8 +32,8 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 NUMERICAL = {"numpy", "pandas", "scipy", "sklearn", "skops", "pyarrow", "joblib", "kenlm", "tqdm"}
-# Every learner qe saves (qe.plainmodel reads them all) scores with numpy alone: scikit-learn, skops and
-# scipy are not imported. What scoring never needs, whatever the learner: the test framework, dask,
+# Every learner qe saves (qe.model.numpy.reader reads them all) scores with numpy alone: scikit-learn, skops
+# and scipy are not imported. What scoring never needs, whatever the learner: the test framework, dask,
 # plotting, spaCy (for a model whose families do not tag), deep learning.
 SCIKIT_LEARN = {"sklearn", "skops", "scipy"}
 NEVER_TO_SCORE = {"pytest", "_pytest", "dask", "distributed", "matplotlib", "spacy", "torch", "IPython"}
@@ -68,7 +68,7 @@ def test_top_level_help_imports_no_command_and_no_numerical_stack(tmp_path):
     assert not _commands(modules)  # not even qe.commands.options
     unwanted = _packages(modules) & (NUMERICAL | NEVER_TO_SCORE)
     assert not unwanted, sorted(unwanted)
-    assert not {"qe.run.pipeline", "qe.model", "qe.features.registry"} & modules
+    assert not {"qe.run.pipeline", "qe.model.file", "qe.features.registry"} & modules
 
 
 @pytest.mark.parametrize("command", sorted(summaries()))
@@ -109,9 +109,10 @@ def test_a_forest_scores_with_numpy_alone_too(
     tmp_path,
     surface_model,
 ):
-    """Every learner qe saves is scored by qe.plainmodel: a random forest no longer goes through skops."""
+    """Every learner qe saves is scored by qe.model.numpy.reader: a random forest no longer goes through
+    skops."""
     from qe.learners.factory import make_learner
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     svr = QEModel.load(surface_model)
     rows = np.random.default_rng(0).normal(size=(30, len(svr.feature_names)))

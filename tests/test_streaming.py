@@ -17,10 +17,10 @@ import pytest
 
 from qe.cli import main
 from qe.commands.predict import PredictTask
-from qe.errors import QEInputError
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
-from qe.model import QEModel
+from qe.infra.errors import QEInputError
+from qe.model.file import QEModel
 from qe.stream import inputs
 from qe.stream.chunks import iter_chunks
 from qe.stream.state import state_path
@@ -319,7 +319,7 @@ def test_streamed_features_equal_one_table_extracted_at_once(tmp_path, pairs):
 def test_tokenization_memos_do_not_outlive_a_chunk(pairs):
     """A worker keeps families and resources across chunks but not the sentences it has seen."""
     from qe.commands.features import FeatureTask
-    from qe.text import TextProcessor
+    from qe.text.processing import TextProcessor
 
     task = FeatureTask(("surface",), "{}", None)
     state = task.setup()

@@ -11,7 +11,6 @@ import math
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
 from qe.features.base import PairBatch
 from qe.features.extractor import extract_features
 from qe.features.surface import (
@@ -22,7 +21,8 @@ from qe.features.surface import (
     ends_with_eos,
     ne_like_count,
 )
-from qe.text import TextConfig
+from qe.infra.errors import QEInputError
+from qe.text.processing import TextConfig
 
 NAMES = [spec.name for spec in SPECS]
 

@@ -10,15 +10,16 @@ import importlib.util
 import pytest
 import tomli_w
 
-from qe import nlp
 from qe.cli import main
-from qe.configtypes import ExperimentConfig
-from qe.errors import QEInputError
+from qe.config.experiment import ExperimentConfig
+from qe.doctor import tagless
 from qe.features.ibm1 import IBM1Features
 from qe.features.registry import make_families
-from qe.resources import pos, tagless, wordclass
+from qe.infra.errors import QEInputError
+from qe.resources import pos, wordclass
 from qe.resources.bundle import ResourceBundle, build_bundle
-from qe.text import TextConfig
+from qe.text import nlp
+from qe.text.processing import TextConfig
 from tests.helpers import write_lines
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
-from qe.text import TextConfig, TextProcessor, corpus_key, tokenize_corpus
+from qe.infra.errors import QEInputError
+from qe.text.processing import TextConfig, TextProcessor, corpus_key, tokenize_corpus
 
 
 def tok(sentence: str, lang: str = "en", **kw) -> list[str]:

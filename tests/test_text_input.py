@@ -9,11 +9,11 @@ import pytest
 
 from qe.cli import main
 from qe.data import load_parallel, load_table
-from qe.errors import QEInputError
-from qe.io import read_lines, read_text_lines
-from qe.langid import script_findings, script_of
+from qe.infra.errors import QEInputError
+from qe.infra.io import read_lines, read_text_lines
 from qe.stream.chunks import iter_chunks
 from qe.stream.inputs import read_input
+from qe.text.langid import script_findings, script_of
 from tests.helpers import write_lines
 from tests.helpers.bundles import build, small_config
 from tests.helpers.toy import ES, sentences, toy_config
@@ -67,7 +67,7 @@ def test_bom_in_predictions_and_configs(tmp_path, capsys):
 
     config = toy_config(tmp_path)
     config.write_bytes(BOM + config.read_bytes())
-    from qe.config import load_config
+    from qe.config.load import load_config
 
     assert load_config(config).name == "toy"
 
@@ -175,7 +175,7 @@ def test_predict_warns_about_mt_in_another_script_and_strict_refuses(tmp_path, s
 @pytest.mark.parametrize("line", ["\x00", "\u200b\u200b", "\x01\x02\x7f", "\ufeff\u200d", "\u2028"])
 def test_a_line_with_nothing_visible_is_blank(tmp_path, line):
     """NUL, zero-width spaces or control characters alone were scored as a sentence."""
-    from qe.io import read_lines
+    from qe.infra.io import read_lines
     from qe.stream.inputs import read_input
 
     path = tmp_path / "mt.txt"

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
+from qe.infra.parallel import connect_dask, local_dask_workers
+from qe.infra.workers import forked_workers, inner_parallelism_allowed
 from qe.stream import Chunk, ChunkTask, Sink, run_stream
 from qe.stream.chunks import auto_chunk_size
-from qe.workers import connect_dask, forked_workers, inner_parallelism_allowed, local_dask_workers
 from tests.helpers import write_lines
 
 REPO = Path(__file__).resolve().parents[1]
@@ -220,7 +221,7 @@ def test_loky_workers_may_grow_their_caches_without_a_restart() -> None:
     script = """
 import json, warnings
 from joblib import Parallel, delayed
-from qe.workers import exit_with_parent_everywhere
+from qe.infra.workers import exit_with_parent_everywhere
 from tests.test_workers import _grows_after_the_first_task
 exit_with_parent_everywhere()
 with warnings.catch_warnings(record=True) as caught:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from qe.commands import Command, register_command
-from qe.errors import naming
+from qe.infra.errors import naming
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +36,8 @@ COMMAND = register_command(
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.ablation import ablation_table, check_bootstrap_samples, run_ablation
-    from qe.config import apply_overrides, load_config
+    from qe.config.load import apply_overrides, load_config
+    from qe.run.ablation import ablation_table, check_bootstrap_samples, run_ablation
 
     check_bootstrap_samples(args.bootstrap_samples)
     config = load_config(args.config, check_learner=False)  # the ablation's context makes (and checks) it

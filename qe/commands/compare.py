@@ -8,9 +8,9 @@ import tomllib
 from pathlib import Path
 
 from qe.commands import Command, register_command
-from qe.errors import QEInputError
-from qe.io import parse_bounded
-from qe.published import comparison_table
+from qe.evaluation.published import comparison_table
+from qe.infra.errors import QEInputError
+from qe.infra.io import parse_bounded
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

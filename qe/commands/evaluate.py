@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from qe.commands import Command, register_command
-from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score, parse_label, read_lines
-from qe.metrics import METRICS, evaluate
+from qe.evaluation.metrics import METRICS, evaluate
+from qe.infra.errors import QEInputError
+from qe.infra.io import MAX_SCORE, is_score, parse_label, read_lines
 
 MIN_SENTENCES = 4  # DeltaAvg averages over 2 .. N/2 quantiles
 RANKING_METRICS = tuple(name for name, metric in METRICS.items() if metric.ranking)

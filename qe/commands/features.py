@@ -23,10 +23,10 @@ from qe.commands.options import (
     given_inputs,
     streaming_options,
 )
-from qe.errors import QEInputError
-from qe.io import parse_bounded
-from qe.outputs import check_output_file
-from qe.schema import Int, first_repeated
+from qe.config.rules import Int, first_repeated
+from qe.infra.errors import QEInputError
+from qe.infra.io import parse_bounded
+from qe.infra.outputs import check_output_file
 from qe.stream import (
     Chunk,
     ChunkTask,
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
 
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
     families = [family.bind(resources) for family in make_families(names, settings)]
-    from qe.resources import tagless
+    from qe.doctor import tagless
 
     tagless.say(tagless.family_losses(families, resources))  # once, before any extraction
     check_line_inputs(families, lines, resources)

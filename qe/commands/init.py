@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qe.commands import Command, register_command
-from qe.errors import QEInputError
-from qe.io import write_text_atomic
-from qe.outputs import check_output_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import write_text_atomic
+from qe.infra.outputs import check_output_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -214,9 +214,9 @@ def _written_by_qe(path: Path) -> bool:
 def offer_zero_shot(args: argparse.Namespace) -> int:
     """No training labels: nothing to train, so check the pairs and say how to score them with the
     ready model fine-tuned on the seven MLQE-PE pairs' DA labels (it reads nothing but the text)."""
-    from qe.catalog import MULTILINGUAL
     from qe.data import load_parallel
     from qe.embeddings.encoder import LANGUAGES
+    from qe.model.catalog import MULTILINGUAL
 
     names = ("post_edits", "label_range", "test_labels")
     given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name) is not None]
@@ -252,9 +252,9 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.config import load_config
+    from qe.config.load import load_config
+    from qe.config.rules import LANGUAGE_CODE
     from qe.data import load_parallel
-    from qe.schema import LANGUAGE_CODE
 
     for option in ("src_lang", "tgt_lang"):
         if not LANGUAGE_CODE.fullmatch(getattr(args, option)):
@@ -330,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {bundle}: builds the edits member from the training post-edits")
     import sys
 
-    from qe.resources import tagless
+    from qe.doctor import tagless
 
     tagless.say(tagless.losses({"src": args.src_lang, "tgt": args.tgt_lang}), file=sys.stdout)
     print(f"next: qe run {args.out} --output-dir runs/{name}")

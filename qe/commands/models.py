@@ -1,5 +1,5 @@
 """``qe models``: build the ready-made models by name (``qe models build [NAME...]``) and list them
-(``qe models list``); ``qe predict --model NAME`` scores with one (see :mod:`qe.catalog`)."""
+(``qe models list``); ``qe predict --model NAME`` scores with one (see :mod:`qe.model.catalog`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from qe.catalog import CATALOG, listing, models_dir, record
 from qe.commands import Command, register_command
+from qe.model.catalog import CATALOG, listing, models_dir, record
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,9 +54,9 @@ COMMAND = register_command(
 
 
 def _build(args: argparse.Namespace) -> int:
+    from qe.config.rules import check_jobs
     from qe.learners.progress import reporting
-    from qe.modelbuild import build_ready, is_current
-    from qe.schema import check_jobs
+    from qe.model.build import build_ready, is_current
 
     names = list(dict.fromkeys(args.names)) or list(CATALOG)
     for name in names:

@@ -5,7 +5,7 @@ Dask cluster (``--backend dask [--scheduler ADDRESS]``), and the output is writt
 finish, so memory does not grow with the input (see ``qe.stream``). With ``--out`` an
 interrupted run continues with ``--resume``.
 
-The model file is read once and the families bound once per process, in one ``qe.scoring``
+The model file is read once and the families bound once per process, in one ``qe.model.scoring``
 context: the parent builds it for its checks and scores with it; forked workers inherit it, other
 workers build their own once. Each input is read once: scanned whole, its checked bytes then cut
 into chunks (an input beyond ``qe.stream.inputs.MEMORY_BUDGET`` is read again, chunk by chunk).
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qe.catalog import ModelOption
 from qe.commands import Command, register_command
 from qe.commands.options import (
     add_input_options,
@@ -35,9 +34,9 @@ from qe.commands.options import (
     given_inputs,
     streaming_options,
 )
-from qe.io import atomic_write
-from qe.langid import check_language, script_findings
-from qe.outputs import check_output_file
+from qe.infra.io import atomic_write
+from qe.infra.outputs import check_output_file
+from qe.model.catalog import ModelOption
 from qe.stream import (
     AppendSink,
     Chunk,
@@ -47,11 +46,12 @@ from qe.stream import (
     preload_state,
     run_stream,
 )
+from qe.text.langid import check_language, script_findings
 
 if TYPE_CHECKING:  # numpy, the model and the metrics (scikit-learn) are imported when scoring
     import numpy as np
 
-    from qe.scoring import Scored, ScoringContext
+    from qe.model.scoring import Scored, ScoringContext
 
 TSV_HEADER = "id\tscore\n"
 
@@ -131,7 +131,7 @@ class PredictTask(ChunkTask):
     strict_json: str = ""  # with --strict: {"src"/"mt": [language, what, file]}, checked on every chunk
 
     def setup(self) -> ScoringContext:
-        from qe.scoring import ScoringContext
+        from qe.model.scoring import ScoringContext
 
         return ScoringContext.open(self.model, resources=self.resources, inputs=json.loads(self.inputs_json))
 
@@ -175,7 +175,7 @@ class RankedScoresSink(AppendSink):
         return self.append(scores.tobytes())
 
     def _lines(self, scores: np.ndarray) -> Iterator[str]:
-        from qe.metrics import ranks_from_scores
+        from qe.evaluation.metrics import ranks_from_scores
 
         ranks = ranks_from_scores(scores)
         for begin in range(0, len(scores), self.block):
@@ -200,7 +200,7 @@ class RankedScoresSink(AppendSink):
 
 def run(args: argparse.Namespace) -> int:
     from qe.features.registry import check_line_inputs, check_unread_inputs
-    from qe.scoring import ScoringContext
+    from qe.model.scoring import ScoringContext
 
     given = given_inputs(args)
     if args.out is not None:

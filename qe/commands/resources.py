@@ -7,10 +7,10 @@ import json
 import re
 
 from qe.commands import Command, register_command
-from qe.errors import QEInputError
+from qe.config.rules import check_jobs
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.leakage import describe_repeats
-from qe.schema import check_jobs
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,10 +125,10 @@ def _check(args: argparse.Namespace) -> int:
     import sys
     import tomllib
 
-    from qe.config import load_config
-    from qe.errors import QEInputError
-    from qe.io import require_file
-    from qe.resources.check import bundle_pieces, experiment_pieces
+    from qe.config.load import load_config
+    from qe.doctor.pieces import bundle_pieces, experiment_pieces
+    from qe.infra.errors import QEInputError
+    from qe.infra.io import require_file
 
     path = require_file(args.config, "config file")
     try:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from qe.commands import Command, register_command
-from qe.errors import naming
+from qe.infra.errors import naming
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +34,8 @@ COMMAND = register_command(
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.config import apply_overrides, load_config
-    from qe.metrics import HEADLINE_METRICS
+    from qe.config.load import apply_overrides, load_config
+    from qe.evaluation.metrics import HEADLINE_METRICS
     from qe.run.against import summary_table
     from qe.run.pipeline import run_experiment
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from qe.commands import Command, register_command
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 MIN_TOKEN = 16  # characters of a bearer token
 LIMIT_OPTIONS = (  # qe.serve.settings.Limits field, option, type, help

@@ -6,7 +6,7 @@ once: its fingerprint and the feature cache's key), ``files`` (line-aligned text
 (the known datasets; one record per dataset in ``qe.data.sets``), ``fetch`` (the data directory,
 downloads checked against their sha256), ``da`` (MLQE-PE direct-assessment tables, NMT inputs) and
 ``load`` (a registered dataset's split or feature set). Every text file is read through
-``qe.io.read_lines``: strict UTF-8, CRLF accepted, a leading byte-order mark dropped.
+``qe.infra.io.read_lines``: strict UTF-8, CRLF accepted, a leading byte-order mark dropped.
 """
 
 from __future__ import annotations

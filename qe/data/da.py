@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from qe.data.dataset import QEDataset
-from qe.errors import QEInputError
-from qe.io import parse_label, read_lines
+from qe.infra.errors import QEInputError
+from qe.infra.io import parse_label, read_lines
 
 DA_COLUMNS = ("original", "translation", "z_mean", "model_scores")
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import parse_label, plain_float, read_lines, require_file, sha256_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import parse_label, plain_float, read_lines, require_file, sha256_file
 
 if TYPE_CHECKING:  # pandas is imported when a table is read: importing qe.data needs no pandas
     import pandas as pd

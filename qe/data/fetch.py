@@ -12,8 +12,8 @@ import urllib.request
 from pathlib import Path
 
 from qe.data.registry import RegisteredDataset, RegisteredFile
-from qe.errors import QEInputError
-from qe.io import cache_root, sha256_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import cache_root, sha256_file
 
 
 def resolve_data_dir(cli_value: str | Path | None = None) -> Path:

@@ -1,6 +1,6 @@
 """Line-aligned text files: one sentence, label or row of annotator scores per line.
 
-Every text file is read through ``qe.io.read_lines``: strict UTF-8, CRLF accepted, a leading
+Every text file is read through ``qe.infra.io.read_lines``: strict UTF-8, CRLF accepted, a leading
 byte-order mark dropped (so a BOM never sticks to the first sentence or label).
 """
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from qe.data.dataset import QEDataset
-from qe.errors import QEInputError
-from qe.io import parse_label, plain_float, read_lines
+from qe.infra.errors import QEInputError
+from qe.infra.io import parse_label, plain_float, read_lines
 
 
 def read_labels(path: str | Path, label_range: tuple[float, float] | None = None) -> np.ndarray:

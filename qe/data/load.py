@@ -12,8 +12,8 @@ from qe.data.features import load_feature_table
 from qe.data.fetch import ensure_file, resolve_data_dir
 from qe.data.files import load_parallel
 from qe.data.registry import registered_dataset
-from qe.errors import QEInputError
-from qe.io import read_lines
+from qe.infra.errors import QEInputError
+from qe.infra.io import read_lines
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -19,7 +19,7 @@ import numpy as np
 from qe.data.dataset import QEDataset
 from qe.data.load import load_registered
 from qe.data.registry import registered_dataset
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 NORMALISE = ("none", "pair")
 """How pooled labels are put on one scale: unchanged, or z-scored per dataset on its training labels."""

@@ -12,8 +12,8 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 
-from qe.errors import QEInputError
-from qe.schema import register_names
+from qe.config.rules import register_names
+from qe.infra.errors import QEInputError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Sentence tables: a TSV file with a header row, or JSONL, one pair per row in named columns.
 
-Read through ``qe.io.read_lines`` (strict UTF-8, a byte-order mark never sticks to the header);
+Read through ``qe.infra.io.read_lines`` (strict UTF-8, a byte-order mark never sticks to the header);
 a row lacking a column, an id given twice, a key given twice in a JSON object are refused naming
 the file and line.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from qe.config.rules import first_repeated
 from qe.data.dataset import QEDataset
-from qe.errors import QEInputError
-from qe.io import is_blank, parse_label, read_lines
-from qe.schema import first_repeated
+from qe.infra.errors import QEInputError
+from qe.infra.io import is_blank, parse_label, read_lines
 
 
 def load_table(

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Generic, Literal, TypeVar
 
-from qe.errors import QEInputError
-from qe.io import UTF8_BOM
+from qe.infra.errors import QEInputError
+from qe.infra.io import UTF8_BOM
 
 T = TypeVar("T")
 

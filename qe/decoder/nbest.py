@@ -29,8 +29,8 @@ from qe.decoder import (
     open_log,
     truncated_error,
 )
-from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score
+from qe.infra.errors import QEInputError
+from qe.infra.io import MAX_SCORE, is_score
 
 KIND = "n-best list"
 

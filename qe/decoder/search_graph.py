@@ -28,8 +28,8 @@ from qe.decoder import (
     open_log,
     truncated_error,
 )
-from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score
+from qe.infra.errors import QEInputError
+from qe.infra.io import MAX_SCORE, is_score
 
 SG_KIND = "search graph"
 WG_KIND = "word graph"

@@ -23,7 +23,7 @@ from qe.decoder import (
     open_log,
     truncated_error,
 )
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 KIND = "trace"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qe.io import cache_root
+from qe.infra.io import cache_root
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from qe.embeddings.cache import VectorCache, default_cache_dir, sentence_key
 from qe.embeddings.model import DIM, UseModel, model_id, resource_dir
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 LANGUAGES = tuple("ar de en es fr it ja ko nl pl pt ru th tr zh zh-TW".split())  # noqa: SIM905
 """The languages the package lists as covered (its README); a region subtag (pt-BR) is accepted."""

@@ -30,8 +30,8 @@ import optax
 from qe.embeddings import jaxnet
 from qe.embeddings.finetuned import UNFREEZE, save_finetuned, trained_names
 from qe.embeddings.model import _Tokenizer, model_id, resource_dir
-from qe.errors import QEInputError
-from qe.metrics import pearson
+from qe.evaluation.metrics import pearson
+from qe.infra.errors import QEInputError
 
 _SORT_WINDOW = 32  # batches whose pairs are sorted by length together (less padding)
 

@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse
 
-from qe.errors import QEInputError
-from qe.memo import make_room
+from qe.infra.errors import QEInputError
+from qe.infra.memo import make_room
 
 DIM = 512
 _VOCAB_ROWS = 7530

@@ -9,7 +9,7 @@ reads exactly those.
 
 Kinds (``KINDS``):
 
-- ``tokens``: a side tokenized by a ``qe.text.TextProcessor`` (keyed by its settings);
+- ``tokens``: a side tokenized by a ``qe.text.processing.TextProcessor`` (keyed by its settings);
 - ``upos``: spaCy UPOS tags of a side's bundle tokens, one per token, as
   ``qe.resources.pos.tag_sentences`` assigns them with the bundle's tagger.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qe.text import TextProcessor
+from qe.text.processing import TextProcessor
 
 KINDS = ("tokens", "upos")
 

@@ -16,7 +16,7 @@ point) holding one ``FeatureFamily`` subclass decorated with ``@register_family`
 - ``fresh_state()``: per-process caches, left out when the family is pickled for a worker;
 - what it needs installed (``requires``, ``missing_pieces``) and what it loses for a language no
   POS tagger covers (``tagger_loss``, ``word_classes``, ``asks_tagger``, ``bundle_losses``), which
-  ``qe.resources.check`` and ``qe.resources.tagless`` ask every family for;
+  ``qe.doctor.pieces`` and ``qe.doctor.tagless`` ask every family for;
 - ``example``: the small case the family contract test runs it on (``FamilyExample``).
 """
 
@@ -32,9 +32,22 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from qe.errors import QEInputError
+from qe.config.rules import (
+    AnyTable,
+    Anything,
+    Bool,
+    Choice,
+    Either,
+    Int,
+    Language,
+    Number,
+    Rule,
+    Str,
+    Text,
+    Unset,
+)
 from qe.features.annotations import Annotations
-from qe.schema import AnyTable, Anything, Bool, Choice, Either, Int, Language, Number, Rule, Str, Text, Unset
+from qe.infra.errors import QEInputError
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,7 @@ class TextLimits:
 
 @dataclass(frozen=True)
 class Setting:
-    """One family setting: default, a one-line doc, and the rule its values follow (``qe.schema``).
+    """One family setting: default, a one-line doc, and the rule its values follow (``qe.config.rules``).
 
     ``affects_values=False`` marks speed knobs (worker counts, batch sizes) left out of signatures.
     """
@@ -272,7 +285,7 @@ class FeatureFamily(ABC):
     (``{"kenlm": "pip install 'qe[lm]'"}``): ``missing_pieces`` names a missing one."""
     tagger_loss: ClassVar[str | None] = None
     """What the family loses for a language no installed POS tagger covers (None: it tags nothing);
-    ``qe.resources.tagless`` says it once per config, with what would bring the tags back."""
+    ``qe.doctor.tagless`` says it once per config, with what would bring the tags back."""
     word_classes: ClassVar[bool] = False
     """Whether Hunspell word classes (``qe.resources.wordclass``) stand in for spaCy's tags."""
     example: ClassVar[FamilyExample | None] = None

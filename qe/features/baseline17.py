@@ -1,7 +1,7 @@
 """The 17 WMT12 baseline ("black-box") features, computed as QuEst computes them.
 
 Text: each side is tokenized with the resource bundle's text settings (by default the ``wmt12``
-Moses style, lower-cased; see ``qe.text``), so n-gram and LM lookups use the same tokens the
+Moses style, lower-cased; see ``qe.text.processing``), so n-gram and LM lookups use the same tokens the
 resources were built from. Every feature is defined for empty, one-token and very long
 sentences (a share over zero items is 0; no NaN).
 
@@ -42,7 +42,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -55,8 +54,9 @@ from qe.features.base import (
     toml_table,
 )
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError
 from qe.resources.ngrams import DEFAULT_MIN_COUNT, NgramCounts
-from qe.text import TextConfig, TextProcessor
+from qe.text.processing import TextConfig, TextProcessor
 
 PUNCTUATION = ".,¿¡!?:;؟،؛"
 """The characters QuEst counts as punctuation (features 16 and 17)."""

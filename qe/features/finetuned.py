@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, TextLimits
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError
 
 MEMBER = "finetuned"
 

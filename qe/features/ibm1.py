@@ -28,7 +28,7 @@ Setting ``pos``: ``False`` drops the POS-agreement features; ``True`` requires a
 languages (``bind`` names each missing one); ``"auto"`` (default) is decided by ``bind(bundle)``:
 True iff both bundle languages can be tagged (``qe.resources.pos.tagger_for``: a spaCy pipeline,
 else Hunspell word classes; checked without loading them), else skipped silently (``qe run`` says
-once what is lost, ``qe.resources.tagless``). A family never bound has no POS features.
+once what is lost, ``qe.doctor.tagless``). A family never bound has no POS features.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -51,7 +50,8 @@ from qe.features.base import (
     string,
 )
 from qe.features.registry import register_family
-from qe.memo import make_room
+from qe.infra.errors import QEInputError
+from qe.infra.memo import make_room
 from qe.resources import pos as pos_resources
 from qe.resources.ibm1 import MIN_PROB, NULL
 

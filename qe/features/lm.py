@@ -20,12 +20,12 @@ vocabulary) score the spaCy UPOS sequence of each side with the bundle's POS LMs
 
 - ``False``: no POS features;
 - ``True``: POS features; ``bind`` refuses with one error naming every missing piece (the POS
-  LMs, spaCy, the pipeline of each language: ``qe.nlp.PIPELINES``, never another language's);
+  LMs, spaCy, the pipeline of each language: ``qe.text.nlp.PIPELINES``, never another language's);
 - ``"auto"`` (default): decided by ``bind(bundle)``: True iff the bundle has both POS LMs and
   both of its languages can be tagged (``qe.resources.pos.tagger_for``: an installed spaCy
   pipeline, else Hunspell word classes, ``qe.resources.wordclass``; checked without loading them);
   otherwise skipped silently: ``qe run`` says once, before extraction, what a language without a
-  tagger loses (``qe.resources.tagless``). A family never bound has no POS features. ``specs()``
+  tagger loses (``qe.doctor.tagless``). A family never bound has no POS features. ``specs()``
   therefore depends only on the settings and the bound bundle (and the installed taggers), never
   on the sentences.
 """
@@ -37,9 +37,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, integer, string
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError
 from qe.resources import pos as pos_resources
 
 SIDES = (("src", "src"), ("mt", "tgt"))  # (feature prefix, bundle side)

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -41,7 +40,8 @@ from qe.features.base import (
     path,
 )
 from qe.features.registry import register_family
-from qe.io import sha256_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import sha256_file
 from qe.nmt import parse_logprobs, parse_number
 
 RESOURCE = "NMT token log-probabilities"

@@ -5,7 +5,7 @@ SDLLW's LF10, in both of its winning WMT12 feature sets; literature.md §3.8). T
 is the declared input ``pseudo_ref`` (``--pseudo-ref FILE``, or ``pseudo_ref`` in
 ``[data.<split>]``), one line per pair; without it, a bundle's ``mt2`` member translates the
 source. Scores are sacreBLEU 2.x's (checked with 2.6.0) on the raw, untokenized strings, computed by
-``qe.textmetrics`` (the same numbers, several times faster):
+``qe.evaluation.textmetrics`` (the same numbers, several times faster):
 
 - BLEU: ``sentence_bleu`` settings (``exp`` smoothing = NIST/mteval "method 3", effective order,
   ``13a`` tokenizer, case-sensitive), on sacreBLEU's 0-100 scale;
@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import (
     FamilyExample,
     FeatureFamily,
@@ -42,6 +41,7 @@ from qe.features.base import (
     string,
 )
 from qe.features.registry import register_family
+from qe.infra.errors import QEInputError
 
 RESOURCE = "pseudo_ref"
 
@@ -178,7 +178,7 @@ class PseudoRefFamily(FeatureFamily):
         if self._bleu_tokenizer is None:
             from sacrebleu.metrics import BLEU
 
-            from qe.textmetrics.bleu import tokenize_13a
+            from qe.evaluation.textmetrics.bleu import tokenize_13a
 
             name = self.settings["tokenize"]
             try:
@@ -190,10 +190,11 @@ class PseudoRefFamily(FeatureFamily):
 
     def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
-        # sacreBLEU's numbers, computed faster (qe.textmetrics needs rapidfuzz: the pseudoref extra)
-        from qe.textmetrics.bleu import sentence_bleu
-        from qe.textmetrics.chrf import sentence_chrf
-        from qe.textmetrics.ter import sentence_ter
+        # sacreBLEU's numbers, computed faster (qe.evaluation.textmetrics needs rapidfuzz: the pseudoref
+        # extra)
+        from qe.evaluation.textmetrics.bleu import sentence_bleu
+        from qe.evaluation.textmetrics.chrf import sentence_chrf
+        from qe.evaluation.textmetrics.ter import sentence_ter
 
         refs = self.input_lines(batch, RESOURCE, resources)
         self.check_tokens(batch, "mt", [len(line.split()) for line in batch.mt])  # TER's words
@@ -216,8 +217,8 @@ class PseudoRefFamily(FeatureFamily):
 
     def _back_translation(self, batch: PairBatch, resources: Any) -> np.ndarray:
         """BLEU and chrF of each back-translated MT against its source."""
-        from qe.textmetrics.bleu import sentence_bleu
-        from qe.textmetrics.chrf import sentence_chrf
+        from qe.evaluation.textmetrics.bleu import sentence_bleu
+        from qe.evaluation.textmetrics.chrf import sentence_chrf
 
         backs = self.input_lines(batch, "back_translation", resources)
         tokenizer = self._tokenizer()

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.config.rules import register_names
 from qe.features.base import FeatureFamily, PairInput
-from qe.schema import register_names
+from qe.infra.errors import QEInputError
 
 ENTRY_POINT_GROUP = "qe.feature_families"
 _INFRASTRUCTURE = {"base", "registry", "extractor", "cache", "annotations"}

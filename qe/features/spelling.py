@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError, refusal
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, language
 from qe.features.registry import register_family
-from qe.text import TextConfig, TextProcessor
+from qe.infra.errors import QEInputError, refusal
+from qe.text.processing import TextConfig, TextProcessor
 
 RESOURCE = "hunspell"
 SPECS = [

@@ -8,7 +8,7 @@ and Buck's (UEdin) binary indicators of quotes, hyphens, commas, numbers, upper-
 the genitive 's, which carried his gain.
 
 Text: each side is NFC-normalised (so a decomposed accent stays inside its word) and tokenized
-with ``qe.text`` (Moses tokenizer, ``style`` setting, default ``moses``), always keeping case,
+with ``qe.text.processing`` (Moses tokenizer, ``style`` setting, default ``moses``), always keeping case,
 since several features read it. Token matching (numbers, copied words) is exact and
 case-sensitive. Quotes, brackets and character counts are read from the raw (NFC) sentence, so
 they do not depend on how the tokenizer splits them.
@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
 from qe.features.registry import register_family
-from qe.memo import make_room
-from qe.text import STYLES, TextConfig, TextProcessor
+from qe.infra.errors import QEInputError
+from qe.infra.memo import make_room
+from qe.text.processing import STYLES, TextConfig, TextProcessor
 
 # Characters of the raw sentence counted as brackets, and their pairs.
 BRACKET_PAIRS = {")": "(", "]": "[", "}": "{"}
@@ -178,7 +178,7 @@ SPECS: list[FeatureSpec] = [
 ]
 
 SETTINGS = {
-    "style": choice("moses", STYLES, "qe.text tokenization style"),
+    "style": choice("moses", STYLES, "qe.text.processing tokenization style"),
     "src_lang": language("source language (unset: the bundle's, else en)"),
     "tgt_lang": language("target language (unset: the bundle's, else es)"),
     "normalize": flag(False, "run the Moses punctuation normalizer before tokenizing"),
@@ -192,7 +192,7 @@ _TOKEN_INFO_LIMIT = 200_000
 
 def _token_info(token: str) -> tuple:
     """:func:`_token_properties` of one token, computed once per distinct token (memoised up to
-    ``_TOKEN_INFO_LIMIT`` tokens, or the process's cap: :func:`qe.memo.make_room`)."""
+    ``_TOKEN_INFO_LIMIT`` tokens, or the process's cap: :func:`qe.infra.memo.make_room`)."""
     found = _TOKEN_INFO.get(token)
     if found is None:
         found = _token_properties(token)

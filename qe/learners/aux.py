@@ -35,11 +35,11 @@ from sklearn.svm import SVR
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
+from qe.config.rules import register_names
 from qe.data import QEDataset
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.learners import progress
 from qe.learners.ensemble import MembersMixin, allows_nan, check_fit_input, check_predict_input
-from qe.schema import register_names
 
 
 def _metrics() -> tuple[Any, Any, Any]:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import TYPE_CHECKING, Any
 
-from qe.errors import QEInputError
-from qe.metrics import METRICS
-from qe.schema import register_names
+from qe.config.rules import register_names
+from qe.evaluation.metrics import METRICS
+from qe.infra.errors import QEInputError
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -228,7 +228,7 @@ class LearnerRecord:
     config's ``scale`` says otherwise; ``seeded``: it has randomness or inner CV folds, so its
     ``random_state`` defaults to the run's seed; ``grid``: what ``grid = "default"`` searches (in the
     units of :data:`RELATIVE_UNITS`); ``saves``: the classes (module.class, as skops records them) its
-    fitted model holds besides its members' and every model's, which :mod:`qe.model_types` allows.
+    fitted model holds besides its members' and every model's, which :mod:`qe.model.allowlist` allows.
     """
 
     name: str
@@ -313,7 +313,7 @@ def check_params(estimator: BaseEstimator, params: dict[str, Any], where: str) -
     Booleans never stand in for numbers: ``n_estimators = true`` is refused, not a forest of one tree."""
     from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
-    from qe.schema import _show as show  # as the config spells it: true, not True
+    from qe.config.rules import _show as show  # as the config spells it: true, not True
 
     constraints = getattr(type(estimator), "_parameter_constraints", {})
     for name, value in params.items():

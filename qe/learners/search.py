@@ -33,8 +33,8 @@ from sklearn.model_selection import GridSearchCV, ParameterGrid, check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_array
 
+from qe.evaluation.metrics import METRICS
 from qe.learners import progress
-from qe.metrics import METRICS
 
 REFERENCE_LABEL_SD = 0.8750057070753468  # WMT12 en-es training labels (1-5 effort), population sd
 REFERENCE_FEATURES = 17  # the WMT12 official baseline features

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qe.io import plain_float
+from qe.infra.io import plain_float
 
 MIN_LOGPROB = -1e6
 """Below this a value is no token's log-probability (and its square would swamp the moments)."""

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from qe.decoder import iter_parsed_lines
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.nmt import LN2, NMTRecord, SeenIds, parse_logprobs, parse_number, parse_sentence_id
 
 KIND = "fairseq-generate log"

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.report.run import RunDir, own_file
 
 
@@ -45,7 +45,7 @@ def residuals_by_band(
 
 def model_importances(run: RunDir) -> tuple[list[str], np.ndarray] | str:
     """``(feature names, importances)`` of a tree ensemble, else a sentence saying why there are none."""
-    from qe.model import QEModel
+    from qe.model.file import QEModel
 
     try:
         model_path = own_file(run.path, "model.skops")

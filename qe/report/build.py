@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.metrics import HEADLINE_METRICS, METRICS
-from qe.outputs import REPORT_FIGURE_NAMES, REPORT_FIGURES
-from qe.published import PUBLISHED, bootstrap_key, summary_columns
+from qe.evaluation.metrics import HEADLINE_METRICS, METRICS
+from qe.evaluation.published import PUBLISHED, bootstrap_key, summary_columns
+from qe.infra.errors import QEInputError
+from qe.infra.outputs import REPORT_FIGURE_NAMES, REPORT_FIGURES
 from qe.report.analyses import label_bands, model_importances, residuals_by_band
 from qe.report.blocks import Block, Code, Heading, Image, Para, Pre, Table
 from qe.report.plots import (

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.metrics import HEADLINE_METRICS, METRICS
+from qe.evaluation.metrics import HEADLINE_METRICS, METRICS
+from qe.infra.errors import QEInputError
 
 TOP_IMPORTANCES = 20
 

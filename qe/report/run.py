@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from qe.configtypes import DataConfig
-from qe.errors import QEInputError
-from qe.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
-from qe.published import METRICS_SHOWN
-from qe.schema import AnyTable, Anything, Mistake, Number, Optional, Table, TablesOf, check
+from qe.config.data import DataConfig
+from qe.config.rules import AnyTable, Anything, Fields, Mistake, Number, Optional, TablesOf, check
+from qe.evaluation.published import METRICS_SHOWN
+from qe.infra.errors import QEInputError
+from qe.infra.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
 
 
 @dataclass
@@ -71,10 +71,10 @@ def _test_or_cv(metrics: dict[str, Any]) -> Mistake:
     return None
 
 
-SPLIT_METRICS = Optional(Table({name: Number() for name in METRICS_SHOWN}, METRICS_SHOWN, others=Anything()))
-METRICS_JSON = Table({"test": SPLIT_METRICS, "cv": SPLIT_METRICS}, others=Anything(), rules=(_test_or_cv,))
+SPLIT_METRICS = Optional(Fields({name: Number() for name in METRICS_SHOWN}, METRICS_SHOWN, others=Anything()))
+METRICS_JSON = Fields({"test": SPLIT_METRICS, "cv": SPLIT_METRICS}, others=Anything(), rules=(_test_or_cv,))
 """What a report reads of ``metrics.json``: finite test and / or cross-validation metrics."""
-ABLATION_JSON = Table({"systems": TablesOf(AnyTable())}, ("systems",), others=Anything())
+ABLATION_JSON = Fields({"systems": TablesOf(AnyTable())}, ("systems",), others=Anything())
 """What a report reads of ``ablation.json``: each system's results, by name."""
 
 
@@ -142,7 +142,7 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     Returns None when the test split has no labels; raises ``QEInputError`` when the data cannot
     be read or does not match the predictions.
     """
-    from qe.config import read_back_data
+    from qe.config.load import read_back_data
     from qe.run.splits import load_split
 
     if run.config is None or run.predictions is None:

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
-from qe.io import atomic_write, write_text_atomic
-from qe.outputs import prepare_report_dir, recognise
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write, write_text_atomic
+from qe.infra.outputs import prepare_report_dir, recognise
 from qe.report.build import FIGURE_NAMES, FIGURES_DIR, Report, build_report
 from qe.report.render import render_html, render_markdown
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write
 
 NPZ_MAGIC = b"PK\x03\x04"  # a zip archive (what numpy.savez writes)
 FORMAT_KEY = "format"

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
+from qe.infra.errors import QEInputError
+from qe.infra.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
 from qe.resources.folds import pair_key
 
 FORMAT = "qe-cross-fit/1"

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
+from qe.infra.errors import QEInputError
+from qe.infra.io import UNREADABLE_JSON, read_gzip_json, write_gzip_json
 from qe.resources.folds import assign_folds, pair_key
 
 FORMAT = "qe-edit-model/1"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import atomic_write
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write
 from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 NULL = "NULL"

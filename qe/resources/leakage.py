@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qe.io import read_text_lines
+from qe.infra.io import read_text_lines
 
 if TYPE_CHECKING:  # scipy.sparse is imported where the index is built: qe predict never needs it
     from scipy import sparse

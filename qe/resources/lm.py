@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 log = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
-from qe.io import atomic_write, cache_root, parse_bounded
-from qe.memo import make_room
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write, cache_root, parse_bounded
+from qe.infra.memo import make_room
 
 MEMO_SENTENCES = 200_000
 """Translations kept in memory (the cache file keeps every one)."""

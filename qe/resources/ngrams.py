@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import atomic_write, parse_bounded
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write, parse_bounded
 from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 FORMAT = "qe-ngram-counts/1"

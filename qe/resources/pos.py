@@ -24,11 +24,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
-from qe.memo import make_room
-from qe.nlp import PIPELINES as DEFAULT_PIPELINES
-from qe.nlp import language_of, parsing
-from qe.text import TextConfig, TextProcessor
+from qe.infra.errors import QEInputError
+from qe.infra.memo import make_room
+from qe.text.nlp import PIPELINES as DEFAULT_PIPELINES
+from qe.text.nlp import language_of, parsing
+from qe.text.processing import TextConfig, TextProcessor
 
 SIDE_NAMES = {"src": "the source language", "tgt": "the target language"}
 
@@ -68,7 +68,7 @@ def cased_config(config: TextConfig) -> TextConfig:
 
 
 def pipeline_name(lang: str) -> str:
-    """The spaCy pipeline used for ``lang`` (``qe.nlp.PIPELINES``; QEInputError for a language
+    """The spaCy pipeline used for ``lang`` (``qe.text.nlp.PIPELINES``; QEInputError for a language
     spaCy has no pipeline for)."""
     if language_of(lang) not in DEFAULT_PIPELINES:
         known = ", ".join(sorted(DEFAULT_PIPELINES))
@@ -78,7 +78,7 @@ def pipeline_name(lang: str) -> str:
 
 def pipeline_package(lang: str) -> str | None:
     """The installed spaCy pipeline package for ``lang``, found without loading it (None if none)."""
-    from qe import nlp
+    from qe.text import nlp
 
     return nlp.pipeline_for(lang)
 
@@ -90,7 +90,7 @@ def tagger_available(lang: str) -> bool:
 
 def _load_pipeline(lang: str) -> Any:
     """The pipeline for ``lang`` without the components that do not assign ``pos_``."""
-    from qe import nlp
+    from qe.text import nlp
 
     return nlp.load_pipeline(pipeline_name(lang), exclude=("parser", "ner", "lemmatizer", "senter"))
 
@@ -272,8 +272,8 @@ def tagger_for(lang: str) -> Any:
 def missing_language_tagger(lang: str, role: str) -> str | None:
     """What keeps ``tagger_for(lang)`` from tagging (one clause naming the pipeline and how to
     install it), or None."""
-    from qe import nlp
     from qe.resources import wordclass
+    from qe.text import nlp
 
     problem = nlp.missing_pipeline(lang, role)
     return None if problem is None or wordclass.available(lang) else problem
@@ -307,7 +307,7 @@ def pos_pieces(resources: Any, members: Sequence[str] = ()) -> list[str]:
 def pos_switch(family: str, setting: Any, resources: Any, members: Sequence[str] = ()) -> bool:
     """Resolve a family's ``pos`` setting: True needs every piece (else one error naming each
     missing one); "auto" is True when nothing is missing, else False, silently: what a config loses
-    is said once, before extraction, by ``qe.resources.tagless``."""
+    is said once, before extraction, by ``qe.doctor.tagless``."""
     if setting is False:
         return False
     missing = pos_pieces(resources, members)

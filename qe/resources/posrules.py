@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from qe.memo import make_room
+from qe.infra.memo import make_room
 
 _ATTRIBUTES = ("TAG", "POS", "LOWER", "ORTH", "IS_SPACE")  # read from the Doc, in this order
 _ALIASES = {"TEXT": "ORTH"}

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from qe.errors import QEInputError
-from qe.memo import make_room
+from qe.infra.errors import QEInputError
+from qe.infra.memo import make_room
 
 DICTIONARIES: dict[str, tuple[str, str]] = {
     "en": ("en_US", "hunspell-en-us"),

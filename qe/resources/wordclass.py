@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from qe.errors import QEInputError
-from qe.memo import make_room
-from qe.nlp import language_of
+from qe.infra.errors import QEInputError
+from qe.infra.memo import make_room
 from qe.resources.spelling import SpellChecker, find_dictionary
+from qe.text.nlp import language_of
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from qe.config import load_config
-from qe.configtypes import AgainstEntry, ExperimentConfig, FeaturesConfig, ReportConfig
-from qe.metrics import BOOTSTRAPPED, HEADLINE_METRICS, METRICS, paired_bootstrap
-from qe.published import bootstrap_key, comparison_table, summary_columns
+from qe.config.experiment import ExperimentConfig
+from qe.config.features import FeaturesConfig
+from qe.config.load import load_config
+from qe.config.report import AgainstEntry, ReportConfig
+from qe.evaluation.metrics import BOOTSTRAPPED, HEADLINE_METRICS, METRICS, paired_bootstrap
+from qe.evaluation.published import bootstrap_key, comparison_table, summary_columns
 from qe.run.fit import FittedSystem
 
 BOOTSTRAP_METRICS = BOOTSTRAPPED
@@ -54,7 +56,7 @@ def compared(gold: np.ndarray, predictions: np.ndarray, other: FittedSystem) -> 
 
 def summary_table(config: ExperimentConfig, metrics: dict[str, Any]) -> str:
     """Our test metrics (beside the published systems, for WMT12 only), then the bootstrap tests
-    (markdown); the metric columns are the dataset's (``qe.published.summary_columns``)."""
+    (markdown); the metric columns are the dataset's (``qe.evaluation.published.summary_columns``)."""
     against = metrics.get("against", {})
     dataset = config.data.dataset
     ours = {f"{config.name} (ours, test)": metrics["test"]}

@@ -19,12 +19,13 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import PredefinedSplit
 
-from qe.config import config_learner, split_settings
-from qe.configtypes import ExperimentConfig, thaw
+from qe.config.document import thaw
+from qe.config.experiment import ExperimentConfig
+from qe.config.load import config_learner, split_settings
 from qe.data import QEDataset
-from qe.errors import QEInputError
 from qe.features.base import FeatureFamily
-from qe.io import read_lines, sha256_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import read_lines, sha256_file
 from qe.run.splits import LoadedSplit, languages, load_split
 
 

@@ -1,5 +1,5 @@
-"""The evaluate stage: a fitted system's CV, dev and test metrics (``qe.metrics.evaluate``) and what its
-grid search chose, as ``metrics.json`` records them."""
+"""The evaluate stage: a fitted system's CV, dev and test metrics (``qe.evaluation.metrics.evaluate``) and
+what its grid search chose, as ``metrics.json`` records them."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GridSearchCV
 
-from qe.errors import QEInputError
+from qe.evaluation.metrics import evaluate
+from qe.infra.errors import QEInputError
 from qe.learners.factory import AUTO, auto_choice
 from qe.learners.progress import reporting
-from qe.metrics import evaluate
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.fit import FittedSystem, fit

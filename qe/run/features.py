@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from qe.data import QEDataset, load_registered_features
-from qe.errors import QEInputError
 from qe.features.cache import extract_cached
+from qe.infra.errors import QEInputError
 from qe.run.context import RunContext
 from qe.run.splits import has_text, languages, registered_dataset
 
@@ -29,8 +29,8 @@ class SplitData:
 def check_families(ctx: RunContext) -> None:
     """Before any extraction: refuse families whose pieces this machine or the bundle lacks (all of them
     in one message), and note once what the installed taggers cost them."""
-    from qe.resources import tagless
-    from qe.resources.check import experiment_pieces, require
+    from qe.doctor import tagless
+    from qe.doctor.pieces import experiment_pieces, require
 
     config, bundle = ctx.config, ctx.bundle()
     families, _ = ctx.made_families("train")

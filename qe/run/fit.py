@@ -11,15 +11,16 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
 
-from qe.configtypes import ExperimentConfig, LearnerConfig
+from qe.config.experiment import ExperimentConfig
+from qe.config.learner import LearnerConfig
+from qe.config.rules import mistake
 from qe.data import QEDataset
-from qe.errors import QEInputError
+from qe.evaluation.metrics import METRICS
+from qe.infra.errors import QEInputError
 from qe.learners.progress import say
-from qe.metrics import METRICS
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.splits import label_range, repeated_pairs
-from qe.schema import mistake
 
 MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
 RANK_SCORINGS = tuple(name for name, metric in METRICS.items() if metric.ranking and metric.scorer)

@@ -14,15 +14,16 @@ import numpy as np
 import sklearn
 
 from qe import __version__
-from qe.config import dump_config
-from qe.configtypes import DataConfig, ExperimentConfig, thaw
-from qe.io import atomic_write, write_text_atomic
-from qe.model import QEModel
+from qe.config.data import SPLIT_COLUMNS, SPLIT_FILES, SPLITS, DataConfig
+from qe.config.document import thaw
+from qe.config.experiment import ExperimentConfig
+from qe.config.load import dump_config
+from qe.infra.io import atomic_write, write_text_atomic
+from qe.model.file import QEModel
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.fit import FittedSystem
 from qe.run.splits import label_range, languages, pool_info
-from qe.schema import SPLIT_COLUMNS, SPLIT_FILES, SPLITS
 
 
 def signature(ctx: RunContext, estimator_description: str, tables: dict[str, str] | None = None) -> str:

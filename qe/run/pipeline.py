@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from qe.configtypes import ExperimentConfig
-from qe.errors import QEInputError
-from qe.io import write_text_atomic
+from qe.config.experiment import ExperimentConfig
+from qe.infra.errors import QEInputError
+from qe.infra.io import write_text_atomic
+from qe.infra.outputs import staged_dir
+from qe.infra.workers import exit_with_parent_everywhere
 from qe.learners.factory import describe
-from qe.outputs import staged_dir
 from qe.run.against import against_config, compared
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
@@ -21,7 +22,6 @@ from qe.run.fit import FittedSystem
 from qe.run.persist import config_inputs, signature, write_run
 from qe.run.selection import select_features
 from qe.run.splits import check_overlap, pool_info
-from qe.workers import exit_with_parent_everywhere
 
 
 def run_experiment(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.fit import check_folds

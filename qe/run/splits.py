@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from qe.configtypes import DataConfig, Table
+from qe.config.data import DataConfig
+from qe.config.document import ReadOnlyTable
 from qe.data import (
     DATASETS,
     QEDataset,
@@ -28,7 +29,7 @@ from qe.data import (
 )
 from qe.data.features import FeatureTable, read_feature_table
 from qe.data.pooled import check_poolable, load_pooled, pair_scales
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 
 TABLE_DEFAULTS = {"src_column": "src", "mt_column": "mt", "label_column": "score", "id_column": "id"}
 
@@ -111,7 +112,7 @@ def pool_info(data: DataConfig) -> dict[str, Any] | None:
     }
 
 
-def _load_files(files: Table, split: str, bounds: tuple[float, float] | None) -> LoadedSplit:
+def _load_files(files: ReadOnlyTable, split: str, bounds: tuple[float, float] | None) -> LoadedSplit:
     table = None
     if "features" in files:
         named = "table" not in files  # label / id columns belong to the text table when there is one

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qe.errors import QEInputError
-from qe.io import atomic_write
-from qe.schema import register_names
-from qe.selection.backend import parallel_backend_context
+from qe.config.rules import register_names
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_write
+from qe.infra.parallel import parallel_backend_context
 
 if TYPE_CHECKING:
     from qe.selection.base import PathSelector
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 # The selectors (scikit-learn estimators) are imported on first use, so that importing
-# ``qe.selection.backend`` (the streaming commands do) does not import scikit-learn.
+# ``qe.infra.parallel`` (the streaming commands do) does not import scikit-learn.
 _LAZY = {
     "PathSelector": "qe.selection.base",
     "CFSSelector": "qe.selection.cfs",

@@ -2,7 +2,7 @@
 
 Every step scores each candidate subset by K-fold cross-validation on the training data only
 (MAE, DeltaAvg, ...), one joblib task per candidate, so the work spreads over local processes or
-a Dask cluster (see :mod:`qe.selection.backend`).
+a Dask cluster (see :mod:`qe.infra.parallel`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from sklearn.metrics import get_scorer
 from sklearn.model_selection import KFold
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions
 
-from qe.errors import QEInputError
+from qe.evaluation.metrics import METRICS
+from qe.infra.errors import QEInputError
 from qe.learners.factory import SCORINGS, make_learner
-from qe.metrics import METRICS
 from qe.selection import SelectorRecord, register_selector
 from qe.selection.base import PathSelector
 

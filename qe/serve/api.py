@@ -48,7 +48,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 class StrictJSONRequest(Request):
     """A request whose JSON body must be UTF-8 (RFC 8259), without NaN / Infinity, nested at most
-    ``qe.io.MAX_NESTING`` deep (each failure is 400 with one line), and hold at most the server's
+    ``qe.infra.io.MAX_NESTING`` deep (each failure is 400 with one line), and hold at most the server's
     pairs per request, counted before any pair is validated."""
 
     async def json(self) -> Any:

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from qe.io import UTF8_BOM
+from qe.infra.io import UTF8_BOM
 from qe.serve.errors import ApiError, quoted
 from qe.serve.pairs import check_pair, loads, on_line, parse_pair
 from qe.serve.settings import Limits

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.exceptions import HTTPException
 
-from qe.errors import LINE_BREAKS
+from qe.infra.errors import LINE_BREAKS
 
 MAX_MESSAGE = 400  # characters of an error line (a quoted model name or field is cut shorter)
 

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from qe.catalog import model_argument
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
+from qe.model.catalog import model_argument
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A served model's name: what ``"model"`` in a request must equal (a file's stem for a path)."""
@@ -27,8 +27,9 @@ class ModelEntry:
 
 
 def resolve_model(text: str) -> ModelEntry:
-    """``--model``'s value as a served model: a ready-made model's name (:func:`qe.catalog.model_argument`:
-    its built file, ``MODELS/NAME.skops``) or a model file, served under its file name without ``.skops``."""
+    """``--model``'s value as a served model: a ready-made model's name
+    (:func:`qe.model.catalog.model_argument`: its built file, ``MODELS/NAME.skops``) or a model file, served
+    under its file name without ``.skops``."""
     path = model_argument(text)
     if not path.is_file():
         raise QEInputError("model file not found" if not path.exists() else "is not a model file", path)

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from qe.errors import QEInputError
-from qe.io import is_blank, parse_bounded
+from qe.infra.errors import QEInputError
+from qe.infra.io import is_blank, parse_bounded
 from qe.serve.errors import ApiError, quoted
 from qe.serve.schemas import Pair
 
@@ -42,7 +42,7 @@ def _no_constant(name: str) -> Any:
 
 def loads(text: str, what: str) -> Any:
     """JSON ``text`` (``what``: "the body", "line 4") as RFC 8259 has it: no NaN / Infinity, and
-    nested at most ``qe.io.MAX_NESTING`` deep; anything else is 400 with one line."""
+    nested at most ``qe.infra.io.MAX_NESTING`` deep; anything else is 400 with one line."""
     try:
         return parse_bounded(lambda t: json.loads(t, parse_constant=_no_constant), text, None, what)
     except QEInputError as exc:

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.serve.names import ModelEntry
 
 MERGE_PAIRS = 64

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.scoring import ScoringContext
+from qe.infra.errors import QEInputError
+from qe.model.scoring import ScoringContext
 from qe.serve.names import REQUEST, ModelEntry
 
 UNUSUAL = 3

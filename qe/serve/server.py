@@ -8,7 +8,7 @@ import signal
 import socket
 import sys
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.serve.settings import Settings
 
 

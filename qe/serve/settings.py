@@ -32,7 +32,7 @@ class Limits:
     drain_seconds: float = 30.0
     """How long SIGTERM waits for the requests in flight before stopping them."""
     memo_entries: int = 2_000
-    """Entries each per-word memo of a worker keeps (qe.memo): a worker's memory then stops growing
+    """Entries each per-word memo of a worker keeps (qe.infra.memo): a worker's memory then stops growing
     with the distinct words it has seen; a batch run keeps up to 1,000,000."""
 
 

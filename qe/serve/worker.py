@@ -19,7 +19,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.serve.names import REQUEST, ModelEntry
 
 INTERNAL = "the server could not score this request (its log says why)"
@@ -29,10 +29,10 @@ def serve_forever(
     conn: Connection, entries: tuple[ModelEntry, ...], parent_pid: int, memo_entries: int | None = None
 ) -> None:
     """The worker's main function (run in a spawned process); ``memo_entries`` caps every per-word
-    memo (``qe.memo``), so that the worker's memory does not grow with the words it sees."""
+    memo (``qe.infra.memo``), so that the worker's memory does not grow with the words it sees."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from qe.workers import exit_with_parent
+    from qe.infra.workers import exit_with_parent
 
     exit_with_parent(parent_pid)
     from threadpoolctl import threadpool_limits
@@ -40,7 +40,7 @@ def serve_forever(
     # One BLAS thread, as `qe predict` scores: a pool per worker spins on every small product and, on
     # a busy machine, took four times the CPU of the whole one-pair request (--workers scales instead).
     threadpool_limits(1)
-    from qe.memo import cap_memos
+    from qe.infra.memo import cap_memos
 
     cap_memos(memo_entries)
     try:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from qe.errors import QEInputError
-from qe.io import require_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import require_file
 from qe.stream.inputs import decode_lines
 
 DEFAULT_CHUNK_SIZE = 10_000

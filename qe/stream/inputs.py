@@ -1,6 +1,6 @@
 """Input files checked whole before any work: strict UTF-8, no blank line, as many lines as the first.
 
-The checks are ``qe.io.read_lines``'s: strict UTF-8, CRLF accepted, a leading BOM dropped, blank lines
+The checks are ``qe.infra.io.read_lines``'s: strict UTF-8, CRLF accepted, a leading BOM dropped, blank lines
 refused, errors name ``file:line``. :func:`read_input` reads a whole file once, in blocks, before any
 chunk is computed: a bad line near the end of a long input then fails at once instead of after hours of
 scoring, the line count sizes the chunks and the progress bar, and the size and SHA-256 let a resumed
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from qe.errors import QEInputError
-from qe.io import BLANK_LINES, HIDDEN_CHAR, UTF8_BOM, is_blank, require_file
+from qe.infra.errors import QEInputError
+from qe.infra.io import BLANK_LINES, HIDDEN_CHAR, UTF8_BOM, decode_line, is_blank, require_file
 
 SCAN_BLOCK = 1 << 20  # bytes read at a time by read_input
 MEMORY_BUDGET = 256 << 20
@@ -44,17 +44,7 @@ def _decode(raw: bytes, path: Path, number: int) -> str:
     at the start of line 1 is dropped (it would otherwise stick to the first word)."""
     if number == 1:
         raw = raw.removeprefix(UTF8_BOM)
-    if raw.endswith(b"\n"):
-        raw = raw[:-1]
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise QEInputError(f"invalid UTF-8 at byte {exc.start}", path, number) from None
-    if is_blank(text):
-        raise QEInputError("blank line", path, number)
-    return text
+    return decode_line(raw.removesuffix(b"\n"), path, number)
 
 
 def decode_lines(raws: list[bytes], path: Path, first: int) -> list[str]:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
-from qe.schema import Int, check_jobs
+from qe.config.rules import Int, check_jobs
+from qe.infra.errors import QEInputError
 from qe.stream import inputs as input_files
 from qe.stream import tasks
 from qe.stream.chunks import Chunk, auto_chunk_size, iter_chunks
@@ -104,7 +104,7 @@ def run_stream(
     ``inputs`` maps a role (the first is the reference for line counts, e.g. ``src``) to a file.
     ``job`` describes everything else the output depends on (model hash, options); a resumed run
     must have the same. ``n_jobs`` worker processes (``backend="loky"``: forked from this process
-    on Linux, see ``qe.workers``, else loky's), or the workers of a Dask cluster
+    on Linux, see ``qe.infra.workers``, else loky's), or the workers of a Dask cluster
     (``backend="dask"``: ``scheduler`` address, or a local cluster of ``n_jobs`` processes).
     ``chunk_size`` None picks one from the input size and the workers (``auto_chunk_size``); the
     output does not depend on it, nor on the backend. ``check_count`` is called with the number of
@@ -115,8 +115,8 @@ def run_stream(
     from joblib import effective_n_jobs
     from tqdm.auto import tqdm
 
-    from qe.selection.backend import parallel_backend_context
-    from qe.workers import can_fork, exit_with_parent_everywhere, forked_workers
+    from qe.infra.parallel import parallel_backend_context
+    from qe.infra.workers import can_fork, exit_with_parent_everywhere, forked_workers
 
     exit_with_parent_everywhere()
     _no_progress_thread()

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from qe.errors import QEInputError
-from qe.io import atomic_temporary_of, atomic_write
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_temporary_of, atomic_write
 from qe.stream.chunks import Chunk
 from qe.stream.state import partial_path, refuse_foreign_sidecar
 

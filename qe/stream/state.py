@@ -17,10 +17,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
-from qe.io import atomic_temporary_of, parse_bounded, write_text_atomic
-from qe.outputs import sidecar_path
-from qe.schema import AnyTable, Anything, Choice, Int, Table, TablesOf, check
+from qe.config.rules import AnyTable, Anything, Choice, Fields, Int, TablesOf, check
+from qe.infra.errors import QEInputError
+from qe.infra.io import atomic_temporary_of, parse_bounded, write_text_atomic
+from qe.infra.outputs import sidecar_path
 from qe.stream.chunks import Chunk
 from qe.stream.inputs import InputInfo
 
@@ -100,7 +100,7 @@ def read_state(target: Path) -> dict[str, Any] | None:
     return state
 
 
-STATE = Table(
+STATE = Fields(
     {
         "format": Choice([STATE_FORMAT]),
         "inputs": TablesOf(AnyTable()),

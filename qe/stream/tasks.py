@@ -41,7 +41,7 @@ _WORKER_STATE: dict[str, Any] = {}
 def run_chunk(task: ChunkTask, chunk: Chunk) -> Any:
     """Worker entry point: the task's state is built on the first chunk and kept for the next ones.
     The families compute in this process: the stream's ``--jobs`` decides how many processes run."""
-    from qe.workers import no_inner_parallelism
+    from qe.infra.workers import no_inner_parallelism
 
     key = task.cache_key()
     with no_inner_parallelism():
@@ -66,8 +66,8 @@ def clear_worker_state() -> None:
 
 
 def clear_text_memos(*roots: Any, depth: int = 4) -> None:
-    """Empty the per-sentence tokenization memos of ``qe.text.TextProcessor`` objects under ``roots``
-    and the POS taggers' per-sentence memos.
+    """Empty the per-sentence tokenization memos of ``qe.text.processing.TextProcessor`` objects under
+    ``roots`` and the POS taggers' per-sentence memos.
 
     Feature families and resource bundles memoise tokenized sentences (up to 200,000 per
     processor), the taggers tagged ones; a streamed run clears them after every chunk (a service
@@ -75,7 +75,7 @@ def clear_text_memos(*roots: Any, depth: int = 4) -> None:
     worker. Small containers and objects are searched, ``depth`` levels down.
     """
     from qe.resources.pos import clear_tag_memos
-    from qe.text import TextProcessor
+    from qe.text.processing import TextProcessor
 
     clear_tag_memos()
 

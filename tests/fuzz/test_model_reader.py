@@ -23,8 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qe import __version__
-from qe.errors import QEInputError
-from qe.model import QEModel, prediction_only, skops_io
+from qe.infra.errors import QEInputError
+from qe.model.file import QEModel, prediction_only, skops_io
 from tests.fuzz.conftest import count_example, hang_guard
 
 FEATURES = ["a", "b", "c"]

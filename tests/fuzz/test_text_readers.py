@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qe.data import load_parallel, load_table, read_labels
-from qe.errors import QEInputError
 from qe.features.extractor import extract_features
+from qe.infra.errors import QEInputError
 from tests.fuzz.conftest import count_example, hang_guard
 
 HANG_SECONDS = 120  # one example; generous: the slowest legal example takes about a second
@@ -208,7 +208,7 @@ def test_jsonl_table(tmp_path, table):
 def _baseline17_bundle():
     """The hand-made resources of tests/test_baseline17.py, with the wmt12 tokenizer and the Moses
     punctuation normaliser on both sides."""
-    from qe.text import TextConfig
+    from qe.text.processing import TextConfig
     from tests.helpers.baseline17 import handmade_bundle
 
     text = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.bundle import build_bundle
 from tests.helpers import REPO, write_config, write_lines
 

@@ -167,7 +167,7 @@ def test_a_config_names_languages_by_code(tmp_path, capsys, setting):
 
 
 def test_a_mixed_script_line_names_the_script_that_is_not_expected():
-    from qe.langid import script_findings
+    from qe.text.langid import script_findings
 
     # 4 Latin, 3 Cyrillic and 3 Greek letters: not mostly Latin, and Latin is the commonest script
     lines = ["Esto es una frase normal y corriente ."] * 10 + ["abcd абв αβγ"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
 from tests.helpers.manual import TEST_SRC, TRAIN_SRC, build, bundle_config, split_files, write_split
 

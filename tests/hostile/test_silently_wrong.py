@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from qe.cli import main
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
 
 SRC = [f"the {w} sat on the mat number {i} ." for i, w in enumerate(["cat", "dog", "bird", "cow"] * 5)]

@@ -61,17 +61,16 @@ labels: a registered dataset's *training* split (any with post-edits: ``wmt12-en
 cross-fitted so that training pairs never see their own post-edit (see ``qe.resources.edits``).
 
 One module per job: ``runtime`` (``ResourceBundle``, ``open_bundle``: the manifest, lazy loading),
-``config`` (reading and checking a bundle config), ``configtypes`` (``BundleConfig``, the frozen
-view of a checked config that every builder reads), ``corpora`` (reading them), ``overlap`` (the
-leakage check), ``crossfitting`` (folds and per-fold members), ``members`` (the member-kind registry,
-the build context) and ``build`` (``build_bundle``: all of it, and the manifest).
+``sections`` (each section's rule beside its frozen dataclass; ``BundleConfig``, the view of a
+checked config that every builder reads), ``config`` (reading and checking a bundle config), ``corpora``
+(reading them), ``overlap`` (the leakage check), ``crossfitting`` (folds and per-fold members), ``members``
+(the member-kind registry, the build context) and ``build`` (``build_bundle``: all of it, and the manifest).
 """
 
 from __future__ import annotations
 
 from qe.resources.bundle.build import build_bundle
 from qe.resources.bundle.config import read_bundle_config
-from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.runtime import (
     DEFAULT_BUNDLE_DIR,
     MANIFEST,
@@ -81,6 +80,7 @@ from qe.resources.bundle.runtime import (
     open_bundle,
     with_mt2,
 )
+from qe.resources.bundle.sections import BundleConfig
 
 __all__ = [
     "DEFAULT_BUNDLE_DIR",

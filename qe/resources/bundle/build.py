@@ -15,20 +15,19 @@ from typing import Any
 
 from qe import __version__
 from qe.data import resolve_data_dir
-from qe.errors import naming
-from qe.io import atomic_write, sha256_file
-from qe.outputs import BUNDLE_FORMAT as FORMAT
-from qe.outputs import check_output_dir, staged_dir
+from qe.infra.errors import naming
+from qe.infra.io import atomic_write, sha256_file
+from qe.infra.outputs import BUNDLE_FORMAT as FORMAT
+from qe.infra.outputs import check_output_dir, staged_dir
+from qe.infra.workers import exit_with_parent_everywhere
 from qe.resources.bundle.config import read_bundle_config, text_configs
-from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import read_corpora, resolve, shown_path
 from qe.resources.bundle.crossfitting import cross_fit_members, plan_cross_fitting
 from qe.resources.bundle.kinds.edits import edits_dataset
 from qe.resources.bundle.members import BuildContext, build_members, member_kinds
 from qe.resources.bundle.overlap import check_overlaps
 from qe.resources.bundle.runtime import DEFAULT_BUNDLE_DIR, MANIFEST, ResourceBundle
-from qe.schema import SIDES
-from qe.workers import exit_with_parent_everywhere
+from qe.resources.bundle.sections import SIDES, BundleConfig
 
 
 def _errors_name_the_config(build: Callable[..., ResourceBundle]) -> Callable[..., ResourceBundle]:
@@ -74,7 +73,7 @@ def build_bundle(
     output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config.name
     inputs = [config_path, *_input_files(config, root), root]
     check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
-    from qe.resources.check import bundle_pieces, require
+    from qe.doctor.pieces import bundle_pieces, require
 
     require(bundle_pieces(config), f"cannot build the {config.languages.pair} bundle", config_path)
     text = text_configs(config, config_path)

@@ -11,10 +11,9 @@ import numpy as np
 
 from qe.data import QEDataset, load_parallel, load_registered
 from qe.data.pooled import check_poolable, load_pooled, pair_scales
-from qe.errors import QEInputError
-from qe.io import read_text_lines
-from qe.resources.bundle.configtypes import BundleConfig, CorpusConfig
-from qe.schema import SIDES
+from qe.infra.errors import QEInputError
+from qe.infra.io import read_text_lines
+from qe.resources.bundle.sections import SIDES, BundleConfig, CorpusConfig
 
 
 @dataclass

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.resources.bundle.configtypes import BundleConfig
+from qe.infra.errors import QEInputError
 from qe.resources.bundle.corpora import Corpus
 from qe.resources.bundle.members import BuildContext, build_members, member_kinds
+from qe.resources.bundle.sections import BundleConfig
 from qe.resources.crossfit import MEMBER, FoldMap
 from qe.resources.folds import assign_folds, pair_key
 from qe.resources.leakage import normalize_for_overlap

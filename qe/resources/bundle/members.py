@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import sha256_file
-from qe.resources.bundle.configtypes import BundleConfig
+from qe.config.rules import List, Mistake, Rule, Str, TablesOf, register_tables
+from qe.infra.errors import QEInputError
+from qe.infra.io import sha256_file
 from qe.resources.bundle.corpora import Corpus, resolve
-from qe.schema import SIDES, List, Mistake, Rule, Str, TablesOf, register_tables
-from qe.text import TextConfig, TextProcessor, tokenize_corpus
+from qe.resources.bundle.sections import SIDES, BundleConfig
+from qe.text.processing import TextConfig, TextProcessor, tokenize_corpus
 
 ConfigTable = Mapping[str, Any]
-"""A member kind's table as the config holds it: read-only (``qe.configtypes.freeze``: its arrays are
+"""A member kind's table as the config holds it: read-only (``qe.config.document.freeze``: its arrays are
 tuples); the kind reads it, its rule the one description of its keys."""
 
 SIDE = Str(list(SIDES))

@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
-from qe.io import parse_bounded, sha256_file
-from qe.outputs import BUNDLE_FORMAT as FORMAT
+from qe.config.rules import AnyTable, Anything, Choice, Fields, List, Mistake, Optional, Str, TablesOf, check
+from qe.infra.errors import QEInputError
+from qe.infra.io import parse_bounded, sha256_file
+from qe.infra.outputs import BUNDLE_FORMAT as FORMAT
 from qe.resources.bundle.members import member_loader
-from qe.schema import AnyTable, Anything, Choice, List, Mistake, Optional, Str, Table, TablesOf, check
-from qe.text import TextConfig, TextProcessor
+from qe.text.processing import TextConfig, TextProcessor
 
 MANIFEST = "manifest.json"
 DEFAULT_BUNDLE_DIR = Path("models/resources")
@@ -55,12 +55,12 @@ def _folds_have_their_own_files(members: dict[str, Any]) -> Mistake:
     return None
 
 
-SCHEMA = Table(
+SCHEMA = Fields(
     {
         "format": Choice([FORMAT]),
         "name": Str(),
         "members": TablesOf(
-            Table({"kind": Str(), "folds": Optional(List(AnyTable()))}, ("kind",), others=Anything()),
+            Fields({"kind": Str(), "folds": Optional(List(AnyTable()))}, ("kind",), others=Anything()),
             rules=(_folds_have_their_map, _folds_have_their_own_files),
         ),
         "text": TablesOf(AnyTable()),

@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from qe.config.rules import SEED, Fields, Int, Mistake, Str, mistake, registered
 from qe.data import DATASETS, QEDataset, load_parallel, load_registered
-from qe.errors import QEInputError
+from qe.infra.errors import QEInputError
 from qe.resources.bundle.config import check_dataset_languages
-from qe.resources.bundle.configtypes import BundleConfig
 from qe.resources.bundle.corpora import resolve
 from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.schema import SEED, Int, Mistake, Str, Table, mistake, registered
+from qe.resources.bundle.sections import BundleConfig
 
 FILES = ("src", "mt", "post_edits", "labels")
 """The user's training files, all four or none (then ``dataset``)."""
@@ -112,7 +112,7 @@ register_member(
         kind="edits",
         load=_load,
         section="edits",
-        rule=Table(
+        rule=Fields(
             {
                 "dataset": Str(registered("dataset"), noun="dataset"),
                 "split": Str(),

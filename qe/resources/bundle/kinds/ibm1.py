@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.config.rules import Fields, Int, List, Number, Str
+from qe.infra.errors import QEInputError
 from qe.resources.bundle.members import CORPUS_LIST, BuildContext, ConfigTable, MemberKind, register_member
-from qe.schema import SIDES, Int, List, Number, Str, Table
+from qe.resources.bundle.sections import SIDES
 
 DIRECTIONS = ("s2t", "t2s")
 
@@ -69,7 +70,7 @@ register_member(
         kind="ibm1",
         load=_load,
         section="ibm1",
-        rule=Table(
+        rule=Fields(
             {
                 "iterations": Int(1),
                 "directions": List(Str(list(DIRECTIONS)), min_len=1),

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.errors import QEInputError
+from qe.config.rules import Bool, Fields, Int
+from qe.infra.errors import QEInputError
 from qe.resources.bundle.members import (
     CORPUS_LIST,
     SIDE,
@@ -16,7 +17,6 @@ from qe.resources.bundle.members import (
     register_member,
 )
 from qe.resources.lm import MAX_ORDER, MIN_ORDER
-from qe.schema import Bool, Int, Table
 
 
 def load_language_model(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
@@ -61,7 +61,7 @@ register_member(
         kind="kenlm",
         load=load_language_model,
         section="lm",
-        rule=Table(
+        rule=Fields(
             {"side": SIDE, "order": Int(MIN_ORDER, MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()}
         ),
         per_side=True,

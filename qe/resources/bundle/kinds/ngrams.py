@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qe.config.rules import Fields, Int
 from qe.resources.bundle.members import (
     CORPUS_LIST,
     SIDE,
@@ -15,7 +16,6 @@ from qe.resources.bundle.members import (
     register_member,
 )
 from qe.resources.ngrams import NgramCounts
-from qe.schema import Int, Table
 
 
 def load_counts(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> NgramCounts:
@@ -44,7 +44,7 @@ register_member(
         kind="ngrams",
         load=load_counts,
         section="ngrams",
-        rule=Table({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST}),
+        rule=Fields({"side": SIDE, "max_order": Int(1, 6), "corpora": CORPUS_LIST}),
         per_side=True,
         reads_corpora=True,
         files=lambda key, table: {f"ngrams.{key}": f"ngrams.{key}.npz"},

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qe.config.rules import Bool, Fields, Int
 from qe.resources.bundle.kinds.lm import load_language_model
 from qe.resources.bundle.members import (
     CORPUS_LIST,
@@ -16,7 +17,6 @@ from qe.resources.bundle.members import (
     register_member,
 )
 from qe.resources.lm import MAX_ORDER
-from qe.schema import Bool, Int, Table
 
 
 def _build(
@@ -50,7 +50,7 @@ register_member(
         kind="kenlm",
         load=load_language_model,
         section="poslm",
-        rule=Table({"side": SIDE, "order": Int(3, MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()}),
+        rule=Fields({"side": SIDE, "order": Int(3, MAX_ORDER), "corpora": CORPUS_LIST, "binary": Bool()}),
         per_side=True,
         reads_corpora=True,
         files=lambda key, table: {f"poslm.{key}": f"poslm.{key}.bin"},

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.io import sha256_file
+from qe.config.rules import Fields, Str
+from qe.infra.io import sha256_file
 from qe.resources.bundle.kinds.ngrams import load_counts
 from qe.resources.bundle.members import SIDE, BuildContext, ConfigTable, MemberKind, register_member
 from qe.resources.ngrams import load_truecase_counts
-from qe.schema import Str, Table
 
 
 def _build(
@@ -32,7 +32,7 @@ register_member(
         kind="unigrams",
         load=load_counts,
         section="unigrams",
-        rule=Table({"side": SIDE, "truecase_model": Str()}, required=("truecase_model",)),
+        rule=Fields({"side": SIDE, "truecase_model": Str()}, required=("truecase_model",)),
         per_side=True,
         files=lambda key, table: {f"unigrams.{key}": f"unigrams.{key}.npz"},
         build=_build,

@@ -1,0 +1,55 @@
+"""``[features]``: feature sets, families, their settings and the resource bundle; its rule and its
+typed view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from qe.config.document import SHOWN, ReadOnlyTable, no_table
+from qe.config.rules import (
+    Anything,
+    Fields,
+    List,
+    Mistake,
+    Str,
+    TablesOf,
+    first_repeated,
+)
+
+
+def _families_once(features: dict[str, Any]) -> Mistake:
+    twice = first_repeated(features.get("families", []))
+    return (
+        None
+        if twice is None
+        else ("families", features["families"], f"each family once, not {twice!r} twice")
+    )
+
+
+FEATURES = Fields(
+    {
+        "sets": List(Str()),
+        "families": List(Str()),
+        "resources": Str(),
+        "settings": TablesOf(Anything()),  # each family checks its own settings
+    },
+    rules=(_families_once,),
+)
+
+POOLED_FAMILIES = ("finetuned", "nmt")
+"""The families whose features mean the same in every language pair, the only ones a pooled config
+(``[data] datasets``) takes: the others read resources built for one pair (lm, ibm1, ngrams, edits,
+baseline17's tables) or one language's tools (spaCy, dictionaries, tokenizers, the encoder's
+language check)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeaturesConfig:
+    """``[features]``: registered feature sets, feature families, the resource bundle, family settings."""
+
+    sets: tuple[str, ...] = field(default=(), metadata=SHOWN)
+    families: tuple[str, ...] = field(default=(), metadata=SHOWN)
+    # family -> its settings (and per-split tables)
+    settings: ReadOnlyTable = field(default_factory=no_table, metadata=SHOWN)
+    resources: str | None = None

@@ -1,0 +1,174 @@
+"""A saved model held ready to score: the model file read once, its bundle opened once, its families bound
+once, then any number of batches of pairs scored.
+
+``qe predict`` builds one :class:`ScoringContext` per process (the parent for its checks; a forked
+worker inherits it, any other worker builds its own once); a long-running service holds one per
+model and scores every request with it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qe.infra.errors import QEInputError
+from qe.model.file import QEModel
+from qe.stream.tasks import clear_text_memos
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One batch's scores, each checked to be a finite number and then clipped to the training label
+    range (``clipped`` of them were), and the feature table they came from when it was asked for."""
+
+    scores: np.ndarray
+    clipped: int
+    features: pd.DataFrame | None = None
+
+
+class ScoringContext:
+    """A model, its resource bundle and its bound feature families, ready to score batches of pairs.
+
+    The attributes describe the model and do not change (read them from any thread); :meth:`score`
+    scores one batch at a time (a lock serialises concurrent calls: the families keep per-batch
+    caches).
+    """
+
+    def __init__(
+        self, model: QEModel, resources: Any, families: Sequence[Any], line_inputs: Mapping[str, Path]
+    ):
+        self.model = model
+        self.resources = resources
+        self.families = tuple(families)
+        self.line_inputs = dict(line_inputs)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        model: str | Path,
+        *,
+        resources: str | Path | None = None,
+        inputs: Mapping[str, str | Path] | None = None,
+    ) -> ScoringContext:
+        """Read and check the model file, open the bundle it names (or ``resources``) and check its
+        signature, make the model's families with their prediction-time settings and bind them.
+
+        ``inputs`` are declared inputs by name (``qe predict``'s ``--decoder-nbest``, ``--pseudo-ref``
+        ...): a file input (a decoder log) goes to the families that declare it; a line input is kept
+        in :attr:`line_inputs`, its lines coming with each batch (``score``'s ``extra``).
+        """
+        from qe.features.registry import route_inputs
+
+        loaded = QEModel.load(model)
+        given = dict(inputs or {})
+        lines, _ = route_inputs(loaded.manifest.get("families", []), given, {})
+        files = {name: str(path) for name, path in given.items() if name not in lines}
+        families = loaded.make_families(files)  # refuses a model trained on precomputed tables
+        bundle = loaded.open_resources(resources)
+        return cls(loaded, bundle, [family.bind(bundle) for family in families], lines)
+
+    def warm(self) -> None:
+        """Let every family fill its bounded caches now (:meth:`FeatureFamily.warm`): a service pays
+        their time and memory at start, not on its first requests."""
+        with self._lock:
+            for family in self.families:
+                family.warm()
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The model's input features, in order."""
+        return tuple(self.model.feature_names)
+
+    @property
+    def signature(self) -> str | None:
+        """The signature of the run that trained the model (data, features, resources, learner, versions)."""
+        return self.model.manifest.get("signature")
+
+    @property
+    def languages(self) -> dict[str, str | None]:
+        """The model's source and target languages (``{"src": ..., "tgt": ...}``, empty if unknown)."""
+        return dict(self.model.manifest.get("languages") or {})
+
+    @property
+    def label_range(self) -> tuple[float, float] | None:
+        """The training label range scores are clipped to (None: unbounded labels, e.g. z-scores)."""
+        bounds = self.model.manifest.get("label_range")
+        return (float(bounds[0]), float(bounds[1])) if bounds else None
+
+    @property
+    def label_kind(self) -> str | None:
+        """What the scores predict (e.g. HTER), when the model's manifest says."""
+        return self.model.manifest.get("label_kind")
+
+    @property
+    def higher_is_better(self) -> bool | None:
+        """Whether a higher score means a better translation, when the model's manifest says."""
+        return self.model.manifest.get("higher_is_better")
+
+    @property
+    def model_sha256(self) -> str | None:
+        """The SHA-256 of the model file's bytes, as read."""
+        return self.model.sha256
+
+    @property
+    def bundle_signature(self) -> str | None:
+        """The signature of the resource bundle in use (None without one)."""
+        return self.resources.signature() if self.resources is not None else None
+
+    @property
+    def pair_inputs(self) -> tuple[str, ...]:
+        """The line inputs each pair must come with (e.g. a pseudo-reference), beyond source and MT:
+        those the families read that the bundle does not provide."""
+        needed = []
+        for family in self.families:
+            for item in family.needed_inputs():
+                provided = item.provider and self.resources is not None and item.provider in self.resources
+                if item.kind == "lines" and not provided and item.name not in needed:
+                    needed.append(item.name)
+        return tuple(needed)
+
+    def score(
+        self,
+        src: Sequence[str],
+        mt: Sequence[str],
+        *,
+        extra: Mapping[str, Sequence[str]] | None = None,
+        start: int = 0,
+        origins: Mapping[str, tuple[str, int]] | None = None,
+        keep_features: bool = False,
+    ) -> Scored:
+        """Score aligned sentence pairs: ``extra`` holds the line inputs by name (one line per pair),
+        ``start`` the 0-based position of the first pair in a longer input (pair ids and the line
+        numbers of messages count from it), ``origins`` where each text was read (``(file, line of the
+        first pair)``, for messages). The whole-input id checks of decoder logs are the caller's."""
+        extra = {name: list(lines) for name, lines in (extra or {}).items()}
+        if not src:
+            raise QEInputError("no sentence pairs to score")
+        for name, lines in {"mt": mt, **extra}.items():
+            if len(lines) != len(src):
+                raise QEInputError(f"{len(src)} source sentences but {len(lines)} lines of {name}")
+        with self._lock:
+            try:
+                table = self.model.features(
+                    list(src),
+                    list(mt),
+                    ids=[str(start + k) for k in range(len(src))],
+                    resources=self.resources,
+                    families=list(self.families),
+                    extra=extra,
+                    origins=dict(origins or {}),
+                    whole=False,
+                    bind=False,  # bound once, in open: a rebind drops what a family built
+                )
+            finally:
+                clear_text_memos(self.families, self.resources)  # memory does not grow with the batches
+        scores, clipped = self.model.checked_scores(table, first_line=start + 1)
+        return Scored(scores, clipped, table if keep_features else None)
