@@ -3,7 +3,7 @@
 Counts every ``import qe...`` / ``from qe... import`` / relative import, at module level and inside
 functions alike, because a loop closed by a deferred import is still a loop (issue 20). ``--edges``
 also prints every import, ``--upward`` the imports from a lower floor to a higher one (``FLOORS``, the
-layers README.md's architecture section draws). Modules loaded by name at run time (the commands
+layers docs/architecture.md draws). Modules loaded by name at run time (the commands
 ``qe.commands`` loads, the feature families and selectors their registries discover) are not imports here.
 """
 
