@@ -1,9 +1,10 @@
-"""The README's ablation table: ``qe ablate``'s record of every system, with its run signature.
+"""The ablation table of docs/results-wmt12.md: ``qe ablate``'s record of every system, with its run
+signature.
 
 Reads the ``ablation.json`` that ``qe ablate configs/ablation-wmt12.toml`` wrote to ``--run`` (a
 missing one is measured first, about 9 minutes on 2 idle cores) and prints it with the commit and the
 config's path: the record ``docs/ablation-table.json`` keeps. ``scripts/update_readme.py`` writes the
-README table from it (``qe.run.ablation.ablation_table``, what ``qe ablate`` prints) and
+page's table from it (``qe.run.ablation.ablation_table``, what ``qe ablate`` prints) and
 ``benchmarks/reproduce_row.py --table ablation --row only:lm`` measures one row again from a clean cache.
 
     python benchmarks/ablation_table.py [--run runs/ablation-wmt12] > docs/ablation-table.json

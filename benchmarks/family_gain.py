@@ -14,13 +14,13 @@ number of features), predictions not clipped. ``cv`` metrics come from ``cross_v
 5 shuffled folds with the chosen parameters (the same folds chose them, so CV figures are
 optimistic); ``test`` metrics are the official ones on the 422 test pairs
 (``qe.evaluation.metrics.evaluate``). Features go through the feature cache under ``$QE_CACHE_DIR``;
-``--settings`` defaults to the README's (``embeddings``: pseudo-reference cosine and 128 projections, as in
-``wmt12-best``).
+``--settings`` defaults to the results page's (docs/results-wmt12.md; ``embeddings``: pseudo-reference cosine
+and 128 projections, as in ``wmt12-best``).
 
 Prints the record ``docs/family-gain-table.json`` keeps: ``{"commit", "reference": ROW, "families":
 {"<family>": {"alone": ROW, "with_bf17": ROW}}}``, a ROW being ``{"n_features", "config", "cv":
 {MAE, DeltaAvg}, "test": {MAE, RMSE, DeltaAvg, Spearman}, "signature"}`` with the signature
-``qe run`` writes for that config; ``scripts/update_readme.py`` writes the README table from it
+``qe run`` writes for that config; ``scripts/update_readme.py`` writes the docs/results-wmt12.md table from it
 (``markdown``) and ``benchmarks/reproduce_row.py --table family-gain --row lm:alone`` runs one row's
 config from a clean cache.
 
@@ -105,7 +105,7 @@ def measure(config: dict[str, Any], folder: Path, data_dir: Path | None) -> dict
 
 
 def markdown(record: dict) -> str:
-    """The README table: the reference row, then one row per family alone and with the official 17."""
+    """The results page's table: the reference row, then one row per family alone and with the official 17."""
     head = (
         "| features | n | CV MAE | CV DeltaAvg | test MAE | test RMSE | test DeltaAvg | test Spearman |\n"
         "|---|---|---|---|---|---|---|---|"
@@ -138,7 +138,9 @@ def main() -> None:
     )
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--markdown", action="store_true", help="print the README table instead of JSON")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the results page's table instead of JSON"
+    )
     parser.add_argument("--from-json", type=Path, default=None, help="render a record saved before")
     parser.add_argument("--save", type=Path, default=None, help="also write the JSON record to this file")
     args = parser.parse_args()

@@ -15,8 +15,9 @@ Prints JSON: ``{"<pair>": {"da": {"pearson", "spearman", "mae", "rmse", "dev_pea
 and ``"stacked"`` (``signature``: what ``qe run`` writes to ``signature.txt`` for that config, so
 ``benchmarks/reproduce_row.py`` can check a row), the git commit measured under ``"commit"``, and
 under ``"lp_mean"`` the test20 Pearson of the NMT model's mean token log-probability used alone (sign
-flipped for HTER, where a higher log-probability means fewer edits). ``--markdown`` prints the README
-table instead, beside the WMT20 OpenKiwi baseline's published Pearsons and the goals of issue 14;
+flipped for HTER, where a higher log-probability means fewer edits). ``--markdown`` prints the full
+table instead (as docs/mlqe-log.md shows it), beside the WMT20 OpenKiwi baseline's published
+Pearsons and the goals of issue 14;
 ``--steps`` the per-pair steps table of issue 23 (dev and test20 Pearson of each step, the step dev
 chose, MonoTransQuest and the goal). Issue 23 item 3: ``--systems pooled,zeroshot`` (not run by
 default: they build eight more bundles) adds the step "+ pooling" (``<label>-pooled.toml``, one model
@@ -213,7 +214,7 @@ def per_pair(test, pred, dev, model, train, sig: str) -> dict:
 
 
 def markdown(table: dict) -> str:
-    """The README table: one row per pair, target and system."""
+    """The full table (as docs/mlqe-log.md shows it): one row per pair, target and system."""
     lines = [
         "| pair | target | system | Pearson | Spearman | MAE | RMSE | `lp_mean` alone | OpenKiwi | goal |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -284,7 +285,7 @@ README_PAIRS = ("ro-en", "et-en", "ne-en", "si-en", "ru-en", "en-de", "en-zh")  
 
 
 def readme_table(table: dict) -> str:
-    """The README's summary: per pair the best systems' DA and HTER Pearson beside the goals,
+    """The summary table of docs/mlqe.md: per pair the best systems' DA and HTER Pearson beside the goals,
     OpenKiwi and the NMT model's ``lp_mean`` (written by ``scripts/update_readme.py``)."""
     lines = [
         "| pair | DA Pearson | goal | OpenKiwi | NMT `lp_mean` alone | HTER Pearson | goal | OpenKiwi |",
@@ -366,7 +367,7 @@ def save(path: Path | None, table: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true", help="print the README table instead of JSON")
+    parser.add_argument("--markdown", action="store_true", help="print the full table instead of JSON")
     parser.add_argument("--steps", action="store_true", help="print issue 23's per-pair steps table")
     parser.add_argument(
         "--configs", type=Path, default=CONFIGS, help="folder of the configs (default configs/mlqe)"
@@ -452,7 +453,7 @@ def main() -> None:
 
 
 def render(table: dict, args: argparse.Namespace) -> str:
-    """The table as asked: steps, README markdown or JSON."""
+    """The table as asked: steps, the full markdown table or JSON."""
     if args.steps:
         return steps_markdown(table)
     return markdown(table) if args.markdown else json.dumps(table, indent=2)

@@ -1,4 +1,5 @@
-"""Rebuild one row of a README results table from a clean cache and check it against its record.
+"""Rebuild one row of a results table (docs/results-wmt12.md, docs/mlqe.md) from a clean cache and
+check it against its record.
 
 The row's config runs through ``qe run`` (``qe ablate --systems ROW`` for an ablation row; a
 subprocess, as a user runs it) with ``QE_CACHE_DIR`` set to a new empty folder, so no feature,
@@ -101,7 +102,8 @@ def family_gain_row(table: dict, row: str) -> Row:
 
 
 def ablation_numbers(system: dict, dataset: str | None) -> dict[str, dict[str, float]]:
-    """What an ablation row of the README shows: CV and test metrics, p-values against the full system."""
+    """What an ablation row of docs/results-wmt12.md shows: CV and test metrics, p-values against the
+    full system."""
     from qe.evaluation.metrics import HEADLINE_METRICS
     from qe.evaluation.published import summary_columns
     from qe.run.ablation import BOOTSTRAP_METRICS

@@ -1,9 +1,10 @@
-"""The WMT12 systems of the README's result tables: their test and CV numbers and run signatures.
+"""The WMT12 systems of the result tables (docs/results-wmt12.md, the README's demo table): their test
+and CV numbers and run signatures.
 
 Reads the run directory ``qe run`` wrote for each system (``<runs>/wmt12-<system>``; a missing one
 is run first, as ``make demo`` runs them) and prints JSON: ``{"commit", "systems": {"<system>":
 {"config", "test": {MAE, RMSE, DeltaAvg, Spearman}, "cv": {MAE}, "signature"}}}``, the record
-``docs/wmt12-table.json`` keeps. ``scripts/update_readme.py`` writes the README rows from it and
+``docs/wmt12-table.json`` keeps. ``scripts/update_readme.py`` writes those rows from it and
 ``benchmarks/reproduce_row.py --table wmt12 --row <system>`` rebuilds one from a clean cache.
 
     python benchmarks/wmt12_table.py [--runs runs] > docs/wmt12-table.json

@@ -3,7 +3,7 @@
 Counts every ``import qe...`` / ``from qe... import`` / relative import, at module level and inside
 functions alike, because a loop closed by a deferred import is still a loop (issue 20). ``--edges``
 also prints every import, ``--upward`` the imports from a lower floor to a higher one (``FLOORS``, the
-layers README.md's architecture section draws). Modules loaded by name at run time (the commands
+layers docs/architecture.md draws). Modules loaded by name at run time (the commands
 ``qe.commands`` loads, the feature families and selectors their registries discover) are not imports here.
 """
 
@@ -21,57 +21,27 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "qe"
 
 FLOORS: dict[str, int] = {
-    # 0 foundations: errors, safe file I/O and outputs, metrics
-    **dict.fromkeys(
-        (
-            "qe",
-            "qe.infra.errors",
-            "qe.infra.io",
-            "qe.infra.outputs",
-            "qe.infra.workers",
-            "qe.evaluation.metrics",
-        ),
-        0,
-    ),
-    **dict.fromkeys(("qe.evaluation.textmetrics", "qe.model.numpy.check"), 0),
-    # 1 config rules: rule types, predicates, the names registries hand in; the typed config views
-    **dict.fromkeys(("qe.schema", "qe.configtypes"), 1),
-    # 2 data and text: datasets, tables, a config's splits, tokenization
-    **dict.fromkeys(
-        (
-            "qe.data",
-            "qe.run.splits",
-            "qe.text.processing",
-            "qe.text.fastmoses",
-            "qe.text.nlp",
-            "qe.text.langid",
-        ),
-        2,
-    ),
-    # 3 parts: feature families, learners, selectors, bundle members, model readers, report pieces
+    # 0 foundations: errors, safe file I/O and outputs, workers and the parallel backend, memos; metrics
+    **dict.fromkeys(("qe", "qe.infra", "qe.evaluation"), 0),
+    # 1 config rules: rule types, predicates, the names registries hand in; each section's rule and its
+    # frozen dataclass, the experiment config composed of them
+    "qe.config": 1,
+    # 2 data and text: datasets, tables, a config's splits, tokenization, spaCy pipelines
+    **dict.fromkeys(("qe.data", "qe.text", "qe.run.splits"), 2),
+    # 3 parts: feature families, learners, selectors, bundle members and sections, encoders, decoder
+    # and NMT readers, the numpy scorers and the model allow-list, report pieces
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
+    **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.model.numpy", "qe.model.allowlist"), 3),
+    **dict.fromkeys(("qe.report.blocks", "qe.report.plots", "qe.report.render"), 3),
+    # 4 assembly: loading configs, bundles, extraction, saved models and their catalogue, streaming
     **dict.fromkeys(
-        (
-            "qe.nmt",
-            "qe.decoder",
-            "qe.model.numpy.reader",
-            "qe.model.numpy.predictors",
-            "qe.model.numpy.trees",
-        ),
-        3,
+        ("qe.config.load", "qe.resources.bundle", "qe.features.extractor", "qe.features.cache"), 4
     ),
+    **dict.fromkeys(("qe.model", "qe.stream"), 4),
+    # 5 workflows: a run's stages and ablations, reports, scoring and the service, building the ready-made
+    # models, the diagnostics of a language pair
     **dict.fromkeys(
-        ("qe.model.allowlist", "qe.evaluation.published", "qe.report.blocks", "qe.report.plots"), 3
-    ),
-    "qe.report.render": 3,
-    # 4 assembly: configs, bundles, extraction, saved models, streaming
-    **dict.fromkeys(("qe.config.load", "qe.resources.bundle", "qe.doctor.pieces", "qe.doctor.tagless"), 4),
-    **dict.fromkeys(("qe.features.extractor", "qe.features.cache", "qe.model.file", "qe.stream"), 4),
-    "qe.model.catalog": 4,
-    # 5 workflows: a run's stages, ablations, reports, the scoring context and service, building the
-    # ready-made models
-    **dict.fromkeys(
-        ("qe.run", "qe.run.ablation", "qe.report", "qe.model.scoring", "qe.serve", "qe.model.build"), 5
+        ("qe.run", "qe.report", "qe.model.scoring", "qe.model.build", "qe.serve", "qe.doctor"), 5
     ),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),

@@ -59,7 +59,7 @@ def surface_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "toy.toml").write_text("\n".join(lines) + "\n")
     run_experiment(load_config(root / "toy.toml"), root / "run", progress=False)
     model = QEModel.load(root / "run" / "model.skops")
-    model.manifest["languages"] = {"src": "en", "tgt": "es"}
+    model.manifest = model.manifest.with_changes(languages={"src": "en", "tgt": "es"})
     model.save(root / "model.skops")
     return root / "model.skops"
 

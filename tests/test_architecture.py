@@ -39,12 +39,11 @@ def test_imports_inside_functions_count() -> None:
 
 def test_bundle_members_import_no_feature_code() -> None:
     # the resources families read (floor 3) import no family code: cross-fitting cuts a batch by fold
-    # without importing qe.features (a batch of the batch's own class); only the floor-4 checks that
-    # look at an experiment's families do. The member kinds register themselves: the registry finds
+    # without importing qe.features (a batch of the batch's own class); only the diagnostics that look at
+    # an experiment's families (qe.doctor) do. The member kinds register themselves: the registry finds
     # them by module name and imports none.
     edges = [line.split(" -> ") for line in _run("--edges").stdout.splitlines() if " -> " in line]
-    assembly = ("qe.doctor.pieces", "qe.doctor.tagless")
-    parts = [(a, b) for a, b in edges if a.startswith("qe.resources.") and a not in assembly]
+    parts = [(a, b) for a, b in edges if a.startswith("qe.resources.")]
     assert not [(a, b) for a, b in parts if b.startswith("qe.features")]
     assert not [(a, b) for a, b in parts if a == "qe.resources.bundle.members" and ".kinds." in b]
 
@@ -71,12 +70,12 @@ def test_a_loop_closed_inside_a_function_is_found(tmp_path: Path) -> None:
     assert result.stdout.splitlines() == ["import loop (2 modules): qe.low qe.sub.high"]
 
 
-def test_at_most_two_imports_climb_and_the_readme_names_them() -> None:
+def test_at_most_two_imports_climb_and_the_architecture_page_names_them() -> None:
     result = _run("--upward")
     climbs = [line.split() for line in result.stdout.splitlines() if line.startswith("upward: ")]
     assert len(climbs) <= 2, result.stdout
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    architecture = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    architecture = page.split("# Architecture\n", 1)[1].split("\n## ", 1)[0]  # the floors, not "Extending qe"
     for climb in climbs:  # "upward: A (floor 1) -> B (floor 3)"
         source, target = climb[1], climb[5]
         assert f"`{source}`" in architecture and f"`{target}`" in architecture, climb

@@ -18,8 +18,8 @@ LABELS = np.array([4.5, 2.0])
 
 
 def _expected_fingerprint(src: list[str], mt: list[str], labels: np.ndarray | None) -> str:
-    """The definition the README's and saved models' signatures quote: sha256 of ``src \\t mt \\n`` per
-    pair, then the labels as float64 bytes; 16 hex digits."""
+    """The definition the result tables' (docs/) and saved models' signatures quote: sha256 of
+    ``src \\t mt \\n`` per pair, then the labels as float64 bytes; 16 hex digits."""
     text = "".join(f"{s}\t{t}\n" for s, t in zip(src, mt, strict=True)).encode("utf-8")
     tail = b"" if labels is None else np.asarray(labels, dtype="<f8").tobytes()
     return hashlib.sha256(text + tail).hexdigest()[:16]

@@ -28,7 +28,7 @@ from qe.infra.errors import QEInputError
 from qe.learners.factory import LEARNERS, make_learner
 from qe.model.file import MODEL_TYPES, QEModel, load_model, save_model
 from tests.helpers import write_lines
-from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
+from tests.helpers.learners import FACTORY_SPECS, MANIFEST, MANIFEST_DOCUMENT, fit_factory_learner
 
 
 def _dump(path, estimator) -> None:
@@ -36,7 +36,7 @@ def _dump(path, estimator) -> None:
     payload = {
         "estimator": estimator,
         "feature_names": ["surface.src_tokens"],
-        "manifest_json": json.dumps(MANIFEST),
+        "manifest_json": MANIFEST.to_json(),
     }
     path.write_bytes(sio.dumps(payload))
 
@@ -199,7 +199,7 @@ def _rezip(source: Path, target: Path, edit) -> Path:
 
 
 def _with_manifest(path: Path, target: Path, **changes) -> Path:
-    manifest = {**MANIFEST, **changes}
+    manifest = {**MANIFEST_DOCUMENT, **changes}
 
     def edit(members):
         schema = json.loads(members["schema.json"])
@@ -255,7 +255,7 @@ def test_an_estimator_that_is_not_an_estimator_is_one_line(tmp_path, capsys):
     payload = {
         "estimator": "not a model",
         "feature_names": ["surface.src_tokens"],
-        "manifest_json": json.dumps(MANIFEST),
+        "manifest_json": MANIFEST.to_json(),
     }
     model.write_bytes(sio.dumps(payload))
     err = _predict_error(capsys, model, tmp_path)

@@ -12,6 +12,7 @@ import skops.io as sio
 from qe.infra.errors import QEInputError
 from qe.learners.factory import make_learner
 from qe.model.file import QEModel, load_model, save_model
+from qe.model.manifest import ModelManifest
 
 
 class Payload:
@@ -29,10 +30,10 @@ def _fitted():
 
 def test_round_trip_gives_identical_predictions(tmp_path):
     model, x = _fitted()
-    save_model(tmp_path / "m.skops", model, ["a", "b", "c"], {"signature": "s"})
+    save_model(tmp_path / "m.skops", model, ["a", "b", "c"], ModelManifest.from_document({"signature": "s"}))
     loaded, names, manifest = load_model(tmp_path / "m.skops")
     assert np.array_equal(loaded.predict(x), model.predict(x))
-    assert names == ["a", "b", "c"] and manifest == {"signature": "s"}
+    assert names == ["a", "b", "c"] and manifest.signature == "s" and manifest.to_json() == '{"signature": "s"}'
 
 
 def test_untrusted_type_is_refused_before_loading(tmp_path, capsys):
@@ -50,7 +51,7 @@ def test_pickle_payload_and_truncated_files_are_refused(tmp_path, capsys):
     with pytest.raises(QEInputError, match="not a readable qe model file"):
         load_model(pickled)
     good = tmp_path / "good.skops"
-    save_model(good, model, ["a", "b", "c"], {})
+    save_model(good, model, ["a", "b", "c"], ModelManifest())
     truncated = tmp_path / "truncated.skops"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(QEInputError, match="truncated or corrupt"):
@@ -74,7 +75,9 @@ def test_prediction_uses_the_settings_of_the_predict_split():
         "families": ["surface"],
         "family_settings": {"surface": {"style": "moses", "train": {"normalize": True}}},
     }
-    (family,) = QEModel(None, [], manifest).make_families()
+    (family,) = QEModel(None, [], ModelManifest.from_document(manifest)).make_families()
     assert family.settings["style"] == "moses" and family.settings["normalize"] is False
     with pytest.raises(QEInputError, match="precomputed feature tables"):
-        QEModel(None, [], {**manifest, "feature_sets": ["wmt12-official-bf17"]}).make_families()
+        QEModel(
+            None, [], ModelManifest.from_document({**manifest, "feature_sets": ["wmt12-official-bf17"]})
+        ).make_families()

@@ -1,12 +1,17 @@
-"""The README keeps its two set-up commands; its feature catalogue matches the code; its MLQE-PE,
-WMT12, family-gain and ablation result rows match their records (docs/*-table.json), every recorded
-row carries the signature of the run that measured it, and a cheap row rebuilt from a clean cache
-gives its record again."""
+"""The README is a newcomer's page: at most 250 lines, its two set-up commands, links to every docs page
+(every relative link of README.md and docs/*.md leads to a file). The parts written from the code and
+the records stand wherever they are (README.md or a docs page; ``scripts/update_readme.py`` finds them):
+the feature catalogue matches the code; the demo, MLQE-PE, WMT12, family-gain and ablation result rows
+match their records (docs/*-table.json), every recorded row carries the signature of the run that
+measured it, and a cheap row rebuilt from a clean cache gives its record again."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,14 +20,18 @@ import pytest
 
 from qe.config.load import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
+from qe.model.catalog import CATALOG
 
 REPO = Path(__file__).resolve().parents[1]
-README = (REPO / "README.md").read_text(encoding="utf-8")
+README_PATH = REPO / "README.md"
+README = README_PATH.read_text(encoding="utf-8")
+DOC_PAGES = sorted((REPO / "docs").glob("*.md"))
 MLQE = json.loads((REPO / "docs" / "mlqe-table.json").read_text(encoding="utf-8"))
 WMT12 = json.loads((REPO / "docs" / "wmt12-table.json").read_text(encoding="utf-8"))
 FAMILY_GAIN = json.loads((REPO / "docs" / "family-gain-table.json").read_text(encoding="utf-8"))
 ABLATION = json.loads((REPO / "docs" / "ablation-table.json").read_text(encoding="utf-8"))
 OFFICIAL = "wmt12-official-bf17"
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def load_script(path: Path):
@@ -30,6 +39,9 @@ def load_script(path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+UPDATE = load_script(REPO / "scripts" / "update_readme.py")
 
 
 def signature_parts(signature: str) -> dict[str, str]:
@@ -41,8 +53,56 @@ def signature_parts(signature: str) -> dict[str, str]:
     return parts
 
 
+def pages() -> dict[Path, str]:
+    """README.md and every docs page, by path: where the generated parts may stand."""
+    return {path: path.read_text(encoding="utf-8") for path in UPDATE.generated_files()}
+
+
+def holder(part: str) -> Path:
+    """The one page holding ``part``."""
+    found = [path for path, text in pages().items() if part in text]
+    assert len(found) == 1, (part, found)
+    return found[0]
+
+
+def section(text: str, name: str) -> str:
+    """What stands between a generated section's markers."""
+    begin, end = UPDATE.markers(name)
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def relative_links(text: str) -> list[str]:
+    """The targets of a page's markdown links and images outside code blocks, but for web addresses
+    and anchors within the page."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    targets = [
+        target
+        for target in LINK.findall(prose)
+        if not target.startswith(("http://", "https://", "mailto:", "#"))
+    ]
+    return [target.split("#", 1)[0] for target in targets]
+
+
+def test_the_readme_fits_a_newcomer():
+    assert len(README.splitlines()) <= 250
+
+
 def test_readme_has_the_two_setup_commands():
-    assert "make demo" in README and "make test" in README
+    setup = README.split("\n## Set up\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", setup, flags=re.S | re.M)
+    commands = [line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines()]
+    assert [command for command in commands if command] == ["make demo", "make test"]
+
+
+def test_every_relative_link_leads_to_a_file():
+    for path, text in pages().items():
+        for target in relative_links(text):
+            assert (path.parent / target).resolve().is_file(), (str(path.relative_to(REPO)), target)
+
+
+def test_the_readme_links_every_docs_page():
+    linked = {(REPO / target).resolve() for target in relative_links(README)}
+    assert DOC_PAGES and [page for page in DOC_PAGES if page.resolve() not in linked] == []
 
 
 def test_readme_is_what_its_sources_give():
@@ -54,19 +114,106 @@ def test_readme_is_what_its_sources_give():
     assert result.returncode == 0, result.stderr
 
 
+def test_the_check_names_a_stale_docs_page(tmp_path):
+    # a copy of the pages and the script, reading this checkout's code and records
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "update_readme.py", tmp_path / "scripts")
+    shutil.copy(README_PATH, tmp_path / "README.md")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    for folder in ("qe", "benchmarks"):
+        (tmp_path / folder).symlink_to(REPO / folder)
+    holder_page = tmp_path / holder(f"| en-de | **{MLQE['en-de']['da']['pearson']:.3f}** |").relative_to(REPO)
+    text = holder_page.read_text(encoding="utf-8")
+    holder_page.write_text(text.replace(f"**{MLQE['en-de']['da']['pearson']:.3f}**", "**0.999**"), "utf-8")
+    script = [sys.executable, str(tmp_path / "scripts" / "update_readme.py")]
+    result = subprocess.run([*script, "--check"], capture_output=True, text=True)
+    stale = holder_page.relative_to(tmp_path)
+    assert result.returncode == 1 and result.stderr.strip().startswith(f"{stale} is stale"), result.stderr
+    assert subprocess.run(script, capture_output=True, text=True).returncode == 0
+    assert holder_page.read_text(encoding="utf-8") == text
+    assert subprocess.run([*script, "--check"], capture_output=True, text=True).returncode == 0
+
+
 def test_a_changed_number_in_a_result_table_is_put_back():
-    update = load_script(REPO / "scripts" / "update_readme.py")
     en_de = f"| en-de | **{MLQE['en-de']['da']['pearson']:.3f}** |"
     svr = f"| **qe M5P, official 17 features** (Weka defaults, 2 linear models) | {WMT12['systems']['official-m5p']['test']['MAE']:.3f} |"  # noqa: E501
     lm = FAMILY_GAIN["families"]["lm"]["alone"]
     family = f"| `lm` alone | {lm['n_features']} | {lm['cv']['MAE']:.3f} |"
     only_lm = ABLATION["systems"]["only:lm"]
     ablation = f"| only:lm | {only_lm['n_features']} | {only_lm['cv']['MAE']:.3f} |"
-    assert all(row in README for row in (en_de, svr, family, ablation))
-    tampered = README.replace(en_de, "| en-de | **0.999** |").replace(svr, svr[: -len("0.000 |")] + "0.111 |")
-    tampered = tampered.replace(family, family[: -len("0.000 |")] + "0.222 |")
-    tampered = tampered.replace(ablation, ablation[: -len("0.000 |")] + "0.333 |")
-    assert tampered != README and update.render(tampered) == README
+    m5p = f"| **wmt12-official-m5p** | {WMT12['systems']['official-m5p']['test']['MAE']:.3f} |"
+    rows = {en_de: "| en-de | **0.999** |", svr: svr[: -len("0.000 |")] + "0.111 |"}
+    rows |= {family: family[: -len("0.000 |")] + "0.222 |", ablation: ablation[: -len("0.000 |")] + "0.333 |"}
+    rows |= {m5p: m5p[: -len("0.000 |")] + "0.444 |"}
+    texts = pages()
+    tampered = dict(texts)
+    for row, changed in rows.items():
+        found = [path for path, text in texts.items() if row in text]
+        assert len(found) == 1, (row, found)
+        tampered[found[0]] = tampered[found[0]].replace(row, changed)
+    # every page with a generated result table has a row changed here (the catalogue: the test below)
+    results = {name for name in UPDATE.SECTIONS if name != "catalogue"}
+    generated = {path for path, text in texts.items() if results & {*UPDATE.section_names(text)}}
+    generated |= {path for path, text in texts.items() if UPDATE.wmt12_rows_in(text)}
+    changed_pages = {path for path in texts if tampered[path] != texts[path]}
+    assert generated and changed_pages >= generated, sorted(map(str, generated - changed_pages))
+    for path in changed_pages:
+        assert UPDATE.render(tampered[path], path) == texts[path], path
+
+
+def change_last_digit(line: str) -> str:
+    """``line`` with its last digit changed."""
+    position = max(k for k, char in enumerate(line) if char.isdigit())
+    return line[:position] + str((int(line[position]) + 1) % 10) + line[position + 1 :]
+
+
+@pytest.mark.parametrize("name", sorted(UPDATE.SECTIONS))
+def test_every_generated_section_is_put_back_where_it_stands(name):
+    """A digit changed in the first row of each generated table, in whichever page holds it."""
+    (path,) = [path for path, text in pages().items() if name in UPDATE.section_names(text)]
+    text = path.read_text(encoding="utf-8")
+    first_row = section(text, name).strip("\n").split("\n")[2]
+    tampered = text.replace(first_row, change_last_digit(first_row), 1)
+    assert tampered != text and UPDATE.render(tampered, path) == text
+
+
+def test_every_wmt12_row_is_put_back_where_it_stands():
+    for _, label, _ in UPDATE.WMT12_ROWS:
+        rows = [
+            line for text in pages().values() for line in text.split("\n") if line.startswith(f"| {label} |")
+        ]
+        assert len(rows) == 1, label
+        path = holder(rows[0])
+        text = path.read_text(encoding="utf-8")
+        tampered = text.replace(rows[0], change_last_digit(rows[0]))
+        assert tampered != text and UPDATE.render(tampered, path) == text, label
+
+
+def demo_target() -> list[list[str]]:
+    """The commands of the Makefile's ``demo`` target, split into words."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0].split("\n")[1:]
+    return [shlex.split(line.strip().lstrip("@")) for line in recipe]
+
+
+def test_the_demo_table_shows_the_runs_the_demo_compares():
+    """The README's demo rows: the runs ``make demo`` hands to ``qe compare``, in its order, each with
+    the config it was run from (``qe run`` or a ready-made model's record) and that config's record."""
+    commands = demo_target()
+    (compare,) = [words for words in commands if words[1:2] == ["compare"]]
+    names = [Path(run).name for run in compare[2:]]
+    assert names == [name for name, _ in UPDATE.DEMO_RUNS]
+    configs = {}
+    for words in commands:
+        if words[1:2] == ["run"]:
+            configs[Path(words[words.index("--output-dir") + 1]).name] = words[2]
+        if words[1:3] == ["models", "build"]:
+            configs[words[3]] = CATALOG[words[3]].config
+    recorded = {system["config"] for system in WMT12["systems"].values()}
+    for name, config in UPDATE.DEMO_RUNS:
+        assert configs[name] == config and config in recorded, name
+    rows = section(README, "demo-table").strip("\n").split("\n")[2:]
+    assert [row.split(" | ")[0] for row in rows[: len(names)]] == [f"| **{name}**" for name in names]
 
 
 @pytest.mark.parametrize("label", ["da", "hter"])
@@ -86,9 +233,8 @@ def test_every_mlqe_row_carries_the_signature_of_its_config(label, system):
         assert parts["fit"] == "train+dev" and parts["seed"] == str(config.seed), pair
 
 
-def test_every_wmt12_row_of_the_readme_carries_the_signature_of_its_config():
-    update = load_script(REPO / "scripts" / "update_readme.py")
-    for system, _, _ in update.WMT12_ROWS:
+def test_every_wmt12_row_carries_the_signature_of_its_config():
+    for system, _, _ in UPDATE.WMT12_ROWS:
         entry = WMT12["systems"][system]
         config = load_config(REPO / entry["config"])
         parts = signature_parts(entry["signature"])
@@ -171,8 +317,7 @@ STEP_SYSTEMS = {  # the protocol's systems per label (zero-shot models are train
 def test_every_steps_row_is_there_and_carries_the_signature_of_its_config():
     """Issue 23's steps table (docs/mlqe-steps-<label>.json): every system of the protocol on every
     pair, each measured with its own config (data, families, resources, seed)."""
-    update = load_script(REPO / "scripts" / "update_readme.py")
-    for path in update.MLQE_STEPS_TABLES:
+    for path in UPDATE.MLQE_STEPS_TABLES:
         table = json.loads(path.read_text(encoding="utf-8"))
         label = path.stem.removeprefix("mlqe-steps-")
         prefix = {"da": "da", "hter": "pe"}[label]

@@ -73,7 +73,7 @@ def test_scores_equal_qe_predict_on_the_same_pairs(server, surface_model, tmp_pa
     model = QEModel.load(surface_model)
     expected = model.predict([p["src"] for p in pairs], [p["mt"] for p in pairs])
     np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-9)
-    assert body["signature"] == model.manifest["signature"] and body["label"]["range"] == [1.0, 5.0]
+    assert body["signature"] == model.manifest.signature and body["label"]["range"] == [1.0, 5.0]
 
 
 def test_results_come_in_input_order_with_the_ids_given(server):

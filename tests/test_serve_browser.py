@@ -1,6 +1,6 @@
 """The page of ``qe serve`` in a real browser (Debian's headless Chromium driven by Selenium): paste five
 pairs, score, read the table and compare it with ``qe predict``; sort; set the bands; filter; download
-TSV and JSON. ``QE_SERVE_SCREENSHOT=docs/serve.png`` also writes the README's screenshot (en-es model).
+TSV and JSON. ``QE_SERVE_SCREENSHOT=docs/serve.png`` also writes docs/serve.md's screenshot (en-es model).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def test_a_refusal_is_shown_as_its_one_line(browser, server):
 @pytest.mark.skipif(
     not os.environ.get("QE_SERVE_SCREENSHOT"), reason="set QE_SERVE_SCREENSHOT=docs/serve.png"
 )
-def test_screenshot_for_the_readme(browser, data_dir):
+def test_screenshot_for_the_serve_page(browser, data_dir):
     """The en-es model on the first 12 WMT12 test pairs, bands at 4 / 3, sorted by score."""
     model = REPO / "models" / "wmt12-en-es-fast.skops"
     if not model.is_file():

@@ -1,6 +1,6 @@
 """``benchmarks/serve_load.py`` at a twentieth of its counts: it starts the server, loads it from 8 and 2
 clients, stops it with SIGTERM, and prints exactly the JSON of issue 21 with no error (the timings it
-reports are the README's business, not a test's)."""
+reports are docs/serve.md's business, not a test's)."""
 
 from __future__ import annotations
 

@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     # bad inputs before any work
     context = ScoringContext.open(args.model, resources=args.resources, inputs=given)
     model, resources, lines = context.model, context.resources, context.line_inputs
-    if args.out is not None and model.manifest.get("resources"):
+    if args.out is not None and model.manifest.resources:
         check_output_file(args.out, [resources.path])  # never write into the bundle being read
     check_line_inputs(context.families, lines, resources)
     check_unread_inputs(context.families, lines)
@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         **streaming_options(args),
     )
     if tally.clipped:
-        low, high = model.manifest["label_range"]
+        low, high = model.manifest.label_range
         print(
             f"qe: warning: {tally.clipped:,} of the {tally.scored:,} scores written were outside the "
             f"training label range [{low:g}, {high:g}] and were clipped to it",

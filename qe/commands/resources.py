@@ -126,9 +126,10 @@ def _check(args: argparse.Namespace) -> int:
     import tomllib
 
     from qe.config.load import load_config
-    from qe.doctor.pieces import bundle_pieces, experiment_pieces
+    from qe.doctor.pieces import experiment_pieces
     from qe.infra.errors import QEInputError
     from qe.infra.io import require_file
+    from qe.resources.bundle.pieces import bundle_pieces
 
     path = require_file(args.config, "config file")
     try:

@@ -2,11 +2,11 @@
 model manifests and the feature cache's key are both derived from these digests, so a run hashes each
 text once.
 
-The fingerprint's definition is fixed (signatures in the README and in saved models quote it): sha256 of
-``src \\t mt \\n`` for each pair in order, then the labels as float64 bytes. The pass over the pairs is
-kept as an open sha256 state, so the labels are added to a copy and the text is not hashed again. The
-same pass records each sentence's length in bytes, which makes the pair stream unambiguous (a tab inside
-a sentence cannot pass for the separator) for the cache key.
+The fingerprint's definition is fixed (signatures in the docs' result tables and in saved models quote
+it): sha256 of ``src \\t mt \\n`` for each pair in order, then the labels as float64 bytes. The pass
+over the pairs is kept as an open sha256 state, so the labels are added to a copy and the text is not
+hashed again. The same pass records each sentence's length in bytes, which makes the pair stream
+unambiguous (a tab inside a sentence cannot pass for the separator) for the cache key.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 """Every character ``str.splitlines`` breaks at, and its escape (``\\r``): a message quoting a
@@ -47,6 +48,12 @@ def refusal(call: Callable[[], object]) -> str | None:
     except QEInputError as exc:
         return exc.message
     return None
+
+
+def require(missing: list[str], what: str, path: Any = None) -> None:
+    """One QEInputError naming every missing piece (nothing when none is)."""
+    if missing:
+        raise QEInputError(f"{what}: {len(missing)} missing piece(s): " + " | ".join(missing), path)
 
 
 class Terminated(KeyboardInterrupt):

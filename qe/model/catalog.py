@@ -80,7 +80,7 @@ class ReadyModel:
 
 
 WMT12_FIGURES = ("MAE", "RMSE", "DeltaAvg", "Spearman")  # the official WMT12 columns
-MLQE_PAIRS = ("ro-en", "et-en", "ne-en", "si-en", "ru-en", "en-de", "en-zh")  # the README table's order
+MLQE_PAIRS = ("ro-en", "et-en", "ne-en", "si-en", "ru-en", "en-de", "en-zh")  # docs/mlqe.md's table order
 MLQE_LABELS = {"da": ("da", "DA"), "hter": ("pe", "post-editing")}  # name part -> config prefix, half
 MULTILINGUAL = "mlqe-da-multilingual"
 """The ready model for text of any language pair, without labels (``qe init`` offers it)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import io
-import json
 import os
 import sys
 import zipfile
@@ -17,10 +16,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from qe import __version__
-from qe.config.rules import AnyTable, Anything, Bool, Fields, LabelRange, List, Optional, Str, TablesOf, check
+from qe.config.document import thaw
 from qe.infra.errors import QEInputError
-from qe.infra.io import MAX_SCORE, atomic_write, parse_bounded
+from qe.infra.io import MAX_SCORE, atomic_write
 from qe.model.allowlist import MAX_MODEL_BYTES, MODEL_TYPES, read_schema
+from qe.model.manifest import ModelManifest
 
 if TYPE_CHECKING:
     from qe.model.numpy.reader import PlainModel
@@ -91,7 +91,7 @@ def _refused_message(refused: list[str]) -> str:
     return ", ".join(refused[:SHOWN_REFUSED]) + more
 
 
-def save_model(path: str | Path, estimator: Any, feature_names: list[str], manifest: dict[str, Any]) -> None:
+def save_model(path: str | Path, estimator: Any, feature_names: list[str], manifest: ModelManifest) -> None:
     """Write the estimator, its input feature names and a JSON manifest into one skops file, atomically.
 
     Refuses (before writing) an estimator holding anything :func:`load_model` would refuse.
@@ -99,7 +99,7 @@ def save_model(path: str | Path, estimator: Any, feature_names: list[str], manif
     payload = {
         "estimator": prediction_only(estimator),
         "feature_names": list(feature_names),
-        "manifest_json": json.dumps(manifest),
+        "manifest_json": manifest.to_json(),
     }
     try:
         data = skops_io().dumps(payload)
@@ -178,7 +178,7 @@ def _read_checked(path: Path) -> tuple[bytes, PlainModel, list[str]]:
     return data, plain, present
 
 
-def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str], dict[str, Any]]:
+def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str], ModelManifest]:
     """``(estimator, feature_names, manifest)`` built by skops from checked bytes."""
     try:
         payload = skops_io().loads(data, trusted=present)
@@ -186,40 +186,11 @@ def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str],
         raise QEInputError(f"cannot load model file: {type(exc).__name__}", path) from None
     if not isinstance(payload, dict) or not {"estimator", "feature_names", "manifest_json"} <= set(payload):
         raise QEInputError("not a qe model file (missing estimator / feature names / manifest)", path)
-    return payload["estimator"], list(payload["feature_names"]), _manifest(payload["manifest_json"], path)
+    manifest = ModelManifest.from_json(payload["manifest_json"], path)
+    return payload["estimator"], list(payload["feature_names"]), manifest
 
 
-def _manifest(text: Any, path: Path) -> dict[str, Any]:
-    try:
-        manifest = parse_bounded(json.loads, text, path, "the model's manifest")
-    except (TypeError, json.JSONDecodeError):
-        raise QEInputError("not a qe model file (unreadable manifest)", path) from None
-    return check(MANIFEST, manifest, path, "manifest")
-
-
-MANIFEST = Fields(
-    {
-        "qe_version": Str(),
-        "signature": Optional(Str()),
-        "label_kind": Optional(Str()),
-        "higher_is_better": Optional(Bool()),
-        "families": List(Str()),
-        "feature_sets": List(Str()),
-        "family_settings": TablesOf(AnyTable()),
-        "languages": Optional(TablesOf(Optional(Str()))),
-        "resources": Optional(
-            Fields({"path": Str(), "signature": Str()}, ("path", "signature"), others=Str())
-        ),
-        "mt2": Optional(Fields({"engine": Str(), "pair": Str()}, ("pair",), others=Str())),
-        "label_range": Optional(LabelRange()),
-    },
-    others=Anything(),
-)
-"""The manifest fields scoring reads, so that a damaged or crafted model file is refused in one line
-(``model.skops: manifest.label_range = [5, 1]: expected ...``) instead of failing half-way."""
-
-
-def load_model(path: str | Path) -> tuple[Any, list[str], dict[str, Any]]:
+def load_model(path: str | Path) -> tuple[Any, list[str], ModelManifest]:
     """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES``, any
     callable and any content :mod:`qe.model.numpy.reader` refuses before anything in the file is imported
     or built."""
@@ -239,7 +210,7 @@ class QEModel:
         self,
         estimator: Any,
         feature_names: list[str],
-        manifest: dict[str, Any],
+        manifest: ModelManifest,
         *,
         plain: PlainModel | None = None,
         build: Callable[[], Any] | None = None,
@@ -272,16 +243,13 @@ class QEModel:
         """
         path = Path(path)
         data, plain, _ = _read_checked(path)
-        manifest = _manifest(plain.manifest_json, path)
+        manifest = ModelManifest.from_json(plain.manifest_json, path)
         model = cls(None, plain.feature_names, manifest, plain=plain, build=lambda: load_model(path)[0])
         model.path = path
         model.sha256 = hashlib.sha256(data).hexdigest()
-        theirs = str(model.manifest.get("qe_version", "0")).split(".")[0]
-        ours = __version__.split(".")[0]
-        if theirs != ours:
-            raise QEInputError(
-                f"model was written by qe {model.manifest.get('qe_version')}; this is qe {__version__}", path
-            )
+        if manifest.major_version != __version__.split(".")[0]:
+            written_by = f"model was written by qe {manifest.qe_version}"
+            raise QEInputError(f"{written_by}; this is qe {__version__}", path)
         return model
 
     def save(self, path: str | Path) -> None:
@@ -290,8 +258,7 @@ class QEModel:
 
     def open_resources(self, override: str | Path | None = None) -> Any:
         """The resource bundle the model was trained with, checked by its signature."""
-        reference = self.manifest.get("resources")
-        mt2 = self.manifest.get("mt2")
+        reference, mt2 = self.manifest.resources, self.manifest.mt2
         if not reference:
             if not mt2:
                 return None
@@ -300,13 +267,13 @@ class QEModel:
             return with_mt2(None, mt2)
         from qe.resources.bundle import open_bundle, with_mt2
 
-        bundle = open_bundle(override or reference["path"])
+        bundle = open_bundle(override or reference.path)
         if mt2:
             bundle = with_mt2(bundle, mt2)
-        if bundle.signature() != reference["signature"]:
+        if bundle.signature() != reference.signature:
             raise QEInputError(
                 f"resource bundle {bundle.signature()} differs from the one the model was trained with "
-                f"({reference['signature']}); rebuild it with the same config or pass the right --resources",
+                f"({reference.signature}); rebuild it with the same config or pass the right --resources",
                 bundle.path,
             )
         return bundle
@@ -314,24 +281,26 @@ class QEModel:
     def make_families(self, inputs: dict[str, Any] | None = None) -> list[Any]:
         """The model's feature families with their prediction-time settings; ``inputs`` (by input
         name, e.g. a decoder log) are routed to the families that declare them."""
-        if self.manifest.get("feature_sets"):
+        manifest = self.manifest
+        if manifest.feature_sets:
             raise QEInputError(
                 "this model was trained on precomputed feature tables "
-                f"({', '.join(self.manifest['feature_sets'])}), so it cannot score raw text; "
+                f"({', '.join(manifest.feature_sets)}), so it cannot score raw text; "
                 "train it on feature families instead"
             )
         from qe.config.load import split_settings
         from qe.features.registry import family_class, make_families, route_inputs, with_languages
 
-        settings = split_settings(self.manifest.get("family_settings", {}), "predict")
-        for name in self.manifest["families"]:  # a log of the training data says nothing of new text,
+        settings = split_settings(manifest.family_settings, "predict")
+        for name in manifest.families:  # a log of the training data says nothing of new text,
             for item in family_class(name).inputs:  # and the model must never choose files to read
                 if item.kind == "file":
                     settings.get(name, {}).pop(item.setting_name, None)
-        if not self.manifest.get("resources"):  # as at training: the pair from the model
-            settings = with_languages(self.manifest["families"], settings, self.manifest.get("languages"))
-        _, settings = route_inputs(self.manifest["families"], inputs or {}, settings)
-        return make_families(self.manifest["families"], settings)
+        families = list(manifest.families)
+        if not manifest.resources:  # as at training: the pair from the model
+            settings = with_languages(families, settings, thaw(manifest.languages))
+        _, settings = route_inputs(families, inputs or {}, settings)
+        return make_families(families, settings)
 
     def features(
         self,
@@ -411,7 +380,7 @@ class QEModel:
                 "written by qe",
                 self.path,
             )
-        bounds = self.manifest.get("label_range")
+        bounds = self.manifest.label_range
         if not bounds:
             return scores, 0
         clipped = np.clip(scores, *bounds)

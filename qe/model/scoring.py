@@ -69,7 +69,7 @@ class ScoringContext:
 
         loaded = QEModel.load(model)
         given = dict(inputs or {})
-        lines, _ = route_inputs(loaded.manifest.get("families", []), given, {})
+        lines, _ = route_inputs(list(loaded.manifest.families), given, {})
         files = {name: str(path) for name, path in given.items() if name not in lines}
         families = loaded.make_families(files)  # refuses a model trained on precomputed tables
         bundle = loaded.open_resources(resources)
@@ -90,28 +90,28 @@ class ScoringContext:
     @property
     def signature(self) -> str | None:
         """The signature of the run that trained the model (data, features, resources, learner, versions)."""
-        return self.model.manifest.get("signature")
+        return self.model.manifest.signature
 
     @property
     def languages(self) -> dict[str, str | None]:
         """The model's source and target languages (``{"src": ..., "tgt": ...}``, empty if unknown)."""
-        return dict(self.model.manifest.get("languages") or {})
+        return dict(self.model.manifest.languages or {})
 
     @property
     def label_range(self) -> tuple[float, float] | None:
         """The training label range scores are clipped to (None: unbounded labels, e.g. z-scores)."""
-        bounds = self.model.manifest.get("label_range")
+        bounds = self.model.manifest.label_range
         return (float(bounds[0]), float(bounds[1])) if bounds else None
 
     @property
     def label_kind(self) -> str | None:
         """What the scores predict (e.g. HTER), when the model's manifest says."""
-        return self.model.manifest.get("label_kind")
+        return self.model.manifest.label_kind
 
     @property
     def higher_is_better(self) -> bool | None:
         """Whether a higher score means a better translation, when the model's manifest says."""
-        return self.model.manifest.get("higher_is_better")
+        return self.model.manifest.higher_is_better
 
     @property
     def model_sha256(self) -> str | None:

@@ -30,7 +30,8 @@ def check_families(ctx: RunContext) -> None:
     """Before any extraction: refuse families whose pieces this machine or the bundle lacks (all of them
     in one message), and note once what the installed taggers cost them."""
     from qe.doctor import tagless
-    from qe.doctor.pieces import experiment_pieces, require
+    from qe.doctor.pieces import experiment_pieces
+    from qe.infra.errors import require
 
     config, bundle = ctx.config, ctx.bundle()
     families, _ = ctx.made_families("train")

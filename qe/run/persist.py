@@ -20,6 +20,7 @@ from qe.config.experiment import ExperimentConfig
 from qe.config.load import dump_config
 from qe.infra.io import atomic_write, write_text_atomic
 from qe.model.file import QEModel
+from qe.model.manifest import ModelManifest
 from qe.run.context import RunContext
 from qe.run.features import SplitData
 from qe.run.fit import FittedSystem
@@ -131,31 +132,33 @@ def config_inputs(config: ExperimentConfig) -> list[Path]:
     return found
 
 
-def model_manifest(ctx: RunContext, sig: str, train: SplitData, cv: dict[str, Any]) -> dict[str, Any]:
+def model_manifest(ctx: RunContext, sig: str, train: SplitData, cv: dict[str, Any]) -> ModelManifest:
     """What a saved model needs to score raw text again: families, settings, resources, languages."""
     config = ctx.config
     features = config.features
     bounds = label_range(config.data)
     bundle = ctx.bundle()
-    return {
-        "signature": sig,
-        "qe_version": __version__,
-        "config_name": config.name,
-        "languages": languages(config.data, bundle),
-        "families": list(features.families),
-        "family_settings": thaw(features.settings),
-        "feature_sets": list(features.sets)
-        + (["data tables"] if "features" in config.data.files("train") else []),
-        "resources": {"path": str(Path(bundle.path).resolve()), "signature": bundle.signature()}
-        if features.resources
-        else None,
-        "mt2": thaw(config.mt2),
-        "training_data": ctx.fingerprint("train"),
-        "fit_on": config.data.fit_on,
-        "label_range": list(bounds) if bounds else None,
-        **({"pooled": pool_info(config.data)} if config.data.pooled else {}),
-        "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},
-    }
+    return ModelManifest.from_document(
+        {
+            "signature": sig,
+            "qe_version": __version__,
+            "config_name": config.name,
+            "languages": languages(config.data, bundle),
+            "families": list(features.families),
+            "family_settings": thaw(features.settings),
+            "feature_sets": list(features.sets)
+            + (["data tables"] if "features" in config.data.files("train") else []),
+            "resources": {"path": str(Path(bundle.path).resolve()), "signature": bundle.signature()}
+            if features.resources
+            else None,
+            "mt2": thaw(config.mt2),
+            "training_data": ctx.fingerprint("train"),
+            "fit_on": config.data.fit_on,
+            "label_range": list(bounds) if bounds else None,
+            **({"pooled": pool_info(config.data)} if config.data.pooled else {}),
+            "cv": {k: v for k, v in cv.items() if isinstance(v, int | float)},
+        }
+    )
 
 
 def write_run(

@@ -10,9 +10,10 @@ from sklearn.model_selection import GridSearchCV
 
 from qe import __version__
 from qe.learners.factory import make_learner
+from qe.model.manifest import ModelManifest
 
 # The manifest of a model on the surface family with no resources.
-MANIFEST = {
+MANIFEST_DOCUMENT = {
     "qe_version": __version__,
     "families": ["surface"],
     "family_settings": {},
@@ -20,6 +21,7 @@ MANIFEST = {
     "resources": None,
     "label_range": None,
 }
+MANIFEST = ModelManifest.from_document(MANIFEST_DOCUMENT)
 
 # Every learner the factory can build, with the settings that change what its fitted tree holds.
 FACTORY_SPECS: list[tuple[str, dict]] = [

@@ -73,7 +73,8 @@ def build_bundle(
     output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config.name
     inputs = [config_path, *_input_files(config, root), root]
     check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
-    from qe.doctor.pieces import bundle_pieces, require
+    from qe.infra.errors import require
+    from qe.resources.bundle.pieces import bundle_pieces
 
     require(bundle_pieces(config), f"cannot build the {config.languages.pair} bundle", config_path)
     text = text_configs(config, config_path)
