@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
-from qe.features.base import PairBatch  # noqa: E402
+from qe.features.base import Pairs  # noqa: E402
 from qe.features.baseline17 import Baseline17  # noqa: E402
 from qe.resources.bundle import ResourceBundle, build_bundle  # noqa: E402
 
@@ -95,7 +95,7 @@ def main() -> None:
 
         train = load_registered("wmt12-en-es", "train", data_dir)
         test = load_registered("wmt12-en-es", "test", data_dir)
-        batch = PairBatch(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
+        batch = Pairs(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
         family = Baseline17(**settings)
         ours = family.extract(batch, bundle)
 

@@ -27,18 +27,18 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
-from qe.features.base import PairBatch  # noqa: E402
+from qe.features.base import Pairs  # noqa: E402
 from qe.features.registry import registered_families  # noqa: E402
 from qe.resources.bundle import ResourceBundle, build_bundle  # noqa: E402
 
 CONFIG = REPO / "configs" / "resources-wmt12-en-es.toml"
 
 
-def time_family(cls, batch: PairBatch, bundle: ResourceBundle) -> dict | None:
+def time_family(cls, batch: Pairs, bundle: ResourceBundle) -> dict | None:
     """Time one family; None if it cannot run here."""
     try:
         family = cls()
-        warm = PairBatch(ids=batch.ids[:2], src=batch.src[:2], mt=batch.mt[:2])
+        warm = Pairs(ids=batch.ids[:2], src=batch.src[:2], mt=batch.mt[:2])
         family.extract(warm, bundle)
         start = time.perf_counter()
         values = family.extract(batch, bundle)
@@ -82,7 +82,7 @@ def main() -> None:
 
         train = load_registered("wmt12-en-es", "train", data_dir)
         test = load_registered("wmt12-en-es", "test", data_dir)
-        batch = PairBatch(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
+        batch = Pairs(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
 
         registry = registered_families()
         names = args.families.split(",") if args.families else sorted(registry)

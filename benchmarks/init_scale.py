@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from qe.features.base import Pairs
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -106,7 +108,7 @@ def sizes(work: Path, counts: list[int], n_jobs: int) -> dict:
         data = load_parallel(work / f"{split}.src", work / f"{split}.mt", work / f"{split}.hter")
         families = make_families(["surface"], {"surface": {"src_lang": "en", "tgt_lang": "de"}})
         table, _ = extract_cached(
-            families, data.ids, data.src, data.mt, dataset=f"init-scale-{split}", progress=False
+            families, Pairs.of(data.src, data.mt, ids=data.ids), dataset=f"init-scale-{split}", progress=False
         )
         return table.to_numpy(dtype=np.float64), np.asarray(data.labels, dtype=np.float64)
 

@@ -34,6 +34,8 @@ import numpy as np
 from scipy.stats import pearsonr
 from sklearn.base import clone
 
+from qe.features.base import Pairs
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -54,12 +56,9 @@ def load(pairs: list[str], split: str, per_pair: int | None, args: argparse.Name
         data = load_registered(f"mlqe-pe/{pair}", split, args.data_dir)
         table, _ = extract_cached(
             make_families(FAMILIES, {}),
-            data.ids,
-            data.src,
-            data.mt,
+            Pairs.of(data.src, data.mt, extra=dict(data.inputs), ids=data.ids),
             cache_dir=args.cache_dir,
             dataset=f"mlqe-pe-{pair}-{split}",
-            extra=dict(data.inputs),
             progress=False,
         )
         if per_pair is not None and per_pair > len(table):

@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from qe.features.base import Pairs
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy import stats
@@ -37,7 +39,9 @@ def main() -> None:
     for pair in MLQE_PAIRS:
         name = f"mlqe-{'da' if args.label == 'da' else 'pe'}/{pair}"
         data = load_registered(name, args.split, args.data_dir)
-        table = extract_features(family, data.ids, data.src, data.mt, extra=data.inputs, progress=False)
+        table = extract_features(
+            family, Pairs.of(data.src, data.mt, extra=data.inputs, ids=data.ids), progress=False
+        )
         r = {c.removeprefix("nmt."): stats.pearsonr(table[c], data.labels).statistic for c in table.columns}
         best = sorted(r, key=lambda name: -abs(r[name]))[:3]
         cells = ", ".join(f"`{name}` {r[name]:.3f}" for name in best)

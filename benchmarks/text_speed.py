@@ -31,7 +31,7 @@ from sacremoses import MosesTokenizer  # noqa: E402
 
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
 from qe.evaluation.textmetrics.ter import sentence_ter  # noqa: E402
-from qe.features.base import PairBatch  # noqa: E402
+from qe.features.base import Pairs  # noqa: E402
 from qe.features.pseudoref import PseudoRefFamily  # noqa: E402
 from qe.text.fastmoses import FastMosesTokenizer  # noqa: E402
 
@@ -79,8 +79,8 @@ def main() -> None:
         tokenize[name] = _rate(len(sentences), time.perf_counter() - start)
 
     family = PseudoRefFamily()
-    batch = PairBatch(ids=[str(i) for i in range(len(mt))], src=src, mt=mt, extra={"pseudo_ref": refs})
-    family.extract(PairBatch(ids=["w"], src=src[:1], mt=mt[:1], extra={"pseudo_ref": refs[:1]}))
+    batch = Pairs(ids=[str(i) for i in range(len(mt))], src=src, mt=mt, extra={"pseudo_ref": refs})
+    family.extract(Pairs(ids=["w"], src=src[:1], mt=mt[:1], extra={"pseudo_ref": refs[:1]}))
     start = time.perf_counter()
     family.extract(batch)
     pseudoref_seconds = time.perf_counter() - start

@@ -33,7 +33,7 @@ def record(system: str, runs: Path) -> dict:
     out = runs / f"wmt12-{system}"
     if not (out / "metrics.json").is_file():
         command = [sys.executable, "-m", "qe", "run", config, "--output-dir", str(out), "--quiet"]
-        subprocess.run(command, cwd=REPO, check=True)
+        subprocess.run(command, cwd=REPO, check=True, stdout=sys.stderr)  # stdout is the record
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     return {
         "config": config,

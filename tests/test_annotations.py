@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.cache import extract_cached
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
@@ -76,13 +76,15 @@ def test_lm_and_ibm1_together_tag_each_sentence_once(bundle: ResourceBundle) -> 
     assert all(f.use_pos for f in families)
     before = pos.tagged_sentences()
     together = extract_features(
-        families, [str(i) for i in range(4)], SRC, MT, resources=bundle, progress=False
+        families, Pairs.of(SRC, MT, ids=[str(i) for i in range(4)]), resources=bundle, progress=False
     )
     assert pos.tagged_sentences() - before == 2 * len(SRC)  # one request per sentence and side
     for side, seen in _tagged(bundle).items():
         assert sorted(seen.values()) == [1] * len(SRC), side  # each distinct sentence tagged once
     alone = [
-        extract_features([f], [str(i) for i in range(4)], SRC, MT, resources=bundle, progress=False)
+        extract_features(
+            [f], Pairs.of(SRC, MT, ids=[str(i) for i in range(4)]), resources=bundle, progress=False
+        )
         for f in make_families(["lm", "ibm1"])
     ]
     np.testing.assert_array_equal(together.to_numpy(), np.hstack([t.to_numpy() for t in alone]))
@@ -92,17 +94,19 @@ def test_lm_and_ibm1_together_tag_each_sentence_once(bundle: ResourceBundle) -> 
 def test_the_feature_cache_extracts_missing_families_together(bundle: ResourceBundle, tmp_path: Path) -> None:
     families = make_families(["lm", "ibm1"])
     ids = [str(i) for i in range(4)]
-    table, seconds = extract_cached(families, ids, SRC, MT, bundle, tmp_path, progress=False)
+    table, seconds = extract_cached(families, Pairs.of(SRC, MT, ids=ids), bundle, tmp_path, progress=False)
     assert all(sorted(seen.values()) == [1] * len(SRC) for seen in _tagged(bundle).values())
     assert set(seconds) == {"lm", "ibm1"} and all(s >= 0 for s in seconds.values())
-    again, _ = extract_cached(make_families(["ibm1", "lm"]), ids, SRC, MT, bundle, tmp_path, progress=False)
+    again, _ = extract_cached(
+        make_families(["ibm1", "lm"]), Pairs.of(SRC, MT, ids=ids), bundle, tmp_path, progress=False
+    )
     assert again.attrs["cache_hits"] == ["ibm1", "lm"]
     assert all(sorted(seen.values()) == [1] * len(SRC) for seen in _tagged(bundle).values())  # no new tagging
     np.testing.assert_array_equal(again[table.columns].to_numpy(), table.to_numpy())
 
 
 def test_annotations_are_computed_once_per_tokenizer_settings() -> None:
-    batch = PairBatch(ids=["0", "1"], src=["The cat's mat.", "A dog"], mt=["El gato.", "Un perro"])
+    batch = Pairs(ids=["0", "1"], src=["The cat's mat.", "A dog"], mt=["El gato.", "Un perro"])
     moses = TextProcessor(TextConfig(lang="en", style="moses", case="keep"))
     first = batch.annotations.tokens("src", moses)
     assert first == [["The", "cat", "'s", "mat", "."], ["A", "dog"]]
@@ -152,12 +156,20 @@ def test_spacy_values_are_the_same_together_and_alone(tmp_path: Path) -> None:
     settings = {"linguistic": {"n_process": 1}}
     before = pos.tagged_sentences()
     together = extract_features(
-        make_families(names, settings), ids, src, mt, resources=bundle, batch_size=25, progress=False
+        make_families(names, settings),
+        Pairs.of(src, mt, ids=ids),
+        resources=bundle,
+        batch_size=25,
+        progress=False,
     )
     assert pos.tagged_sentences() - before == 2 * len(src)
     assert len(together.columns) == 36 + 11 + 44
     for name in names:
         alone = extract_features(
-            make_families([name], settings), ids, src, mt, resources=bundle, batch_size=25, progress=False
+            make_families([name], settings),
+            Pairs.of(src, mt, ids=ids),
+            resources=bundle,
+            batch_size=25,
+            progress=False,
         )
         np.testing.assert_array_equal(together[alone.columns].to_numpy(), alone.to_numpy(), err_msg=name)

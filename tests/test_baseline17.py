@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from qe.data.sets.wmt12 import BF17_NAMES
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.baseline17 import Baseline17, punctuation_count, quest_punctuation_count
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
@@ -33,7 +33,7 @@ def bundle(tmp_path) -> ResourceBundle:
 
 
 def features(bundle, src=SRC, mt=MT, **settings) -> np.ndarray:
-    batch = PairBatch(ids=["1"], src=[src], mt=[mt])
+    batch = Pairs(ids=["1"], src=[src], mt=[mt])
     return Baseline17(**settings).extract(batch, bundle)[0]
 
 
@@ -136,7 +136,7 @@ def test_errors():
     with pytest.raises(QEInputError, match="quartile_min_count"):
         Baseline17(quartile_min_count=0)
     with pytest.raises(QEInputError, match="resource bundle"):
-        Baseline17().extract(PairBatch(ids=["1"], src=["a"], mt=["b"]), None)
+        Baseline17().extract(Pairs(ids=["1"], src=["a"], mt=["b"]), None)
 
 
 def test_missing_member_is_named(tmp_path):
@@ -145,7 +145,7 @@ def test_missing_member_is_named(tmp_path):
     empty.path = tmp_path
     empty.manifest["members"] = {}
     with pytest.raises(QEInputError, match=r"ngrams\.src"):
-        Baseline17().extract(PairBatch(ids=["1"], src=["a"], mt=["b"]), empty)
+        Baseline17().extract(Pairs(ids=["1"], src=["a"], mt=["b"]), empty)
 
 
 def test_parallel_extraction_equals_serial(bundle):
@@ -153,9 +153,11 @@ def test_parallel_extraction_equals_serial(bundle):
     mt = [MT, "casa", "", "la la"] * 3
     ids = [str(i) for i in range(len(src))]
     family = Baseline17()
-    serial = extract_features([family], ids, src, mt, resources=bundle, batch_size=5, progress=False)
+    serial = extract_features(
+        [family], Pairs.of(src, mt, ids=ids), resources=bundle, batch_size=5, progress=False
+    )
     parallel = extract_features(
-        [Baseline17()], ids, src, mt, resources=bundle, batch_size=5, n_jobs=2, progress=False
+        [Baseline17()], Pairs.of(src, mt, ids=ids), resources=bundle, batch_size=5, n_jobs=2, progress=False
     )
     assert list(serial.columns) == family.column_names()
     np.testing.assert_allclose(parallel.to_numpy(), serial.to_numpy())
@@ -211,7 +213,7 @@ def test_agreement_with_official_values_without_corpus_resources(tmp_path, data_
     bundle = ResourceBundle.in_memory(members, {"src": TextConfig("en"), "tgt": TextConfig("es")})
     train = load_registered("wmt12-en-es", "train", data_dir)
     test = load_registered("wmt12-en-es", "test", data_dir)
-    batch = PairBatch(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
+    batch = Pairs(ids=train.ids + test.ids, src=train.src + test.src, mt=train.mt + test.mt)
     ours = Baseline17(quest_compat=True).extract(batch, bundle)
     assert not np.isnan(ours).any()
 

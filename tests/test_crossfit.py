@@ -17,7 +17,7 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.features.base import FeatureFamily, FeatureSpec, PairBatch
+from qe.features.base import FeatureFamily, FeatureSpec, Pairs
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import build_bundle
@@ -116,7 +116,7 @@ class SeenShare(FeatureFamily):
     def specs(self) -> list[FeatureSpec]:
         return [FeatureSpec("src_seen_share", "share of source tokens in ngrams.src", "ngrams.src")]
 
-    def extract(self, batch: PairBatch, resources=None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources=None) -> np.ndarray:
         table, tokens = resources.get("ngrams.src"), resources.text_processor("src").tokenize_many(batch.src)
         return np.array([[np.mean([table.count(w) > 0 for w in t])] for t in tokens])
 
@@ -127,9 +127,7 @@ def test_extraction_scores_training_pairs_with_their_fold(tmp_path, data, n_jobs
     src, mt = [*SRC, "alpha x ."], [*MT, "a new translation"]  # the last pair is not a training pair
     table = extract_features(
         [SeenShare()],
-        [str(i) for i in range(5)],
-        src,
-        mt,
+        Pairs.of(src, mt, ids=[str(i) for i in range(5)]),
         resources=bundle,
         batch_size=3,
         n_jobs=n_jobs,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.decoder import DecoderFamily, all_specs
 from qe.infra.errors import QEInputError
 
@@ -52,7 +52,7 @@ OLD_ROWS = {
 
 def batch(ids, src=None):
     ids = list(ids)
-    return PairBatch(ids=ids, src=src if src is not None else [""] * len(ids), mt=[""] * len(ids))
+    return Pairs(ids=ids, src=src if src is not None else [""] * len(ids), mt=[""] * len(ids))
 
 
 def col(family, name):

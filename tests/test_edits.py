@@ -7,7 +7,7 @@ import gzip
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.edits import EditFeatures
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, read_bundle_config
@@ -118,7 +118,7 @@ def test_edits_family_uses_the_bundle_tokenizer_and_cross_fitting():
     }
     bundle = ResourceBundle.in_memory({"edits": model}, text)
     family = EditFeatures()
-    batch = PairBatch(ids=["a", "b"], src=[src[1], "A new Source"], mt=[mt[1], "Common W1"])
+    batch = Pairs(ids=["a", "b"], src=[src[1], "A new Source"], mt=[mt[1], "Common W1"])
     values = family.extract(batch, bundle)
     assert values.shape == (2, 11) and len(family.column_names()) == 11
     assert values[0].tolist() == pytest.approx(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.embeddings import EmbeddingFamily, rotation
 from qe.infra.errors import QEInputError
 
@@ -28,7 +28,7 @@ def reference() -> dict[str, np.ndarray]:
 def test_cosines_and_projections_equal_the_package_vectors(reference, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path))
     family = EmbeddingFamily(src_lang="en", tgt_lang="es", pseudo_ref=True, projections=3).bind(None)
-    values = family.extract(PairBatch(["0", "1", "2"], SRC, MT, extra={"pseudo_ref": REF}))
+    values = family.extract(Pairs(["0", "1", "2"], SRC, MT, extra={"pseudo_ref": REF}))
     src, mt, ref = reference["src"], reference["mt"], reference["ref"]
     expected = np.column_stack(
         [(src * mt).sum(1), (mt * ref).sum(1), (src * ref).sum(1), src @ rotation(3), mt @ rotation(3)]
@@ -53,11 +53,11 @@ def test_mt_side_alone_needs_only_the_mt_language(reference, tmp_path, monkeypat
     family = EmbeddingFamily(src_lang="et", tgt_lang="es", sides="mt", pseudo_ref=True, projections=2)
     family.bind(None)
     assert [s.name for s in family.specs()] == ["mt_pseudo_ref_cosine", "mt_proj0", "mt_proj1"]
-    values = family.extract(PairBatch(["0", "1", "2"], SRC, MT, extra={"pseudo_ref": REF}))
+    values = family.extract(Pairs(["0", "1", "2"], SRC, MT, extra={"pseudo_ref": REF}))
     mt, ref = reference["mt"], reference["ref"]
     np.testing.assert_allclose(values, np.column_stack([(mt * ref).sum(1), mt @ rotation(2)]), atol=2e-4)
     # The same MT gives the same values whatever the source says: the source is never read.
-    other = family.extract(PairBatch(["0", "1", "2"], ["x", "y", "z"], MT, extra={"pseudo_ref": REF}))
+    other = family.extract(Pairs(["0", "1", "2"], ["x", "y", "z"], MT, extra={"pseudo_ref": REF}))
     np.testing.assert_array_equal(values, other)
     with pytest.raises(QEInputError, match="'et'"):  # the MT side is still checked
         EmbeddingFamily(src_lang="en", tgt_lang="et", sides="mt", projections=2).bind(None)

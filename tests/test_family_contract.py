@@ -25,7 +25,7 @@ import pytest
 
 from qe.features import registry
 from qe.features.annotations import KINDS
-from qe.features.base import FamilyExample, FeatureFamily, PairBatch
+from qe.features.base import FamilyExample, FeatureFamily, Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import declared_inputs, make_families, registered_families, route_inputs
 from qe.infra.errors import QEInputError
@@ -178,7 +178,7 @@ def check_extraction(case: Case) -> None:
     """One float row per pair, one column per spec, no infinity; pickled, it gives the same values
     (its caches stay behind), and so does the extractor in batches."""
     family, resources, extra = case
-    batch = PairBatch(ids=IDS, src=SRC, mt=MT, extra=extra)
+    batch = Pairs(ids=IDS, src=SRC, mt=MT, extra=extra)
     values = family.extract(batch, resources)
     assert values.shape == (len(IDS), len(family.specs())) and values.dtype == np.float64
     assert not np.isinf(values).any()
@@ -189,7 +189,7 @@ def check_extraction(case: Case) -> None:
     assert clone.signature() == family.signature()
     np.testing.assert_array_equal(clone.extract(batch, resources), values)
     table = extract_features(
-        [family], IDS, SRC, MT, resources=resources, extra=extra, batch_size=3, progress=False
+        [family], Pairs.of(SRC, MT, extra=extra, ids=IDS), resources=resources, batch_size=3, progress=False
     )
     np.testing.assert_array_equal(table.to_numpy(), values)
 
@@ -200,7 +200,7 @@ def check_annotations(case: Case) -> None:
     declared = type(family).annotations
     assert set(declared) <= set(KINDS) and len(set(declared)) == len(declared)
     assert set(family.needed_annotations()) <= set(declared)
-    batch = PairBatch(ids=IDS, src=SRC, mt=MT, extra=extra)
+    batch = Pairs(ids=IDS, src=SRC, mt=MT, extra=extra)
     family.extract(batch, resources)
     assert batch.annotations.requested == set(family.needed_annotations())
 
@@ -211,7 +211,7 @@ def check_missing_line_input(case: Case) -> None:
     for item in family.needed_inputs():
         if item.kind == "lines":
             with pytest.raises(QEInputError, match=item.name):
-                family.extract(PairBatch(ids=IDS, src=SRC, mt=MT), resources)
+                family.extract(Pairs(ids=IDS, src=SRC, mt=MT), resources)
 
 
 DECLARATION_CHECKS = (check_settings, check_signature, check_catalogue, check_bundle_binding)

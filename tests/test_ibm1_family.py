@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.ibm1 import IBM1Features, one_to_one_links, viterbi_alignment
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
@@ -65,7 +65,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> ResourceBundle:
 
 def run(family: IBM1Features, bundle, src: list[str], mt: list[str]) -> dict[str, np.ndarray]:
     family.bind(bundle)
-    values = family.extract(PairBatch(ids=[str(i) for i in range(len(src))], src=src, mt=mt), bundle)
+    values = family.extract(Pairs(ids=[str(i) for i in range(len(src))], src=src, mt=mt), bundle)
     assert values.shape == (len(src), len(family.specs()))
     return dict(zip([spec.name for spec in family.specs()], values.T, strict=True))
 
@@ -165,7 +165,7 @@ def test_no_nan_on_extreme_sentences(bundle: ResourceBundle) -> None:
 
 def test_empty_batch(bundle: ResourceBundle) -> None:
     family = IBM1Features().bind(bundle)
-    assert family.extract(PairBatch(ids=[], src=[], mt=[]), bundle).shape == (0, 11)
+    assert family.extract(Pairs(ids=[], src=[], mt=[]), bundle).shape == (0, 11)
 
 
 @pytest.mark.parametrize("null", [True, False])

@@ -10,7 +10,7 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.ibm1 import IBM1Features
 from qe.features.linguistic import SPANISH_FEATURES, LinguisticFamily
 from qe.features.lm import LMFeatures
@@ -45,9 +45,7 @@ def test_linguistic_never_parses_german_with_the_spanish_pipeline():
     assert "de_core_news_sm for the target language 'de'" in message and "es_core_news_sm" not in message
     # Unbound, with the bundle given at extraction: the same refusal, before anything is parsed.
     with pytest.raises(QEInputError, match="target language 'de'"):
-        LinguisticFamily(n_process=1).extract(
-            PairBatch(["1"], ["A cat."], ["Eine Katze."]), bundle("en", "de")
-        )
+        LinguisticFamily(n_process=1).extract(Pairs(["1"], ["A cat."], ["Eine Katze."]), bundle("en", "de"))
     # Naming the Spanish pipeline for a German target is refused too.
     with pytest.raises(
         QEInputError, match=r"tgt_model = 'es_core_news_sm' is a pipeline for 'es' but the target"
@@ -71,7 +69,7 @@ def test_spanish_checks_only_for_a_spanish_target():
     row = dict(
         zip(
             names,
-            es_en.extract(PairBatch(["1"], ["Un gato."], ["A cat."]), bundle("es", "en"))[0],
+            es_en.extract(Pairs(["1"], ["Un gato."], ["A cat."]), bundle("es", "en"))[0],
             strict=True,
         )
     )

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.linguistic import (
     DIFF_FEATURES,
     SIDE_FEATURES,
@@ -83,12 +83,12 @@ def test_catalogue_lists_44_named_features_without_loading_spacy():
     code = (
         "import sys; sys.modules['spacy'] = None\n"
         "from qe.features.registry import registered_families\n"
-        "from qe.features.base import PairBatch\n"
+        "from qe.features.base import Pairs\n"
         "from qe.infra.errors import QEInputError\n"
         "fam = registered_families()['linguistic']\n"
         "print(len(fam.catalogue()))\n"
         "try:\n"
-        "    fam().extract(PairBatch(['1'], ['a'], ['b']))\n"
+        "    fam().extract(Pairs(['1'], ['a'], ['b']))\n"
         "except QEInputError as exc:\n"
         "    print(exc)\n"
     )
@@ -122,7 +122,7 @@ def test_bad_settings(settings):
 def test_missing_pipeline_names_the_pip_package():
     family = LinguisticFamily(src_lang="en", tgt_model="xx_bogus_pipeline", n_process=1)
     with pytest.raises(QEInputError) as info:
-        family.extract(PairBatch(["1"], ["A cat."], ["Un gato."]))
+        family.extract(Pairs(["1"], ["A cat."], ["Un gato."]))
     assert "'xx_bogus_pipeline' is not installed" in str(info.value)
     assert "pip install xx-bogus-pipeline" in str(info.value)
 
@@ -538,7 +538,7 @@ def test_family_on_a_parallel_sentence(pipelines, tmp_path):
     words = tmp_path / "words.txt"
     words.write_text("es\nun\nhistoriador\nsueco\nde\nque\ntrabaja\npara\n")
     family = LinguisticFamily(src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=1)
-    row = dict(zip(family.column_names(), family.extract(PairBatch(["1"], [src], [tgt]))[0], strict=True))
+    row = dict(zip(family.column_names(), family.extract(Pairs(["1"], [src], [tgt]))[0], strict=True))
     got = {name.split(".", 1)[1]: value for name, value in row.items()}
     expected_src = {
         "content_share": 7 / 12,  # Peter Englund Swedish historian Stockholm works Reuters / 12 words
@@ -594,12 +594,12 @@ def test_vocabulary_from_a_resource_bundle_member():
 
     bundle = Bundle({"unigrams.tgt": {"un": 10, "gato": 1}})
     family = LinguisticFamily(src_lang="en", tgt_lang="es", n_process=1, vocabulary_min_count=2)
-    row = family.extract(PairBatch(["1"], ["A cat."], ["Un gato."]), bundle)[0]
+    row = family.extract(Pairs(["1"], ["A cat."], ["Un gato."]), bundle)[0]
     got = dict(zip(family.column_names(), row, strict=True))
     assert (got["linguistic.tgt_unknown_words"], got["linguistic.tgt_unknown_share"]) == (1, 0.5)
     with pytest.warns(UserWarning, match="no Spanish vocabulary"):
         row = LinguisticFamily(src_lang="en", tgt_lang="es", n_process=1).extract(
-            PairBatch(["1"], ["A cat."], ["Un gato."])
+            Pairs(["1"], ["A cat."], ["Un gato."])
         )[0]
     assert row[-2:].tolist() == [0.0, 0.0]
 
@@ -612,7 +612,7 @@ def test_empty_whitespace_and_letterless_sentences(tmp_path):
     words = tmp_path / "words.txt"
     words.write_text("hola\n")
     family = LinguisticFamily(src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=1)
-    batch = PairBatch(
+    batch = Pairs(
         ["empty", "space", "digits", "emoji", "control"],
         ["", "   ", "123 !!! ...", "😀 中文 東京", "a\x00b\tc"],
         [" \t ", "", "123 !!! ...", "😀 中文 東京", "a\x00b\tc"],
@@ -635,10 +635,10 @@ def test_empty_whitespace_and_letterless_sentences(tmp_path):
 def test_non_text_and_oversized_sentences_are_refused():
     family = LinguisticFamily(src_lang="en", tgt_lang="es", n_process=1)
     with pytest.raises(QEInputError, match=r"'7'.*not text"):
-        family.extract(PairBatch(["7"], [None], ["hola"]))  # type: ignore[list-item]
+        family.extract(Pairs(["7"], [None], ["hola"]))  # type: ignore[list-item]
     with pytest.raises(QEInputError, match="1,000,000"):
-        family.extract(PairBatch(["8"], ["hola"], ["a" * 1_000_001]))
-    assert family.extract(PairBatch([], [], [])).shape == (0, 44)
+        family.extract(Pairs(["8"], ["hola"], ["a" * 1_000_001]))
+    assert family.extract(Pairs([], [], [])).shape == (0, 44)
 
 
 # ====================================================================== parallel path
@@ -651,7 +651,7 @@ def test_parallel_workers_give_the_same_values(tmp_path):
     tgt = ["El anciano vio un perro en el parque.", "😀", "Peter trabaja para Reuters en Londres."] * 4
     words = tmp_path / "words.txt"
     words.write_text("el\nanciano\n")
-    batch = PairBatch([str(i) for i in range(len(src))], src, tgt)
+    batch = Pairs([str(i) for i in range(len(src))], src, tgt)
     one = LinguisticFamily(src_lang="en", tgt_lang="es", vocabulary_file=str(words), n_process=1).extract(
         batch
     )
@@ -681,7 +681,9 @@ def test_wmt12_test_set_in_worker_processes_gives_the_in_process_values(data_dir
     def table(n_jobs: int, n_process: int) -> np.ndarray:
         settings = {"vocabulary_file": str(words), "n_process": n_process, "parallel_min_pairs": 0}
         family = LinguisticFamily(src_lang="en", tgt_lang="es", **settings)
-        return extract_features([family], ids, src, mt, batch_size=106, n_jobs=n_jobs, progress=False)
+        return extract_features(
+            [family], Pairs.of(src, mt, ids=ids), batch_size=106, n_jobs=n_jobs, progress=False
+        )
 
     in_workers, alone = table(n_jobs=2, n_process=2), table(n_jobs=1, n_process=1)
     assert alone.shape == (422, 44) and alone["linguistic.tgt_unknown_words"].sum() > 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.lm import LMFeatures
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
@@ -83,7 +83,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def run(family: LMFeatures, bundle, src: list[str], mt: list[str]) -> dict[str, np.ndarray]:
     family.bind(bundle)
-    values = family.extract(PairBatch(ids=[str(i) for i in range(len(src))], src=src, mt=mt), bundle)
+    values = family.extract(Pairs(ids=[str(i) for i in range(len(src))], src=src, mt=mt), bundle)
     assert values.shape == (len(src), len(family.specs()))
     return dict(zip([spec.name for spec in family.specs()], values.T, strict=True))
 
@@ -191,7 +191,7 @@ def test_bad_settings() -> None:
     with pytest.raises(QEInputError, match="orders"):
         LMFeatures(orders=0)
     with pytest.raises(QEInputError, match="resource bundle"):
-        LMFeatures(pos=False).extract(PairBatch(ids=["1"], src=["a"], mt=["a"]), None)
+        LMFeatures(pos=False).extract(Pairs(ids=["1"], src=["a"], mt=["a"]), None)
 
 
 def test_no_nan_on_extreme_sentences(tiny: dict) -> None:
@@ -217,7 +217,7 @@ def test_spacy_upos_tags_bundle_tokens() -> None:
 
 def test_empty_batch(tiny: dict) -> None:
     family = LMFeatures(pos=True, pos_orders=3).bind(tiny["bundle_pos"])
-    values = family.extract(PairBatch(ids=[], src=[], mt=[]), tiny["bundle_pos"])
+    values = family.extract(Pairs(ids=[], src=[], mt=[]), tiny["bundle_pos"])
     assert values.shape == (0, len(family.specs()))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra import memo
@@ -53,7 +54,7 @@ def test_a_cap_that_is_not_a_positive_count_is_refused(bad):
 def _extract(bundle, src: list[str], mt: list[str]) -> pd.DataFrame:
     families = make_families(["surface", "ibm1"], {})
     ids = [str(i) for i in range(len(src))]
-    return extract_features(families, ids, src, mt, resources=bundle, progress=False)
+    return extract_features(families, Pairs.of(src, mt, ids=ids), resources=bundle, progress=False)
 
 
 def test_capped_memos_give_the_same_features_and_stay_within_the_cap(tmp_path):
@@ -69,7 +70,7 @@ def test_capped_memos_give_the_same_features_and_stay_within_the_cap(tmp_path):
     surface._TOKEN_INFO.clear()
     families = make_families(["surface", "ibm1"], {})
     capped = extract_features(
-        families, [str(i) for i in range(60)], src, mt, resources=bundle, progress=False
+        families, Pairs.of(src, mt, ids=[str(i) for i in range(60)]), resources=bundle, progress=False
     )
     pd.testing.assert_frame_equal(capped, free, check_exact=True)
     assert len(surface._TOKEN_INFO) <= 3

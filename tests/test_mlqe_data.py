@@ -13,6 +13,7 @@ from scipy import stats
 from qe.cli import main
 from qe.data import DATASETS, load_registered, read_da_table
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
+from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
@@ -102,7 +103,9 @@ def test_mean_token_logprob_reproduces_the_issue_correlations(mlqe_dir):
     family = make_families(["nmt"], {"nmt": {"model_score": False}})
     for pair, expected in MEAN_LOGPROB_PEARSON.items():
         test = load_registered(f"mlqe-da/{pair}", "test", mlqe_dir)
-        table = extract_features(family, test.ids, test.src, test.mt, extra=test.inputs, progress=False)
+        table = extract_features(
+            family, Pairs.of(test.src, test.mt, extra=test.inputs, ids=test.ids), progress=False
+        )
         r = stats.pearsonr(table["nmt.lp_mean"], test.labels).statistic
         assert round(r, 3) == expected, pair
         # the same mean computed straight from the word-probas file

@@ -33,7 +33,9 @@ def test_round_trip_gives_identical_predictions(tmp_path):
     save_model(tmp_path / "m.skops", model, ["a", "b", "c"], ModelManifest.from_document({"signature": "s"}))
     loaded, names, manifest = load_model(tmp_path / "m.skops")
     assert np.array_equal(loaded.predict(x), model.predict(x))
-    assert names == ["a", "b", "c"] and manifest.signature == "s" and manifest.to_json() == '{"signature": "s"}'
+    assert (
+        names == ["a", "b", "c"] and manifest.signature == "s" and manifest.to_json() == '{"signature": "s"}'
+    )
 
 
 def test_untrusted_type_is_refused_before_loading(tmp_path, capsys):

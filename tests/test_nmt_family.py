@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from qe.cli import main
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
@@ -29,7 +29,7 @@ def columns(family) -> list[str]:
     return [name.removeprefix("nmt.") for name in family.column_names()]
 
 
-def row(family, batch: PairBatch, k: int = 0) -> dict[str, float]:
+def row(family, batch: Pairs, k: int = 0) -> dict[str, float]:
     return dict(zip(columns(family), family.extract(batch)[k], strict=True))
 
 
@@ -74,7 +74,7 @@ def hand_values() -> dict[str, float]:
 
 def test_every_feature_by_hand_from_line_inputs():
     family = nmt()
-    batch = PairBatch(
+    batch = Pairs(
         ids=["0"],
         src=["eins zwei"],
         mt=["one two"],
@@ -93,7 +93,7 @@ def test_every_feature_by_hand_from_line_inputs():
 
 def test_an_empty_translation_has_defined_values():
     family = nmt(model_score=False)
-    got = row(family, PairBatch(["0"], ["hallo"], [""], extra={"nmt_logprobs": ["-0.7"]}))
+    got = row(family, Pairs(["0"], ["hallo"], [""], extra={"nmt_logprobs": ["-0.7"]}))
     assert not any(math.isnan(v) or math.isinf(v) for v in got.values())
     assert got["lp_mean"] == got["lp_min"] == got["lp_q50"] == got["eos_lp"] == -0.7
     assert got["lp_std"] == 0.0 and got["share_below_p0.5"] == 1.0
@@ -107,9 +107,9 @@ def test_model_score_is_optional_and_refused_when_unparsable():
     assert "nmt.model_score" not in nmt(model_score=False).column_names()
     family = nmt()
     with pytest.raises(QEInputError, match="nmt_score") as info:
-        family.extract(PairBatch(["0"], ["a"], ["b"], extra={"nmt_logprobs": ["-1 -1"]}))
+        family.extract(Pairs(["0"], ["a"], ["b"], extra={"nmt_logprobs": ["-1 -1"]}))
     assert "--nmt-score" in str(info.value)
-    batch = PairBatch(
+    batch = Pairs(
         ["0", "1"],
         ["a", "b"],
         ["b", "c"],
@@ -133,7 +133,7 @@ def test_model_score_is_optional_and_refused_when_unparsable():
     ],
 )
 def test_bad_log_probabilities_name_the_line(text, message):
-    batch = PairBatch(
+    batch = Pairs(
         ["0", "1"],
         ["a", "b"],
         ["x", "y"],
@@ -147,14 +147,12 @@ def test_bad_log_probabilities_name_the_line(text, message):
 
 def test_token_count_mismatch_names_the_file_and_line():
     extra = {"nmt_logprobs": ["-1 -1 -1", "-1 -1"], "nmt_tokens": ["a b", "c d"]}
-    batch = PairBatch(
-        ["0", "1"], ["s", "t"], ["a b", "c d"], extra=extra, origins={"nmt_logprobs": ("wp", 7)}
-    )
+    batch = Pairs(["0", "1"], ["s", "t"], ["a b", "c d"], extra=extra, origins={"nmt_logprobs": ("wp", 7)})
     with pytest.raises(QEInputError, match="2 log-probabilities for 2 NMT tokens: expected 3") as info:
         nmt(model_score=False).extract(batch)
     assert (str(info.value.path), info.value.line) == ("wp", 8)
     # without the NMT tokens there is nothing to check against; with check_tokens off, accepted
-    nmt(model_score=False).extract(PairBatch(["0"], ["s"], ["c d"], extra={"nmt_logprobs": ["-1 -1"]}))
+    nmt(model_score=False).extract(Pairs(["0"], ["s"], ["c d"], extra={"nmt_logprobs": ["-1 -1"]}))
     nmt(model_score=False, check_tokens=False).extract(batch)
 
 
@@ -240,13 +238,13 @@ def test_family_from_a_fairseq_log_matches_the_line_inputs():
     log = nmt(fairseq=str(FIX / "fairseq_generate.txt"))
     ids, src, mt = ["0", "1", "2"], ["ein Hund", ".", "das ist gut ."], ["a dog", "", "that is good ."]
     log.check_ids(ids)
-    from_log = log.extract(PairBatch(ids, src, mt))
+    from_log = log.extract(Pairs(ids, src, mt))
     lines = [
         " ".join(f"{v * LN2!r}" for v in values)
         for values in ([-0.5, -3.5, -0.2, -1.8], [-4.0], [-0.3, -1.2, -0.1, -0.4, -1.0])
     ]
     scores = [repr(v * LN2) for v in (-1.5, -4.0, -0.6)]
-    from_lines = nmt().extract(PairBatch(ids, src, mt, extra={"nmt_logprobs": lines, "nmt_score": scores}))
+    from_lines = nmt().extract(Pairs(ids, src, mt, extra={"nmt_logprobs": lines, "nmt_score": scores}))
     np.testing.assert_allclose(from_log, from_lines, rtol=1e-12)
     assert "log_sha256=" in log.signature()
 
@@ -262,7 +260,7 @@ def test_decoder_log_ids_are_checked(tmp_path):
     shifted = nmt(fairseq=str(FIX / "fairseq_generate.txt"), id_offset=1)
     shifted.check_ids(["-1", "0", "1"])
     with pytest.raises(QEInputError, match="not in the dataset"):
-        extract_features([family], ["0", "1"], ["a", "b"], ["c", "d"], progress=False)
+        extract_features([family], Pairs.of(["a", "b"], ["c", "d"], ids=["0", "1"]), progress=False)
 
 
 def test_decoder_log_token_count_is_checked(tmp_path):
@@ -278,7 +276,7 @@ def test_inputs_given_two_ways_are_refused():
         nmt(fairseq="a", marian="b")
     family = nmt(fairseq=str(FIX / "fairseq_generate.txt"))
     with pytest.raises(QEInputError, match="nmt_logprobs given as well as a decoder log"):
-        family.extract(PairBatch(["0"], ["a"], ["b"], extra={"nmt_logprobs": ["-1"]}))
+        family.extract(Pairs(["0"], ["a"], ["b"], extra={"nmt_logprobs": ["-1"]}))
     with pytest.raises(QEInputError, match="natural logs"):
         nmt(marian=str(FIX / "marian_nbest.txt"), log_base="2").load()
     assert nmt(fairseq="x").inputs == () and [i.name for i in nmt().inputs] == ["nmt_logprobs", "nmt_score"]
@@ -295,9 +293,7 @@ def test_marian_reader_takes_the_best_hypothesis_and_its_word_scores():
     assert records[1].tokens == [] and records[1].logprobs.tolist() == [-2.5]
     assert records[2].logprobs.tolist() == [-0.2, -0.8, -0.07, -0.3, -0.7]  # alignment field skipped
     family = nmt(marian=str(FIX / "marian_nbest.txt"))
-    got = dict(
-        zip(columns(family), family.extract(PairBatch(["2"], ["x"], ["that is good ."]))[0], strict=True)
-    )
+    got = dict(zip(columns(family), family.extract(Pairs(["2"], ["x"], ["that is good ."]))[0], strict=True))
     assert got["lp_mean"] == pytest.approx(-2.07 / 5) and got["model_score"] == -0.414
     assert got["tokens"] == 4 and got["lp_sum_per_word"] == pytest.approx(-2.07 / 5)
 

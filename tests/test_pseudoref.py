@@ -8,7 +8,7 @@ import pytest
 import tomli_w
 
 from qe.cli import main
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.pseudoref import SPECS, PseudoRefFamily, bleu_without_bp
 from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
@@ -17,7 +17,7 @@ NAMES = [spec.name for spec in SPECS]
 
 
 def _scores(pairs: list[tuple[str, str]], **settings) -> list[dict[str, float]]:
-    batch = PairBatch(
+    batch = Pairs(
         ids=[str(i) for i in range(len(pairs))],
         src=["source"] * len(pairs),
         mt=[p[0] for p in pairs],
@@ -128,12 +128,12 @@ def test_characters_outside_any_vocabulary_give_finite_values():
 def test_missing_or_misaligned_pseudo_reference_is_refused():
     family = PseudoRefFamily()
     with pytest.raises(QEInputError, match="--pseudo-ref"):
-        family.extract(PairBatch(ids=["0"], src=["a"], mt=["b"]))
+        family.extract(Pairs(ids=["0"], src=["a"], mt=["b"]))
     with pytest.raises(QEInputError, match="1 pseudo_ref lines for 2 pairs"):
-        family.extract(PairBatch(ids=["0", "1"], src=["a", "b"], mt=["a", "b"], extra={"pseudo_ref": ["a"]}))
+        family.extract(Pairs(ids=["0", "1"], src=["a", "b"], mt=["a", "b"], extra={"pseudo_ref": ["a"]}))
     with pytest.raises(QEInputError, match=r"'1'.*not text"):
         family.extract(
-            PairBatch(ids=["0", "1"], src=["a", "b"], mt=["a", "b"], extra={"pseudo_ref": ["a", None]})
+            Pairs(ids=["0", "1"], src=["a", "b"], mt=["a", "b"], extra={"pseudo_ref": ["a", None]})
         )
 
 
@@ -142,7 +142,7 @@ def test_more_words_than_ters_limit_are_refused_before_ter():
     words = " ".join(f"w{i % 50}" for i in range(2_000))
     assert _scores([(words, words)])[0]["ter"] == 0.0  # 2,000 words a side are still scored
     for mt, ref, role in ((words + " x", words, "MT"), (words, "x " + words, "pseudo_ref")):
-        batch = PairBatch(ids=["7"], src=["a"], mt=[mt], extra={"pseudo_ref": [ref]})
+        batch = Pairs(ids=["7"], src=["a"], mt=[mt], extra={"pseudo_ref": [ref]})
         too_long = rf"pseudoref: the {role} of pair '7' has 2,001 tokens, and pseudoref reads at most 2,000 "
         with pytest.raises(QEInputError, match=too_long):
             PseudoRefFamily().extract(batch)
@@ -257,7 +257,7 @@ def test_a_second_mt_system_supplies_the_pseudo_reference(tmp_path, capsys):
 
     bundle = with_mt2(None, {"pair": "eng-spa"})
     (family,) = make_families(["pseudoref"], {"pseudoref": {"backtranslation": True}})
-    values = family.bind(bundle).extract(PairBatch(["0", "1"], src[:2], mt[:2]), bundle)
+    values = family.bind(bundle).extract(Pairs(["0", "1"], src[:2], mt[:2]), bundle)
     bleu = BLEU(tokenize="13a", smooth_method="exp", effective_order=True)
     for i in range(2):
         assert values[i, 0] == pytest.approx(bleu.sentence_score(mt[i], [pseudo[i]]).score)

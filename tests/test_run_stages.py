@@ -131,7 +131,9 @@ def test_run_experiment_writes_the_fitted_models_predictions_metrics_and_model(t
     assert metrics["test"]["MAE_exact"] == pytest.approx(np.mean(np.abs(expected - y_test)), rel=1e-9)
     model = QEModel.load(tmp_path / "run" / "model.skops")
     assert model.feature_names == ["a", "b"]
-    np.testing.assert_allclose(model.score(pd.DataFrame(x_test, columns=["a", "b"])), expected, rtol=1e-10)
+    np.testing.assert_allclose(
+        model.checked_scores(pd.DataFrame(x_test, columns=["a", "b"]))[0], expected, rtol=1e-10
+    )
     assert (tmp_path / "run" / "signature.txt").read_text() == metrics["signature"] + "\n"
 
 

@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qe.features.base import Pairs
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from qe.model.file import QEModel
 from qe.model.scoring import ScoringContext
 from tests.helpers import write_lines
+from tests.helpers.scoring import scored_at_once
 
 REPO = Path(__file__).resolve().parents[1]
 NMT_LOG = REPO / "tests" / "fixtures" / "nmt" / "fairseq_generate.txt"
@@ -177,31 +179,33 @@ def _lines(path: Path) -> list[str]:
 
 
 def test_batches_score_as_the_whole_input_at_once(surface_model, pairs):
-    """Scores equal QEModel.predict's (families made and bound afresh, all pairs in one table), however
-    the pairs are cut into batches and however often the context is used."""
+    """Scores equal the model's at once (families made and bound afresh, all pairs in one table),
+    however the pairs are cut into batches and however often the context is used."""
     src, mt = (_lines(path)[:200] for path in pairs)
-    expected = QEModel.load(surface_model).predict(src, mt)
+    expected = scored_at_once(surface_model, src, mt)
     context = ScoringContext.open(surface_model)
-    whole = context.score(src, mt)
-    parts = [context.score(src[i : i + 37], mt[i : i + 37], start=i) for i in range(0, 200, 37)]
+    whole = context.score(Pairs.of(src, mt))
+    parts = [context.score(Pairs.of(src[i : i + 37], mt[i : i + 37], start=i)) for i in range(0, 200, 37)]
     np.testing.assert_array_equal(whole.scores, expected)
     # in batches of another size the kernel sums may round differently in the last bit
     np.testing.assert_allclose(np.concatenate([part.scores for part in parts]), expected, rtol=1e-12)
-    np.testing.assert_array_equal(context.score(src, mt).scores, expected)
+    np.testing.assert_array_equal(context.score(Pairs.of(src, mt)).scores, expected)
     assert whole.features is None
-    table = context.score(src[:3], mt[:3], keep_features=True).features
+    table = context.score(Pairs.of(src[:3], mt[:3]), keep_features=True).features
     assert list(table.columns) == list(context.feature_names) and len(table) == 3
 
 
 def test_threads_share_one_context(surface_model, pairs):
     src, mt = (_lines(path)[:120] for path in pairs)
     context = ScoringContext.open(surface_model)
-    expected = context.score(src, mt).scores
+    expected = context.score(Pairs.of(src, mt)).scores
     results: dict[int, np.ndarray] = {}
 
     def work(k: int) -> None:
         begin = 10 * k
-        results[k] = context.score(src[begin : begin + 40], mt[begin : begin + 40], start=begin).scores
+        results[k] = context.score(
+            Pairs.of(src[begin : begin + 40], mt[begin : begin + 40], start=begin)
+        ).scores
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
     for thread in threads:
@@ -247,6 +251,6 @@ def test_pair_inputs_are_those_no_bundle_member_provides(surface_model):
 def test_a_batch_must_be_aligned_and_not_empty(surface_model):
     context = ScoringContext.open(surface_model)
     with pytest.raises(QEInputError, match="2 source sentences but 1 lines of mt"):
-        context.score(["a b", "c d"], ["x y"])
+        context.score(Pairs.of(["a b", "c d"], ["x y"]))
     with pytest.raises(QEInputError, match="no sentence pairs"):
-        context.score([], [])
+        context.score(Pairs.of([], []))

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import REPO
+from tests.helpers.scoring import scored_at_once
 from tests.helpers.serve import (
     assert_one_line_error,
     nmt_model,
@@ -70,10 +71,10 @@ def test_scores_equal_qe_predict_on_the_same_pairs(server, surface_model, tmp_pa
     assert status == 200
     scores = [result["score"] for result in body["results"]]
     assert [f"{s:.6f}" for s in scores] == qe_predict_scores(surface_model, pairs, tmp_path)
-    model = QEModel.load(surface_model)
-    expected = model.predict([p["src"] for p in pairs], [p["mt"] for p in pairs])
+    expected = scored_at_once(surface_model, [p["src"] for p in pairs], [p["mt"] for p in pairs])
     np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-9)
-    assert body["signature"] == model.manifest.signature and body["label"]["range"] == [1.0, 5.0]
+    signature = QEModel.load(surface_model).manifest.signature
+    assert body["signature"] == signature and body["label"]["range"] == [1.0, 5.0]
 
 
 def test_results_come_in_input_order_with_the_ids_given(server):
@@ -91,6 +92,7 @@ def test_results_come_in_input_order_with_the_ids_given(server):
 
 
 def test_features_show_the_pairs_farthest_from_the_training_distribution(server, surface_model):
+    from qe.features.base import Pairs
     from qe.model.file import QEModel
 
     model = QEModel.load(surface_model)
@@ -98,7 +100,7 @@ def test_features_show_the_pairs_farthest_from_the_training_distribution(server,
     pairs = [*_pairs(5, 8), {"src": "word " * 60, "mt": "palabra"}]  # far longer than any in training
     status, body = server.score("model", pairs, features=True)
     assert status == 200
-    table = model.features([p["src"] for p in pairs], [p["mt"] for p in pairs])
+    table = model.features(Pairs.of([p["src"] for p in pairs], [p["mt"] for p in pairs]))
     for result, (_, row) in zip(body["results"], table.iterrows(), strict=True):
         assert result["features"] == pytest.approx(dict(row), abs=1e-12)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -132,6 +134,7 @@ def test_batch_uploads_stream_back_the_scores_of_v1_score(server):
 
 
 def test_a_model_with_per_pair_inputs_takes_them_with_each_pair(server, inputs_model):
+    from qe.features.base import Pairs
     from qe.model.file import QEModel
 
     pairs = _pairs(4, 40)
@@ -140,12 +143,10 @@ def test_a_model_with_per_pair_inputs_takes_them_with_each_pair(server, inputs_m
     status, body = server.score("nmt-toy", pairs)
     assert status == 200
     model = QEModel.load(inputs_model)
-    table = model.features(
-        [p["src"] for p in pairs],
-        [p["mt"] for p in pairs],
-        extra={"nmt_logprobs": [p["nmt_logprobs"] for p in pairs]},
-    )
-    np.testing.assert_allclose([r["score"] for r in body["results"]], model.score(table), atol=1e-9)
+    extra = {"nmt_logprobs": [p["nmt_logprobs"] for p in pairs]}
+    table = model.features(Pairs.of([p["src"] for p in pairs], [p["mt"] for p in pairs], extra=extra))
+    expected = model.checked_scores(table)[0]
+    np.testing.assert_allclose([r["score"] for r in body["results"]], expected, atol=1e-9)
 
 
 def test_the_openapi_schema_describes_the_api_and_its_limits(server):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import REPO
+from tests.helpers.scoring import scored_at_once
 from tests.helpers.serve import serving
 
 MODELS = sorted((REPO / "models").glob("*.skops"))
@@ -24,7 +25,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.data]
 @pytest.mark.skipif(not MODELS, reason="no model in models/ (make demo builds one)")
 @pytest.mark.parametrize("model", MODELS, ids=[path.stem for path in MODELS])
 def test_a_served_model_scores_as_qe_predict_does(model: Path, data_dir: Path, tmp_path: Path):
-    from qe.model.file import QEModel
 
     test_set = data_dir / "wmt12-qe" / "test_set"
     src_file, mt_file = test_set / "source.eng", test_set / "target_system.spa"
@@ -51,7 +51,7 @@ def test_a_served_model_scores_as_qe_predict_does(model: Path, data_dir: Path, t
         env={**os.environ, "PYTHONPATH": str(REPO)},
         check=True,
     ).stdout.splitlines()[1:]
-    expected = QEModel.load(model).predict(src, mt)
+    expected = scored_at_once(model, src, mt)
     with serving([model], "--workers", "2") as server:
         pairs = [{"src": s, "mt": m} for s, m in zip(src, mt, strict=True)]
         status, body = server.score(model.stem, pairs)

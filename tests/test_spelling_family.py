@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.spelling import SpellingFamily
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
@@ -30,7 +30,7 @@ def test_counts_follow_hunspell_and_keep_copied_words_apart() -> None:
     assert hunspell_unknown(src, "en_US") == {"housecat"}  # also in the MT: counted as copied, not here
     family = SpellingFamily(src_lang="en", tgt_lang="es").bind(None)
     row = dict(
-        zip([s.name for s in family.specs()], family.extract(PairBatch(["0"], [src], [mt]))[0], strict=True)
+        zip([s.name for s in family.specs()], family.extract(Pairs(["0"], [src], [mt]))[0], strict=True)
     )
     mt_words = 9  # Obama vio el housecat en la alfonbra de Smithsonian (2012 and "." are not words)
     # alfonbra is the one unknown word of the six that are not also in the source
@@ -45,7 +45,7 @@ def test_languages_come_from_the_bundle_and_are_checked() -> None:
     bundle.manifest["languages"] = {"src": "en", "tgt": "es"}
     family = SpellingFamily().bind(bundle)
     assert "dict.tgt=es_ES.dic" in family.signature()
-    values = family.extract(PairBatch(["0", "1"], ["", "A dog ."], ["", "Un perro ."]), bundle)
+    values = family.extract(Pairs(["0", "1"], ["", "A dog ."], ["", "Un perro ."]), bundle)
     np.testing.assert_array_equal(values, np.zeros((2, 6)))
     with pytest.raises(QEInputError, match="no source language"):
         SpellingFamily().bind(None)

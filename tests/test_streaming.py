@@ -17,14 +17,15 @@ import pytest
 
 from qe.cli import main
 from qe.commands.predict import PredictTask
+from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
-from qe.model.file import QEModel
 from qe.stream import inputs
 from qe.stream.chunks import iter_chunks
 from qe.stream.state import state_path
 from tests.helpers import write_lines
+from tests.helpers.scoring import scored_at_once
 from tests.helpers.toy import EN, ES, sentences
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,10 +133,8 @@ def test_line_count_mismatch_exits_2_before_any_output(tmp_path, surface_model, 
 
 
 def _reference_tsv(model_path: Path, src: Path, mt: Path) -> tuple[str, np.ndarray]:
-    """The whole input scored in memory at once (QEModel.predict), formatted by hand."""
-    model = QEModel.load(model_path)
-    lines = [src.read_text().splitlines(), mt.read_text().splitlines()]
-    scores = model.predict(*lines)
+    """The whole input scored in memory at once (``scored_at_once``), formatted by hand."""
+    scores = scored_at_once(model_path, src.read_text().splitlines(), mt.read_text().splitlines())
     return "id\tscore\n" + "".join(f"{i}\t{s:.6f}\n" for i, s in enumerate(scores)), scores
 
 
@@ -305,7 +304,9 @@ def test_resume_refuses_a_changed_input_and_a_plain_rerun_starts_over(
 def test_streamed_features_equal_one_table_extracted_at_once(tmp_path, pairs):
     src_lines, mt_lines = pairs[0].read_text().splitlines(), pairs[1].read_text().splitlines()
     table = extract_features(
-        make_families(["surface"]), [str(i) for i in range(600)], src_lines, mt_lines, progress=False
+        make_families(["surface"]),
+        Pairs.of(src_lines, mt_lines, ids=[str(i) for i in range(600)]),
+        progress=False,
     )
     tsv, parquet = tmp_path / "f.tsv", tmp_path / "f.parquet"
     base = ["features", "--src", str(pairs[0]), "--mt", str(pairs[1]), "--families", "surface", "--quiet"]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from qe.features.base import PairBatch
+from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.surface import (
     SPECS,
@@ -250,7 +250,7 @@ EXPECTED_EMPTY = {**{name: 0 for name in NAMES}, "token_ratio": 1, "char_ratio":
 
 
 def _extract(pairs: list[tuple[str, str]], **settings) -> np.ndarray:
-    batch = PairBatch(
+    batch = Pairs(
         ids=[str(i) for i in range(len(pairs))], src=[p[0] for p in pairs], mt=[p[1] for p in pairs]
     )
     return SurfaceFamily(**settings).extract(batch)
@@ -371,7 +371,7 @@ def test_language_comes_from_settings_or_bundle():
 
 
 def test_non_text_input_is_refused():
-    batch = PairBatch(ids=["7"], src=[None], mt=["x"])  # type: ignore[list-item]
+    batch = Pairs(ids=["7"], src=[None], mt=["x"])  # type: ignore[list-item]
     with pytest.raises(QEInputError, match="'7'"):
         SurfaceFamily().extract(batch)
 
@@ -380,9 +380,7 @@ def test_extractor_batches_give_the_hand_values():
     assert all(spec.resource is None for spec in SPECS)
     table = extract_features(
         [SurfaceFamily()],
-        ["0", "1", "2"],
-        [PAIR_A[0], PAIR_B[0], ""],
-        [PAIR_A[1], PAIR_B[1], ""],
+        Pairs.of([PAIR_A[0], PAIR_B[0], ""], [PAIR_A[1], PAIR_B[1], ""], ids=["0", "1", "2"]),
         batch_size=2,
         progress=False,
     )

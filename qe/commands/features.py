@@ -140,19 +140,18 @@ class FeatureTask(ChunkTask):
         return families, resources
 
     def process(self, state: Any, chunk: Chunk) -> Any:
+        from qe.features.base import Pairs
         from qe.features.extractor import extract_features
 
         families, resources = state
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
         paths = json.loads(self.input_paths_json)
+        origins = {name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths}
+        src, mt = chunk.lines["src"], chunk.lines["mt"]
         table = extract_features(
             families,
-            chunk.ids,
-            chunk.lines["src"],
-            chunk.lines["mt"],
+            Pairs.of(src, mt, extra=extra, origins=origins, ids=chunk.ids, start=chunk.start),
             resources=resources,
-            extra=extra,
-            origins={name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths},
             batch_size=self.batch_size,
             n_jobs=1,
             progress=False,

@@ -136,6 +136,8 @@ class PredictTask(ChunkTask):
         return ScoringContext.open(self.model, resources=self.resources, inputs=json.loads(self.inputs_json))
 
     def process(self, context: ScoringContext, chunk: Chunk) -> Scored:
+        from qe.features.base import Pairs
+
         for role, (language, what, path) in (
             json.loads(self.strict_json) if self.strict_json else {}
         ).items():
@@ -144,13 +146,11 @@ class PredictTask(ChunkTask):
                 raise findings[0]
         extra = {name: lines for name, lines in chunk.lines.items() if name not in ("src", "mt")}
         paths = json.loads(self.input_paths_json)
-        return context.score(
-            chunk.lines["src"],
-            chunk.lines["mt"],
-            extra=extra,
-            start=chunk.start,
-            origins={name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths},
+        origins = {name: (paths[name], chunk.start + 1) for name in chunk.lines if name in paths}
+        pairs = Pairs.of(
+            chunk.lines["src"], chunk.lines["mt"], extra=extra, start=chunk.start, origins=origins
         )
+        return context.score(pairs)
 
 
 class RankedScoresSink(AppendSink):

@@ -1,6 +1,6 @@
 """Annotations of a batch that several families read: tokens and UPOS tags, computed once per batch.
 
-Every ``PairBatch`` carries an ``Annotations``. The first family that asks for the tokens of a side
+Every ``Pairs`` carries an ``Annotations``. The first family that asks for the tokens of a side
 under some tokenizer settings, or for the UPOS tags of a side's resource-bundle tokens, computes
 them; the families after it get the same lists, which they must not change. So ``lm`` and
 ``ibm1`` extracted together tag each sentence once. A family declares the kinds it reads

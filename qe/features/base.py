@@ -60,16 +60,18 @@ class FeatureSpec:
 
 
 @dataclass
-class PairBatch:
-    """A batch of sentence pairs handed to a family.
+class Pairs:
+    """Sentence pairs on their way to the features: what a scorer is given, what the extractor cuts into
+    batches and what a family is handed, one object all the way down.
 
     ``ids`` are the dataset's sentence ids (used to match external logs such as Moses n-best
     lists); ``src`` / ``mt`` are the raw sentences; ``extra`` carries the per-pair inputs the
     families declare (e.g. ``pseudo_ref``) keyed by name, each a list aligned with ``ids``;
     ``origins`` says, when known, where ``src``, ``mt`` and each extra input were read: ``(file,
-    line of the batch's first pair)``, so a family can name the file and line of a bad value; a
-    fold's share of a batch keeps them, with ``positions`` (each pair's row in the batch they count
-    from). ``annotations`` holds the tokens and tags the families compute once and share
+    line of the first pair)``, so a family can name the file and line of a bad value; a fold's share
+    of a batch keeps them, with ``positions`` (each pair's row in the batch they count from).
+    ``start`` is the 0-based position of the first pair in a longer input (messages count lines from
+    it). ``annotations`` holds the tokens and tags the families compute once and share
     (``qe.features.annotations``).
     """
 
@@ -79,6 +81,7 @@ class PairBatch:
     extra: dict[str, list[Any]] = field(default_factory=dict)
     origins: dict[str, tuple[str, int]] = field(default_factory=dict)
     positions: list[int] | None = None
+    start: int = 0
     annotations: Annotations = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +89,44 @@ class PairBatch:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @classmethod
+    def of(
+        cls,
+        src: Any,
+        mt: Any,
+        *,
+        extra: Mapping[str, Any] | None = None,
+        origins: Mapping[str, tuple[str, int]] | None = None,
+        ids: Any = None,
+        start: int = 0,
+    ) -> Pairs:
+        """Pairs from aligned texts (any sequences), refused in one line when they are not aligned;
+        ``ids`` default to the pairs' positions counted from ``start``."""
+        src, mt = list(src), list(mt)
+        extra = {name: list(lines) for name, lines in (extra or {}).items()}
+        for name, lines in {"mt": mt, **extra}.items():
+            if len(lines) != len(src):
+                raise QEInputError(f"{len(src)} source sentences but {len(lines)} lines of {name}")
+        ids = [str(start + k) for k in range(len(src))] if ids is None else [str(i) for i in ids]
+        if len(ids) != len(src):
+            raise QEInputError(f"{len(ids)} ids for {len(src)} sentence pairs")
+        return cls(ids, src, mt, extra, dict(origins or {}), start=start)
+
+    def slice(self, begin: int, end: int) -> Pairs:
+        """The pairs ``begin`` to ``end`` (their origins and start moved along)."""
+        return Pairs(
+            ids=self.ids[begin:end],
+            src=self.src[begin:end],
+            mt=self.mt[begin:end],
+            extra={key: values[begin:end] for key, values in self.extra.items()},
+            origins={key: (path, line + begin) for key, (path, line) in self.origins.items()},
+            start=self.start + begin,
+        )
+
+    def line(self, row: int) -> int:
+        """The 1-based line of pair ``row`` in the input it came from."""
+        return self.start + row + 1
 
     def where(self, name: str, row: int) -> tuple[str | None, int | None]:
         """The file and line of input ``name``'s value for pair ``row``; ``(None, None)`` if unknown."""
@@ -379,7 +420,7 @@ class FeatureFamily(ABC):
         """Refuse a dataset that the family's external inputs (e.g. decoder logs) do not match."""
         return None
 
-    def input_lines(self, batch: PairBatch, name: str, resources: Any = None) -> list[str]:
+    def input_lines(self, batch: Pairs, name: str, resources: Any = None) -> list[str]:
         """The batch's lines of a declared input, checked (one string per pair); from the input's
         provider member when no file was given."""
         spec = next((i for i in self.inputs if i.name == name), None)
@@ -448,7 +489,7 @@ class FeatureFamily(ABC):
 
     # ------------------------------------------------------------------ length limits
 
-    def check_lengths(self, batch: PairBatch) -> None:
+    def check_lengths(self, batch: Pairs) -> None:
         """Refuse the first source, MT or line-input text of ``batch`` this family reads that is
         longer than ``limits.chars`` characters, naming its file and line (before any work)."""
         roles = [("src", batch.src), ("mt", batch.mt)]
@@ -459,7 +500,7 @@ class FeatureFamily(ABC):
                 if isinstance(text, str) and len(text) > limit:
                     raise self._too_long(batch, role, row, len(text), limit, "characters")
 
-    def check_tokens(self, batch: PairBatch, role: str, tokens: list[list[str]] | list[int]) -> None:
+    def check_tokens(self, batch: Pairs, role: str, tokens: list[list[str]] | list[int]) -> None:
         """Refuse the first text of ``role`` (``src``, ``mt`` or an input name) with more than
         ``limits.tokens`` tokens (``tokens``: each pair's tokens, or their counts)."""
         limit = self.limits.tokens
@@ -470,9 +511,7 @@ class FeatureFamily(ABC):
             if count > limit:
                 raise self._too_long(batch, role, row, count, limit, "tokens")
 
-    def _too_long(
-        self, batch: PairBatch, role: str, row: int, count: int, limit: int, unit: str
-    ) -> QEInputError:
+    def _too_long(self, batch: Pairs, role: str, row: int, count: int, limit: int, unit: str) -> QEInputError:
         """One line naming the file and line of the text (or its pair, when not read from a file)."""
         path, line = batch.where(role, row)
         what = "this line" if path else f"the {ROLES.get(role, role)} of pair {batch.ids[row]!r}"
@@ -490,7 +529,7 @@ class FeatureFamily(ABC):
         """The features this family produces, in column order (after ``bind`` where it matters)."""
 
     @abstractmethod
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """Return an array of shape ``(len(batch), len(self.specs()))`` of floats."""
 
     @classmethod

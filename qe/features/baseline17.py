@@ -46,7 +46,7 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
+    Pairs,
     choice,
     flag,
     integer,
@@ -272,7 +272,7 @@ class Baseline17(FeatureFamily):
 
     # ------------------------------------------------------------------ extraction
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 17)`` float array."""
         res = self._resources(resources)
         src_tok = batch.annotations.tokens("src", self._processor(resources, "src"))

@@ -33,7 +33,7 @@ import pandas as pd
 
 from qe import __version__
 from qe.data.digest import text_digest
-from qe.features.base import FeatureFamily
+from qe.features.base import FeatureFamily, Pairs
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write, cache_root
@@ -139,15 +139,11 @@ def _write(path: Path, frame: pd.DataFrame, key: str, family: str, seconds: floa
 
 def extract_cached(
     families: list[FeatureFamily],
-    ids: list[str],
-    src: list[str],
-    mt: list[str],
+    pairs: Pairs,
     resources: Any = None,
     cache_dir: str | Path | None = None,
     *,
     dataset: str = "data",
-    extra: dict[str, list[Any]] | None = None,
-    origins: dict[str, tuple[str, int]] | None = None,
     batch_size: int = 1000,
     n_jobs: int = 1,
     progress: bool = True,
@@ -161,19 +157,18 @@ def extract_cached(
     Each family is bound to ``resources`` (``bind=False``: the caller has bound them), then loaded
     from the cache or extracted with ``extract_features`` and stored. ``dataset`` is a readable label
     for the file name only (the sentences are part of the key: ``data_hash``, the caller's
-    ``TextDigest.cache_key`` of these ids, sentences and ``extra`` inputs, or computed here). ``refresh``
-    recomputes and overwrites; ``use_cache=False`` neither reads nor writes. The seconds of a cached
-    family are those measured when it was computed; ``table.attrs["cache_hits"]`` lists the families
-    read from the cache. ``origins`` (where each extra input was read) only serves error messages.
+    ``TextDigest.cache_key`` of the pairs' ids, sentences and extra inputs, or computed here).
+    ``refresh`` recomputes and overwrites; ``use_cache=False`` neither reads nor writes. The seconds of
+    a cached family are those measured when it was computed; ``table.attrs["cache_hits"]`` lists the
+    families read from the cache. The pairs' origins (where each input was read) only serve error
+    messages.
     """
-    if not (len(ids) == len(src) == len(mt)):
-        raise QEInputError(f"{len(ids)} ids, {len(src)} source sentences and {len(mt)} translations")
     names = [family.name for family in families]
     if len(set(names)) != len(names):
         raise QEInputError(f"a feature family is listed twice: {', '.join(names)}")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if data_hash is None:
-        data_hash = text_digest(ids, src, mt, extra).cache_key() if use_cache else ""
+        data_hash = text_digest(pairs.ids, pairs.src, pairs.mt, pairs.extra).cache_key() if use_cache else ""
     frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
     hits: list[str] = []
@@ -184,7 +179,7 @@ def extract_cached(
         columns = family.column_names()
         key = family_key(family, resources, data_hash) if use_cache else ""
         path = cache_path(root, family.name, dataset, key) if use_cache else None
-        cached = _read(path, key, columns, len(ids)) if path is not None and not refresh else None
+        cached = _read(path, key, columns, len(pairs)) if path is not None and not refresh else None
         if cached is None:
             missing.append((family, key, path))
             continue
@@ -193,12 +188,8 @@ def extract_cached(
     if missing:  # extracted together, so that they compute shared annotations (tags) once
         table = extract_features(
             [family for family, _, _ in missing],
-            ids,
-            src,
-            mt,
+            pairs,
             resources=resources,
-            extra=extra,
-            origins=origins,
             batch_size=batch_size,
             n_jobs=n_jobs,
             progress=progress,
@@ -213,6 +204,6 @@ def extract_cached(
             frames[family.name], timings[family.name] = frame, round(seconds, 3)
     parts = [frames[family.name].reset_index(drop=True) for family in families]
     timings = {family.name: timings[family.name] for family in families}
-    table = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=range(len(ids)))
+    table = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=range(len(pairs)))
     table.attrs["cache_hits"] = hits
     return table, timings

@@ -30,8 +30,8 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
     PairInput,
+    Pairs,
     choice,
     integer,
     path,
@@ -288,7 +288,7 @@ class DecoderFamily(FeatureFamily):
 
     # -- extraction -----------------------------------------------------------------------------
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """One row per sentence of ``batch``, columns as in :meth:`specs`."""
         if not self.paths:
             raise QEInputError(

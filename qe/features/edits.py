@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs
 from qe.features.registry import register_family
 from qe.infra.errors import QEInputError
 from qe.resources.edits import N_FEATURES
@@ -64,7 +64,7 @@ class EditFeatures(FeatureFamily):
         """All edit features, in column order."""
         return list(SPECS)
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 11)`` float array."""
         if resources is None or "edits" not in resources:
             raise QEInputError(

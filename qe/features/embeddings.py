@@ -24,8 +24,8 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
     PairInput,
+    Pairs,
     TextLimits,
     choice,
     flag,
@@ -190,7 +190,7 @@ class EmbeddingFamily(FeatureFamily):
         """Load the encoder and compute its kept per-piece rows now (about 220 MB, a few seconds)."""
         self._sentence_encoder().warm()
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
         if not self._languages:
             self.bind(resources)

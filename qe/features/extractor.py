@@ -10,14 +10,13 @@ import pandas as pd
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from qe.features.base import FeatureFamily, PairBatch
-from qe.infra.errors import QEInputError
+from qe.features.base import FeatureFamily, Pairs
 from qe.infra.workers import exit_with_parent_everywhere
 from qe.resources.crossfit import split_by_fold
 
 
 def _extract_batch(
-    families: list[FeatureFamily], batch: PairBatch, resources: Any
+    families: list[FeatureFamily], batch: Pairs, resources: Any
 ) -> tuple[np.ndarray, list[float]]:
     """The families' columns for one batch (sharing its annotations) and each family's seconds.
 
@@ -45,22 +44,16 @@ def _extract_batch(
 
 def extract_features(
     families: list[FeatureFamily],
-    ids: list[str],
-    src: list[str],
-    mt: list[str],
+    pairs: Pairs,
     *,
     resources: Any = None,
-    extra: dict[str, list[Any]] | None = None,
-    origins: dict[str, tuple[str, int]] | None = None,
     batch_size: int = 1000,
     n_jobs: int = 1,
     progress: bool = True,
     whole: bool = True,
     bind: bool = True,
 ) -> pd.DataFrame:
-    """A table with one row per pair and one ``family.feature`` column per feature (``origins``:
-    where ``src``, ``mt`` and each extra input were read, ``(file, line of the first pair)``, for
-    error messages).
+    """A table with one row per pair and one ``family.feature`` column per feature.
 
     The families of a batch share its annotations (tokens, tags: ``qe.features.annotations``), so
     the first family that needs one pays for it; ``table.attrs["family_seconds"]`` holds each
@@ -71,26 +64,13 @@ def extract_features(
     caller has bound the families to ``resources`` (once per process).
     """
     exit_with_parent_everywhere()  # workers end with this process, even if it is killed
-    if not (len(ids) == len(src) == len(mt)):
-        raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
-    extra = extra or {}
     for family in families:
         if bind:
             family.bind(resources)
         if whole:
-            family.check_ids(ids)
+            family.check_ids(pairs.ids)
     columns = [column for family in families for column in family.column_names()]
-    starts = range(0, len(src), batch_size)
-    batches = [
-        PairBatch(
-            ids=ids[i : i + batch_size],
-            src=src[i : i + batch_size],
-            mt=mt[i : i + batch_size],
-            extra={key: values[i : i + batch_size] for key, values in extra.items()},
-            origins={key: (path, line + i) for key, (path, line) in (origins or {}).items()},
-        )
-        for i in starts
-    ]
+    batches = [pairs.slice(i, i + batch_size) for i in range(0, len(pairs), batch_size)]
     for batch in batches:  # a text too long for a family is refused before any family runs
         for family in families:
             family.check_lengths(batch)

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, TextLimits
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs, TextLimits
 from qe.features.registry import register_family
 from qe.infra.errors import QEInputError
 
@@ -44,7 +44,7 @@ class FinetunedFamily(FeatureFamily):
             )
         ]
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 1)`` float array."""
         if resources is None or MEMBER not in resources:
             raise QEInputError(

@@ -43,7 +43,7 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
+    Pairs,
     TextLimits,
     choice,
     number,
@@ -258,7 +258,7 @@ class IBM1Features(FeatureFamily):
         columns = [list(map(memo[w].get, tgt, zeros)) for w in words]  # dict.get(t, 0.0), looped in C
         return np.array(columns, dtype=np.float64).reshape(len(words), len(tgt)).T.copy()
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
         if resources is None:
             raise QEInputError("ibm1 needs a resource bundle (ibm1.s2t, ibm1.t2s)")

@@ -74,7 +74,7 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
+    Pairs,
     TextLimits,
     integer,
     language,
@@ -661,7 +661,7 @@ class LinguisticFamily(FeatureFamily):
 
     # ------------------------------------------------------------------ extraction
 
-    def _check_texts(self, batch: PairBatch) -> None:
+    def _check_texts(self, batch: Pairs) -> None:
         for side, texts in (("source", batch.src), ("target", batch.mt)):
             for row, text in enumerate(texts):
                 if not isinstance(text, str):
@@ -672,7 +672,7 @@ class LinguisticFamily(FeatureFamily):
                         f"(spaCy's limit is 1,000,000)"
                     )
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """Rows of :meth:`specs` values for the pairs of ``batch``."""
         from qe.infra.workers import inner_parallelism_allowed
         from qe.text.nlp import _require_spacy, resolve_pipeline

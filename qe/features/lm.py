@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, integer, string
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs, choice, integer, string
 from qe.features.registry import register_family
 from qe.infra.errors import QEInputError
 from qe.resources import pos as pos_resources
@@ -206,7 +206,7 @@ class LMFeatures(FeatureFamily):
 
     # ------------------------------------------------------------------ extraction
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
         if resources is None:
             raise QEInputError("lm needs a resource bundle (lm.src, lm.tgt)")

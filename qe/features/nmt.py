@@ -32,8 +32,8 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
     PairInput,
+    Pairs,
     choice,
     flag,
     integer,
@@ -294,7 +294,7 @@ class NMTFamily(FeatureFamily):
                 line,
             )
 
-    def _rows_from_lines(self, batch: PairBatch) -> list[tuple[list[float], float]]:
+    def _rows_from_lines(self, batch: Pairs) -> list[tuple[list[float], float]]:
         missing = [item for item in self.inputs if item.name not in batch.extra]
         if missing:
             names = ", ".join(item.name for item in missing)
@@ -320,7 +320,7 @@ class NMTFamily(FeatureFamily):
             rows.append((sentence_values(logprobs), score))
         return rows
 
-    def _rows_from_log(self, batch: PairBatch) -> list[tuple[list[float], float]]:
+    def _rows_from_log(self, batch: Pairs) -> list[tuple[list[float], float]]:
         given = [name for name in (LOGPROBS.name, SCORE.name, TOKENS.name) if name in batch.extra]
         if given:
             raise QEInputError(
@@ -338,7 +338,7 @@ class NMTFamily(FeatureFamily):
             rows.append(log[sent_id])
         return rows
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
         rows = self._rows_from_log(batch) if self.log_path else self._rows_from_lines(batch)
         out = np.empty((len(batch), len(self.specs())), dtype=np.float64)

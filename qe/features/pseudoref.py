@@ -34,8 +34,8 @@ from qe.features.base import (
     FamilyExample,
     FeatureFamily,
     FeatureSpec,
-    PairBatch,
     PairInput,
+    Pairs,
     TextLimits,
     flag,
     string,
@@ -188,7 +188,7 @@ class PseudoRefFamily(FeatureFamily):
             self._bleu_tokenizer = tokenize_13a if name == "13a" else (lambda line: sacre(line).split())
         return self._bleu_tokenizer
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(self.specs()))`` float array."""
         # sacreBLEU's numbers, computed faster (qe.evaluation.textmetrics needs rapidfuzz: the pseudoref
         # extra)
@@ -215,7 +215,7 @@ class PseudoRefFamily(FeatureFamily):
             out = np.hstack([out, self._back_translation(batch, resources)])
         return out
 
-    def _back_translation(self, batch: PairBatch, resources: Any) -> np.ndarray:
+    def _back_translation(self, batch: Pairs, resources: Any) -> np.ndarray:
         """BLEU and chrF of each back-translated MT against its source."""
         from qe.evaluation.textmetrics.bleu import sentence_bleu
         from qe.evaluation.textmetrics.chrf import sentence_chrf

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, language
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs, language
 from qe.features.registry import register_family
 from qe.infra.errors import QEInputError, refusal
 from qe.text.processing import TextConfig, TextProcessor
@@ -127,7 +127,7 @@ class SpellingFamily(FeatureFamily):
             )
         return self._tools
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 6)`` float array."""
         from qe.resources.spelling import is_word, spelling_stats
 

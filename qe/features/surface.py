@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, PairBatch, choice, flag, language
+from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs, choice, flag, language
 from qe.features.registry import register_family
 from qe.infra.errors import QEInputError
 from qe.infra.memo import make_room
@@ -388,7 +388,7 @@ class SurfaceFamily(FeatureFamily):
             self._processors[key] = TextProcessor(config)
         return self._processors[key]
 
-    def extract(self, batch: PairBatch, resources: Any = None) -> np.ndarray:
+    def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), len(SPECS))`` float array."""
         src = [_nfc(s, "source", batch, i) for i, s in enumerate(batch.src)]
         mt = [_nfc(s, "target", batch, i) for i, s in enumerate(batch.mt)]
@@ -400,7 +400,7 @@ class SurfaceFamily(FeatureFamily):
         return out
 
 
-def _nfc(sentence: Any, what: str, batch: PairBatch, i: int) -> str:
+def _nfc(sentence: Any, what: str, batch: Pairs, i: int) -> str:
     if not isinstance(sentence, str):
         raise QEInputError(
             f"surface: {what} sentence {batch.ids[i]!r} is not text ({type(sentence).__name__})"

@@ -202,8 +202,9 @@ def load_model(path: str | Path) -> tuple[Any, list[str], ModelManifest]:
 class QEModel:
     """A trained predictor: feature families and settings, resource bundle reference, estimator.
 
-    ``QEModel.load(path).predict(src_sentences, mt_sentences)`` computes the features the model
-    was trained on from raw text and returns scores clipped to the training label range.
+    It computes the features it was trained on from raw text (:meth:`features`) and scores a feature
+    table (:meth:`checked_scores`); pairs are scored by ``qe.model.scoring.ScoringContext``, which holds
+    a model with its bundle opened and its families bound.
     """
 
     def __init__(
@@ -304,53 +305,33 @@ class QEModel:
 
     def features(
         self,
-        src: list[str],
-        mt: list[str],
+        pairs: Any,
         *,
-        ids: list[str] | None = None,
         resources: Any = None,
         families: list[Any] | None = None,
-        extra: dict[str, list[Any]] | None = None,
-        origins: dict[str, tuple[str, int]] | None = None,
         n_jobs: int = 1,
         progress: bool = False,
         whole: bool = True,
         bind: bool = True,
     ) -> Any:
-        """The model's input feature table for raw sentence pairs (``families``: reuse made ones;
-        ``extra``: line inputs such as a pseudo-reference, by input name; ``origins``: where they
-        were read, for error messages; ``whole=False``: one chunk of a longer input; ``bind=False``:
-        ``families`` are already bound to ``resources``)."""
+        """The model's input feature table for ``pairs`` (a ``qe.features.base.Pairs``; ``families``:
+        reuse made ones; ``whole=False``: one chunk of a longer input; ``bind=False``: ``families`` are
+        already bound to ``resources``)."""
         from qe.features.extractor import extract_features
 
         families = self.make_families() if families is None else families
-        ids = [str(i) for i in range(len(src))] if ids is None else ids
         table = extract_features(
-            families,
-            ids,
-            src,
-            mt,
-            resources=resources,
-            extra=extra,
-            origins=origins,
-            n_jobs=n_jobs,
-            progress=progress,
-            whole=whole,
-            bind=bind,
+            families, pairs, resources=resources, n_jobs=n_jobs, progress=progress, whole=whole, bind=bind
         )
         missing = [name for name in self.feature_names if name not in table.columns]
         if missing:
             raise QEInputError(f"extracted features lack {', '.join(missing[:5])} that the model needs")
         return table[self.feature_names]
 
-    def score(self, table: Any, first_line: int = 1) -> np.ndarray:
-        """Scores for a feature table from :meth:`features` (its first pair on input line
-        ``first_line``), clipped to the training label range."""
-        return self.checked_scores(table, first_line)[0]
-
     def checked_scores(self, table: Any, first_line: int = 1) -> tuple[np.ndarray, int]:
-        """``(scores, clipped)``: :meth:`score`'s scores, each checked to be a finite number of at most
-        ``qe.infra.io.MAX_SCORE`` before clipping, and how many of them the label range clipped."""
+        """``(scores, clipped)``: the estimator's scores for a feature table from :meth:`features` (its
+        first pair on input line ``first_line``), each checked to be a finite number of at most
+        ``qe.infra.io.MAX_SCORE``, clipped to the training label range, and how many were clipped."""
         rows = table.to_numpy(dtype=np.float64)
         if not np.isfinite(rows).all():
             row, column = np.argwhere(~np.isfinite(rows))[0]
@@ -385,21 +366,3 @@ class QEModel:
             return scores, 0
         clipped = np.clip(scores, *bounds)
         return clipped, int(np.count_nonzero(clipped != scores))
-
-    def predict(
-        self,
-        src: list[str],
-        mt: list[str],
-        *,
-        resources: Any = None,
-        n_jobs: int = 1,
-        progress: bool = False,
-    ) -> np.ndarray:
-        """Scores for sentence pairs, clipped to the training label range."""
-        if len(src) != len(mt):
-            raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
-        if not src:
-            raise QEInputError("no sentences to score")
-        if resources is None:
-            resources = self.open_resources()
-        return self.score(self.features(src, mt, resources=resources, n_jobs=n_jobs, progress=progress))

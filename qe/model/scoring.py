@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qe.features.base import Pairs
 from qe.infra.errors import QEInputError
 from qe.model.file import QEModel
 from qe.stream.tasks import clear_text_memos
@@ -135,40 +136,23 @@ class ScoringContext:
                     needed.append(item.name)
         return tuple(needed)
 
-    def score(
-        self,
-        src: Sequence[str],
-        mt: Sequence[str],
-        *,
-        extra: Mapping[str, Sequence[str]] | None = None,
-        start: int = 0,
-        origins: Mapping[str, tuple[str, int]] | None = None,
-        keep_features: bool = False,
-    ) -> Scored:
-        """Score aligned sentence pairs: ``extra`` holds the line inputs by name (one line per pair),
-        ``start`` the 0-based position of the first pair in a longer input (pair ids and the line
-        numbers of messages count from it), ``origins`` where each text was read (``(file, line of the
-        first pair)``, for messages). The whole-input id checks of decoder logs are the caller's."""
-        extra = {name: list(lines) for name, lines in (extra or {}).items()}
-        if not src:
+    def score(self, pairs: Pairs, *, keep_features: bool = False) -> Scored:
+        """Score ``pairs`` (``Pairs.of(src, mt, extra=..., start=..., origins=...)``: ``extra`` holds the
+        line inputs by name, ``start`` the 0-based position of the first pair in a longer input, which
+        pair ids and the line numbers of messages count from, ``origins`` where each text was read, for
+        messages). The whole-input id checks of decoder logs are the caller's."""
+        if not len(pairs):
             raise QEInputError("no sentence pairs to score")
-        for name, lines in {"mt": mt, **extra}.items():
-            if len(lines) != len(src):
-                raise QEInputError(f"{len(src)} source sentences but {len(lines)} lines of {name}")
         with self._lock:
             try:
                 table = self.model.features(
-                    list(src),
-                    list(mt),
-                    ids=[str(start + k) for k in range(len(src))],
+                    pairs,
                     resources=self.resources,
                     families=list(self.families),
-                    extra=extra,
-                    origins=dict(origins or {}),
                     whole=False,
                     bind=False,  # bound once, in open: a rebind drops what a family built
                 )
             finally:
                 clear_text_memos(self.families, self.resources)  # memory does not grow with the batches
-        scores, clipped = self.model.checked_scores(table, first_line=start + 1)
+        scores, clipped = self.model.checked_scores(table, first_line=pairs.line(0))
         return Scored(scores, clipped, table if keep_features else None)

@@ -98,7 +98,7 @@ def split_by_fold(batch: Any, resources: Any, reads_bundle: bool) -> list[tuple[
     return [
         (
             rows,
-            replace(  # a batch of the same class (qe.features.base.PairBatch), its annotations made anew
+            replace(  # a batch of the same class (qe.features.base.Pairs), its annotations made anew
                 batch,
                 ids=[batch.ids[i] for i in rows],
                 src=[batch.src[i] for i in rows],

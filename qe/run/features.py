@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from qe.data import QEDataset, load_registered_features
+from qe.features.base import Pairs
 from qe.features.cache import extract_cached
 from qe.infra.errors import QEInputError
 from qe.run.context import RunContext
@@ -89,15 +90,12 @@ def _extract_families(
         origins[name] = (str(path), 1)
         if len(extra[name]) != len(dataset):
             raise QEInputError(f"has {len(extra[name])} lines but the {split} data has {len(dataset)}", path)
+    pairs = Pairs.of(dataset.src, dataset.mt, extra=extra, origins=origins, ids=dataset.ids)
     return extract_cached(
         families,
-        dataset.ids,
-        dataset.src,
-        dataset.mt,
+        pairs,
         resources,
         dataset=cache_label(ctx, split),
-        extra=extra,
-        origins=origins,
         n_jobs=ctx.config.cv.n_jobs,
         progress=ctx.progress,
         bind=False,

@@ -88,7 +88,6 @@ class StrictJSONRoute(APIRoute):
 
 def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     """The ASGI app serving ``pool``'s models under ``settings``."""
-    limits = settings.limits
     app = FastAPI(
         title="qe",
         version=__version__,
@@ -98,47 +97,70 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         redoc_url=None,
     )
     app.router.route_class = StrictJSONRoute
-    app.state.max_pairs = limits.pairs
+    app.state.max_pairs = settings.limits.pairs
+    api = Api(settings, pool)
+    _add_error_handlers(app, api)
+    _add_page_and_health(app, pool)
+    _add_models_route(app, api)
+    _add_score_route(app, api)
+    _add_batch_route(app, api)
+    _add_middleware(app, api)
+    return app
 
-    def body_limit(path: str) -> int:
-        return limits.upload_bytes if path == "/v1/batch" else limits.body_bytes
 
-    ScoreRequest = score_request(limits.pairs)
-    bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
+class Api:
+    """What every route shares: the settings and their limits, the pool, the token check, the lookup
+    of a served model and the call that scores on a worker."""
 
-    def check_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
-        given = credentials.credentials if credentials else ""
-        if settings.token is not None and not hmac.compare_digest(given.encode(), settings.token.encode()):
-            raise ApiError(
-                401,
-                "this server needs its bearer token: Authorization: Bearer TOKEN",
-                {"WWW-Authenticate": "Bearer"},
-            )
+    def __init__(self, settings: Settings, pool: WorkerPool) -> None:
+        self.settings, self.pool, self.limits = settings, pool, settings.limits
+        bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
 
-    guarded = [Depends(check_token)] if settings.token is not None else []
+        def check_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+            given = credentials.credentials if credentials else ""
+            if settings.token is not None and not hmac.compare_digest(
+                given.encode(), settings.token.encode()
+            ):
+                raise ApiError(
+                    401,
+                    "this server needs its bearer token: Authorization: Bearer TOKEN",
+                    {"WWW-Authenticate": "Bearer"},
+                )
 
-    def served(name: str) -> dict[str, Any]:
-        model = pool.models.get(name)
+        self.guarded = [Depends(check_token)] if settings.token is not None else []
+
+    def body_limit(self, path: str) -> int:
+        """The most bytes a request body to ``path`` may hold."""
+        return self.limits.upload_bytes if path == "/v1/batch" else self.limits.body_bytes
+
+    def served(self, name: str) -> dict[str, Any]:
+        """The served model called ``name`` (404 when there is none)."""
+        model = self.pool.models.get(name)
         if model is None:
-            known = ", ".join(pool.models)
+            known = ", ".join(self.pool.models)
             raise ApiError(404, f"model {quoted(name)} is not served here (served: {known})")
         return model
 
-    async def scored(request: tuple) -> tuple:
+    async def scored(self, request: tuple) -> tuple:
+        """A worker's answer to a scoring request (503 when none can take it, its refusal as is)."""
         try:
-            answer = await run_in_threadpool(pool.call, request, limits.queue_seconds)
+            answer = await run_in_threadpool(self.pool.call, request, self.limits.queue_seconds)
         except Unavailable as exc:
             raise ApiError(503, str(exc)) from None
         if answer[0] == "error":
             raise ApiError(answer[1], answer[2])
         return answer
 
-    # ------------------------------------------------------------------ errors
+
+def _add_error_handlers(app: FastAPI, api: Api) -> None:
+    """Every refusal as ``{"error": "one line"}``; an internal error's traceback goes to the log only."""
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         message = (
-            exc.detail if isinstance(exc, ApiError) else _plain_error(request, exc.status_code, body_limit)
+            exc.detail
+            if isinstance(exc, ApiError)
+            else _plain_error(request, exc.status_code, api.body_limit)
         )
         return JSONResponse({"error": message}, exc.status_code, headers=getattr(exc, "headers", None))
 
@@ -154,8 +176,8 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             return JSONResponse({"error": "send the body as JSON (Content-Type: application/json)"}, 400)
         if loc[:1] == ("query",):
             error["loc"] = loc[1:]
-        api = validation_error(error)
-        return JSONResponse({"error": api.detail}, api.status_code)
+        found = validation_error(error)
+        return JSONResponse({"error": found.detail}, found.status_code)
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:
@@ -163,8 +185,9 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         traceback.print_exception(exc, file=sys.stderr)
         return JSONResponse({"error": "internal error (the server log says why)"}, 500)
 
-    # ------------------------------------------------------------------ the page and health
 
+def _add_page_and_health(app: FastAPI, pool: WorkerPool) -> None:
+    """The page at ``/`` with its static files, ``/healthz`` and ``/readyz``."""
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)
@@ -182,30 +205,43 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             return JSONResponse({"error": f"no scoring worker is ready (0 of {pool.size})"}, 503)
         return JSONResponse({"status": "ready", "workers": ready, "of": pool.size})
 
-    # ------------------------------------------------------------------ the API
 
-    @app.get("/v1/models", response_model=ModelsResponse, dependencies=guarded, responses={401: ERRORS[401]})
+def _add_models_route(app: FastAPI, api: Api) -> None:
+    """``GET /v1/models``."""
+
+    @app.get(
+        "/v1/models", response_model=ModelsResponse, dependencies=api.guarded, responses={401: ERRORS[401]}
+    )
     async def models() -> dict[str, Any]:
         """The models this server scores with, and the limits a request must keep."""
         shown = ("body_bytes", "upload_bytes", "pairs", "batch_pairs", "chars")
-        return {"models": list(pool.models.values()), "limits": {k: getattr(limits, k) for k in shown}}
+        return {
+            "models": list(api.pool.models.values()),
+            "limits": {k: getattr(api.limits, k) for k in shown},
+        }
+
+
+def _add_score_route(app: FastAPI, api: Api) -> None:
+    """``POST /v1/score``: pairs in a JSON body, results in one JSON answer."""
+    limits = api.limits
+    ScoreRequest = score_request(limits.pairs)
 
     @app.post(
         "/v1/score",
         response_model=None,
-        dependencies=guarded,
+        dependencies=api.guarded,
         responses={200: {"model": ScoreResponse}, **ERRORS},
         max_body_size=limits.body_bytes,
     )
     async def score(body: ScoreRequest) -> JSONResponse:  # type: ignore[valid-type]
         """Score pairs with a model: results in input order, with ids, the model's label kind and
         direction and its signature."""
-        model = served(body.model)
+        model = api.served(body.model)
         checked = [check_pair(pair, in_body(k), model, limits.chars) for k, pair in enumerate(body.pairs)]
         inputs = {name: [extra[name] for *_, extra in checked] for name in model["pair_inputs"]}
         src, mt = [c[1] for c in checked], [c[2] for c in checked]
         detail = "features" if body.features else "unusual" if body.unusual else ""
-        _, results, clipped = await scored((model["name"], src, mt, inputs, 0, detail))
+        _, results, clipped = await api.scored((model["name"], src, mt, inputs, 0, detail))
         for index, (result, (pair_id, *_)) in enumerate(zip(results, checked, strict=True)):
             result["index"] = index
             result["id"] = index if pair_id is None else pair_id
@@ -219,28 +255,36 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             }
         )
 
+
+BATCH_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {kind: {"schema": {"type": "string"}} for kind in FORMATS.values()},
+        "description": "TSV whose first line names the columns (src, mt, optional id, the model's "
+        "pair_inputs), or JSON lines of pair objects",
+    }
+}
+BATCH_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "one JSON line per pair in input order ({index, id, score, ...} as in "
+        "/v1/score), then {done, pairs, clipped}; a failure after the first chunk ends the "
+        "stream with an {error} line",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    },
+    **ERRORS,
+}
+
+
+def _add_batch_route(app: FastAPI, api: Api) -> None:
+    """``POST /v1/batch``: an uploaded TSV or JSONL file, results streamed back as JSON lines."""
+
     @app.post(
         "/v1/batch",
         response_model=None,
-        dependencies=guarded,
-        max_body_size=limits.upload_bytes,
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {kind: {"schema": {"type": "string"}} for kind in FORMATS.values()},
-                "description": "TSV whose first line names the columns (src, mt, optional id, the model's "
-                "pair_inputs), or JSON lines of pair objects",
-            }
-        },
-        responses={
-            200: {
-                "description": "one JSON line per pair in input order ({index, id, score, ...} as in "
-                "/v1/score), then {done, pairs, clipped}; a failure after the first chunk ends the "
-                "stream with an {error} line",
-                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-            },
-            **ERRORS,
-        },
+        dependencies=api.guarded,
+        max_body_size=api.limits.upload_bytes,
+        openapi_extra=BATCH_OPENAPI,
+        responses=BATCH_RESPONSES,
     )
     async def batch(
         request: Request,
@@ -250,35 +294,37 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         format: Annotated[str | None, Query(description="tsv or jsonl (default: from Content-Type)")] = None,
     ) -> StreamingResponse:
         """Score an uploaded TSV or JSONL file, streaming the results back as they are scored."""
-        described = served(model)
-        upload = Upload(upload_format(format, request.headers.get("content-type")), described, limits)
+        described = api.served(model)
+        upload = Upload(upload_format(format, request.headers.get("content-type")), described, api.limits)
         try:
             async for data in request.stream():
                 await run_in_threadpool(upload.feed, data)
             await run_in_threadpool(upload.finish)
-            chunks = upload.chunks(settings.batch_chunk)
+            chunks = upload.chunks(api.settings.batch_chunk)
             detail = "features" if features else "unusual" if unusual else ""
-            first = await _score_chunk(chunks, described["name"], detail, scored)
+            first = await _score_chunk(chunks, described["name"], detail, api.scored)
         except BaseException:
             upload.close()
             raise
         return StreamingResponse(
-            _stream(first, chunks, described["name"], detail, scored, upload),
+            _stream(first, chunks, described["name"], detail, api.scored, upload),
             media_type="application/x-ndjson",
             headers={"x-pairs": str(upload.pairs)},
         )
 
-    if settings.cors_origins:
+
+def _add_middleware(app: FastAPI, api: Api) -> None:
+    """CORS for the configured origins, the declared-length check, security headers, the send timeout."""
+    if api.settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=list(settings.cors_origins),
+            allow_origins=list(api.settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
         )
-    app.add_middleware(DeclaredLength, limit=body_limit)
+    app.add_middleware(DeclaredLength, limit=api.body_limit)
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(SendTimeout, seconds=limits.send_seconds)
-    return app
+    app.add_middleware(SendTimeout, seconds=api.limits.send_seconds)
 
 
 def _ordered(result: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from qe.features.base import Pairs
 from qe.infra.errors import QEInputError
 from qe.model.scoring import ScoringContext
 from qe.serve.names import REQUEST, ModelEntry
@@ -126,7 +127,7 @@ class ServedModel:
         self.context.warm()
         if not self.context.pair_inputs:
             with contextlib.suppress(QEInputError):
-                self.context.score([WARM_UP[0]], [WARM_UP[1]])
+                self.context.score(Pairs.of([WARM_UP[0]], [WARM_UP[1]]))
 
     def score(
         self, src: list[str], mt: list[str], extra: dict[str, list[str]], start: int, detail: str
@@ -135,9 +136,8 @@ class ServedModel:
         features farthest from the training distribution; ``"features"``, every feature value too.
         Also how many scores the label range clipped."""
         origins = {name: (REQUEST, start + 1) for name in ("src", "mt", *extra)}  # line N: pair N - 1
-        scored = self.context.score(
-            src, mt, extra=extra, start=start, origins=origins, keep_features=bool(detail)
-        )
+        pairs = Pairs.of(src, mt, extra=extra, start=start, origins=origins)
+        scored = self.context.score(pairs, keep_features=bool(detail))
         results: list[dict[str, Any]] = [{"score": float(score)} for score in scored.scores]
         if detail and scored.features is not None:
             names = self.context.feature_names

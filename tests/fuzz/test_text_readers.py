@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qe.data import load_parallel, load_table, read_labels
+from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
 from tests.fuzz.conftest import count_example, hang_guard
@@ -234,11 +235,8 @@ def test_text_through_the_families(tmp_path, src, mt):
             families = [SurfaceFamily(), Baseline17()]
             table = extract_features(
                 families,
-                data.ids,
-                data.src,
-                data.mt,
+                Pairs.of(data.src, data.mt, origins=data.input_origins, ids=data.ids),
                 resources=bundle,
-                origins=data.input_origins,
                 progress=False,
             )
         except QEInputError as exc:

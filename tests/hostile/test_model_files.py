@@ -29,6 +29,7 @@ import skops.io as sio
 
 from qe import __version__
 from qe.cli import main
+from qe.features.base import Pairs
 from qe.learners.factory import make_learner
 from tests.helpers import write_lines
 
@@ -42,7 +43,9 @@ def features() -> list[str]:
     from qe.features.extractor import extract_features
     from qe.features.registry import make_families
 
-    table = extract_features(make_families(["surface"]), ["0"], ["a b"], ["c d"], progress=False)
+    table = extract_features(
+        make_families(["surface"]), Pairs.of(["a b"], ["c d"], ids=["0"]), progress=False
+    )
     assert len(table.columns) == N_FEATURES
     return list(table.columns)
 
