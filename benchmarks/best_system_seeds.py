@@ -1,7 +1,7 @@
 """Benchmark: how much the frozen best WMT12 system moves with the random seed.
 
 Runs ``configs/wmt12-best.toml`` (or ``--config``) with three seeds: the features are built once
-(``qe.run.features.build_split``; they do not depend on the seed), then for each seed the config's
+(``qe.run.extraction.build_split``; they do not depend on the seed), then for each seed the config's
 learner is fitted exactly as ``qe run`` fits it (``qe.run.evaluate.fit_and_evaluate``: seeded CV
 folds, seeded learners and inner folds) and scored on the WMT12 test set.
 
@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from qe.config.load import apply_overrides, load_config  # noqa: E402
 from qe.run.context import RunContext  # noqa: E402
 from qe.run.evaluate import fit_and_evaluate  # noqa: E402
-from qe.run.features import build_split  # noqa: E402
+from qe.run.extraction import build_split  # noqa: E402
 
 
 def main() -> int:

@@ -58,7 +58,7 @@ from qe.data.sets.wmt20_mlqe import MLQE_PAIRS  # noqa: E402
 from qe.evaluation.metrics import evaluate  # noqa: E402
 from qe.learners.factory import describe, make_learner  # noqa: E402
 from qe.run.context import RunContext  # noqa: E402
-from qe.run.features import build_split  # noqa: E402
+from qe.run.extraction import build_split  # noqa: E402
 from qe.run.fit import refit_with_dev  # noqa: E402
 from qe.run.persist import signature  # noqa: E402
 from qe.run.splits import label_range, repeated_pairs  # noqa: E402

@@ -221,7 +221,7 @@ def test_aux_target_matrix_columns_and_missing_material():
 
 
 def toy_split(n: int, seed: int):
-    from qe.run.features import SplitData
+    from qe.run.extraction import SplitData
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))

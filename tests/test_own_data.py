@@ -20,7 +20,7 @@ from qe.data import read_feature_table
 from qe.infra.errors import QEInputError
 from qe.run.against import summary_table
 from qe.run.context import RunContext
-from qe.run.features import build_split
+from qe.run.extraction import build_split
 from tests.helpers import write_lines
 
 SRC = [f"the {w} sat on the mat number {i} ." for i, w in enumerate(["cat", "dog", "bird", "cow"] * 5)]

@@ -23,7 +23,7 @@ from qe.infra.errors import QEInputError
 from qe.model.file import QEModel
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
-from qe.run.features import build_split
+from qe.run.extraction import build_split
 from qe.run.pipeline import run_experiment
 from qe.run.splits import load_split
 from tests.helpers import write_config, write_lines

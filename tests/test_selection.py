@@ -458,7 +458,7 @@ def test_a_run_gives_a_selector_what_its_record_takes_from_the_run(monkeypatch: 
     from qe.data import QEDataset
     from qe.report.plots import selection_score_name
     from qe.run.context import RunContext
-    from qe.run.features import SplitData
+    from qe.run.extraction import SplitData
     from qe.run.selection import select_features
 
     registered_selectors()  # the built-in ones loaded first, then ours beside them

@@ -47,7 +47,7 @@ def run_labels(runs: list[Path]) -> list[str]:
 def run_dataset(run_dir: Path) -> str | None:
     """The registered dataset a run used (from its resolved config.toml, never through a link out of
     the run), None for files."""
-    from qe.report.run import own_file
+    from qe.report.rundir import own_file
 
     path = own_file(run_dir, "config.toml")
     if path is None:
@@ -62,7 +62,7 @@ def run_dataset(run_dir: Path) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from qe.report import read_metrics
-    from qe.report.run import own_file
+    from qe.report.rundir import own_file
 
     ours = {}
     datasets = {run_dataset(run_dir) for run_dir in args.runs}

@@ -35,7 +35,7 @@ RANKING_METRICS = tuple(name for name, metric in METRICS.items() if metric.ranki
 
 
 @dataclass
-class Scored:
+class ScoreFile:
     """Values read from a gold or predictions file: with their ids (None: matched by position) and
     the file line of each row (for errors). ``style`` is ``plain``, ``tsv`` or ``wmt12``."""
 
@@ -53,10 +53,10 @@ def _score(text: str, path: Path, line: int) -> float:
     return value
 
 
-def _plain(path: Path, lines: list[str]) -> Scored:
+def _plain(path: Path, lines: list[str]) -> ScoreFile:
     """One score per line."""
     values = [_score(text, path, number) for number, text in enumerate(lines, 1)]
-    return Scored(None, np.array(values), list(range(1, len(lines) + 1)), "plain")
+    return ScoreFile(None, np.array(values), list(range(1, len(lines) + 1)), "plain")
 
 
 def _header_columns(line: str) -> dict[str, int] | None:
@@ -67,7 +67,7 @@ def _header_columns(line: str) -> dict[str, int] | None:
     return None
 
 
-def _read_tsv(path: Path, lines: list[str], columns: dict[str, int]) -> Scored:
+def _read_tsv(path: Path, lines: list[str], columns: dict[str, int]) -> ScoreFile:
     width = len(lines[0].split("\t"))
     ids, values, numbers = [], [], []
     for number, line in enumerate(lines[1:], start=2):
@@ -79,10 +79,10 @@ def _read_tsv(path: Path, lines: list[str], columns: dict[str, int]) -> Scored:
         numbers.append(number)
     if not ids:
         raise QEInputError("has a header but no rows", path)
-    return Scored(ids, np.array(values), numbers, "tsv")
+    return ScoreFile(ids, np.array(values), numbers, "tsv")
 
 
-def _read_wmt12(path: Path, lines: list[str]) -> Scored:
+def _read_wmt12(path: Path, lines: list[str]) -> ScoreFile:
     ids, scores, ranks = [], [], []
     for number, line in enumerate(lines, 1):
         fields = line.split("\t")
@@ -99,10 +99,10 @@ def _read_wmt12(path: Path, lines: list[str]) -> Scored:
     ranking_only = bool(np.all(values == 0))
     if ranking_only:  # rank 1 = best
         values = -np.array(ranks)
-    return Scored(ids, values, list(range(1, len(lines) + 1)), "wmt12", ranking_only)
+    return ScoreFile(ids, values, list(range(1, len(lines) + 1)), "wmt12", ranking_only)
 
 
-def read_predictions(path: Path) -> Scored:
+def read_predictions(path: Path) -> ScoreFile:
     """Scores from ``id<TAB>score`` (with header), WMT12 submission lines, or one score per line."""
     lines = read_lines(path)
     columns = _header_columns(lines[0])
@@ -113,7 +113,7 @@ def read_predictions(path: Path) -> Scored:
     return _plain(path, lines)
 
 
-def read_gold(path: Path) -> Scored:
+def read_gold(path: Path) -> ScoreFile:
     """Gold labels: a TSV with ``id`` and ``score`` columns, or one label per line (ids assigned by
     :func:`align` from the predictions' format)."""
     lines = read_lines(path)
@@ -123,7 +123,7 @@ def read_gold(path: Path) -> Scored:
     return _plain(path, lines)
 
 
-def align(gold: Scored, pred: Scored, gold_path: Path, pred_path: Path) -> np.ndarray:
+def align(gold: ScoreFile, pred: ScoreFile, gold_path: Path, pred_path: Path) -> np.ndarray:
     """The predictions in gold order, refusing duplicate, unknown and missing ids."""
     n = len(gold.values)
     if pred.ids is None:

@@ -6,7 +6,7 @@ A config section's rule stands beside its frozen dataclass (``qe.config.data``, 
 in ``qe.resources.bundle.sections``). The files qe writes and reads back are described with the same
 rules beside their readers: the model manifest (``qe.model.manifest``), the bundle manifest
 (``qe.resources.bundle.runtime``), the resume state (``qe.stream.state``), ``metrics.json`` and
-``ablation.json`` (``qe.report.run``). A mistake is one line in one wording everywhere (``mistake``):
+``ablation.json`` (``qe.report.rundir``). A mistake is one line in one wording everywhere (``mistake``):
 the file, the key, the value and what is allowed, e.g. ``configs/x.toml: cv.folds = 0: expected an
 integer >= 2``. Checks across keys are a table's ``rules`` (``Fields(rules=...)``).
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from qe.data.da import DA_COLUMNS, DATable, read_da_table
 from qe.data.dataset import QEDataset
-from qe.data.features import FeatureTable, load_feature_table, read_feature_table
+from qe.data.feature_tables import FeatureTable, load_feature_table, read_feature_table
 from qe.data.fetch import ensure_file, fetch_registered_file, resolve_data_dir
 from qe.data.files import load_parallel, read_labels, read_score_matrix
 from qe.data.load import load_registered, load_registered_features

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from qe.data.da import aligned, attach_nmt_inputs, read_da_table
 from qe.data.dataset import QEDataset
-from qe.data.features import load_feature_table
+from qe.data.feature_tables import load_feature_table
 from qe.data.fetch import ensure_file, resolve_data_dir
 from qe.data.files import load_parallel
 from qe.data.registry import registered_dataset

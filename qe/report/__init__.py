@@ -2,7 +2,7 @@
 
 ``write_report(run_dir)`` reads what ``qe run`` (and optionally ``qe ablate``) wrote and produces
 ``report.md``, ``report.html`` and PNG figures in ``report_files/``. One module a job:
-:mod:`~qe.report.run` reads and checks the run directory, :mod:`~qe.report.analyses` derives
+:mod:`~qe.report.rundir` reads and checks the run directory, :mod:`~qe.report.analyses` derives
 residual bands and importances, :mod:`~qe.report.plots` draws on a given ``Axes`` (reusable in
 notebooks; the global pyplot backend is never touched), :mod:`~qe.report.build` assembles the
 sections as :mod:`~qe.report.blocks`, :mod:`~qe.report.render` writes Markdown or HTML and
@@ -20,7 +20,7 @@ from qe.report.plots import (
     plot_scatter,
     plot_selection_path,
 )
-from qe.report.run import load_run, read_metrics, read_predictions
+from qe.report.rundir import load_run, read_metrics, read_predictions
 from qe.report.write import write_report
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from qe.infra.errors import QEInputError
-from qe.report.run import RunDir, own_file
+from qe.report.rundir import RunDir, own_file
 
 
 def label_bands(low: float, high: float, n: int = 4) -> list[tuple[float, float]]:

@@ -27,7 +27,7 @@ from qe.report.plots import (
     selection_score_name,
     subset_size,
 )
-from qe.report.run import RunDir, error_reason, gold_labels, load_run
+from qe.report.rundir import RunDir, error_reason, gold_labels, load_run
 
 FIGURES_DIR = REPORT_FIGURES
 FIGURE_NAMES = REPORT_FIGURE_NAMES

@@ -21,7 +21,7 @@ from qe.infra.workers import exit_with_parent_everywhere
 from qe.learners.factory import describe
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
-from qe.run.features import SplitData, build_split
+from qe.run.extraction import SplitData, build_split
 from qe.run.persist import config_inputs, signature
 
 BOOTSTRAP_METRICS = HEADLINE_METRICS

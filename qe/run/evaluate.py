@@ -13,7 +13,7 @@ from qe.infra.errors import QEInputError
 from qe.learners.factory import AUTO, auto_choice
 from qe.learners.progress import reporting
 from qe.run.context import RunContext
-from qe.run.features import SplitData
+from qe.run.extraction import SplitData
 from qe.run.fit import FittedSystem, fit
 
 

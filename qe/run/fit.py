@@ -19,7 +19,7 @@ from qe.evaluation.metrics import METRICS
 from qe.infra.errors import QEInputError
 from qe.learners.progress import say
 from qe.run.context import RunContext
-from qe.run.features import SplitData
+from qe.run.extraction import SplitData
 from qe.run.splits import label_range, repeated_pairs
 
 MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences

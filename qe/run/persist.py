@@ -22,7 +22,7 @@ from qe.infra.io import atomic_write, write_text_atomic
 from qe.model.file import QEModel
 from qe.model.manifest import ModelManifest
 from qe.run.context import RunContext
-from qe.run.features import SplitData
+from qe.run.extraction import SplitData
 from qe.run.fit import FittedSystem
 from qe.run.splits import label_range, languages, pool_info
 

@@ -17,7 +17,7 @@ from qe.learners.factory import describe
 from qe.run.against import against_config, compared
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
-from qe.run.features import SplitData, build_split, check_families
+from qe.run.extraction import SplitData, build_split, check_families
 from qe.run.fit import FittedSystem
 from qe.run.persist import config_inputs, signature, write_run
 from qe.run.selection import select_features

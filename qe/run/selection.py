@@ -6,7 +6,7 @@ from typing import Any
 
 from qe.infra.errors import QEInputError
 from qe.run.context import RunContext
-from qe.run.features import SplitData
+from qe.run.extraction import SplitData
 from qe.run.fit import check_folds
 
 

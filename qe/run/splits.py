@@ -6,9 +6,9 @@ tables and feature tables (a run loads each split once, through its ``qe.run.con
 files: ``src`` + ``mt`` (+ ``labels``, ``post_edits``, ``references``) line-aligned text, or a
 ``table`` (TSV with a header, or JSONL) whose columns ``src_column`` / ``mt_column`` /
 ``label_column`` / ``id_column`` name (defaults ``src``, ``mt``, ``score``, ``id``; a
-``post_edit_column`` only when named), and/or a ``features`` table (CSV/TSV/parquet, ``qe.data.features``).
-A split with only a ``features`` table needs no text at all: its labels come from its
-``label_column`` (or a ``labels`` file). See ``docs/own-data.md``.
+``post_edit_column`` only when named), and/or a ``features`` table (CSV/TSV/parquet,
+``qe.data.feature_tables``). A split with only a ``features`` table needs no text at all: its labels come
+from its ``label_column`` (or a ``labels`` file). See ``docs/own-data.md``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from qe.data import (
     load_table,
     read_labels,
 )
-from qe.data.features import FeatureTable, read_feature_table
+from qe.data.feature_tables import FeatureTable, read_feature_table
 from qe.data.pooled import check_poolable, load_pooled, pair_scales
 from qe.infra.errors import QEInputError
 

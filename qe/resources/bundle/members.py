@@ -85,6 +85,12 @@ class BuildContext:
                 raise QEInputError(f"corpus {name!r} has no {'/'.join(missing)} side")
         return list(names)
 
+    def side_corpora(self, key: str, table: ConfigTable) -> tuple[str, list[str]]:
+        """The side a ``[section.KEY]`` table builds from (its ``side``, default the key) and the
+        corpora it reads of that side."""
+        side = table.get("side", key)
+        return side, self.corpus_names(table, (side,))
+
     def entry(
         self, kind: str, path: Path, side: str | None, corpora: list[str], settings: dict[str, Any]
     ) -> dict[str, Any]:

@@ -26,8 +26,13 @@ def load_language_model(path: Path, options: dict[str, Any], manifest: dict[str,
     return LanguageModel(path, **options)
 
 
+DEFAULTS = {"order": 3, "binary": True}
+"""What an ``[lm.KEY]`` table's keys are when it leaves them out."""
+
+
 def _files(key: str, table: ConfigTable) -> dict[str, str]:
-    return {f"lm.{key}": f"lm.{key}.bin" if table.get("binary", True) else f"lm.{key}.arpa"}
+    binary = {**DEFAULTS, **table}["binary"]
+    return {f"lm.{key}": f"lm.{key}.bin" if binary else f"lm.{key}.arpa"}
 
 
 def _build(
@@ -35,10 +40,9 @@ def _build(
 ) -> dict[str, dict[str, Any]]:
     from qe.resources.lm import train_lm
 
-    side = table.get("side", key)
-    names = context.corpus_names(table, (side,))
-    order = int(table.get("order", 3))
-    binary = bool(table.get("binary", True))
+    side, names = context.side_corpora(key, table)
+    settings = {**DEFAULTS, **table}
+    order, binary = int(settings["order"]), bool(settings["binary"])
     corpus_file = context.work / f".corpus.lm.{key}.txt"
     n_lines = 0
     with corpus_file.open("w", encoding="utf-8") as handle:

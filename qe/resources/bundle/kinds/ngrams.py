@@ -23,12 +23,15 @@ def load_counts(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -
     return NgramCounts.load(path, **options)
 
 
+DEFAULT_MAX_ORDER = 3
+"""The longest n-grams counted when ``[ngrams.KEY]`` does not say."""
+
+
 def _build(
     context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
-    side = table.get("side", key)
-    names = context.corpus_names(table, (side,))
-    max_order = int(table.get("max_order", 3))
+    side, names = context.side_corpora(key, table)
+    max_order = int(table.get("max_order", DEFAULT_MAX_ORDER))
     counts = NgramCounts.from_sentences(
         (tokens for name in names for tokens in context.tokens(name, side) if tokens), max_order=max_order
     )

@@ -18,15 +18,17 @@ from qe.resources.bundle.members import (
 )
 from qe.resources.lm import MAX_ORDER
 
+DEFAULT_ORDER = 5
+"""A POS language model's order when ``[poslm.KEY]`` does not say (tags are few: longer contexts pay)."""
+
 
 def _build(
     context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     from qe.resources.pos import build_pos_lm
 
-    side = table.get("side", key)
-    names = context.corpus_names(table, (side,))
-    order = int(table.get("order", 5))
+    side, names = context.side_corpora(key, table)
+    order = int(table.get("order", DEFAULT_ORDER))
     lines = [line for name in names for line in context.corpora[name].lines[side]]
     out = outputs[f"poslm.{key}"]
     text = context.text[side]
