@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qe.config.load import apply_overrides, load_config  # noqa: E402
+from qe.run.config import apply_overrides, load_config  # noqa: E402
 from qe.run.context import RunContext  # noqa: E402
 from qe.run.evaluate import fit_and_evaluate  # noqa: E402
 from qe.run.extraction import build_split  # noqa: E402

@@ -78,7 +78,7 @@ def load_row_config(config: dict[str, Any], folder: Path, data_dir: Path | None 
     """``config`` written as TOML to ``folder`` and loaded as ``qe run`` loads it (checked, completed)."""
     import tomli_w
 
-    from qe.config.load import apply_overrides, load_config
+    from qe.run.config import apply_overrides, load_config
 
     path = folder / f"{config['name']}.toml"
     path.write_text(tomli_w.dumps(config), encoding="utf-8")

@@ -53,15 +53,15 @@ import numpy as np  # noqa: E402
 
 from qe.config.document import thaw  # noqa: E402
 from qe.config.experiment import ExperimentConfig  # noqa: E402
-from qe.config.load import apply_overrides, load_config  # noqa: E402
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS  # noqa: E402
+from qe.data.splits import label_range, repeated_pairs  # noqa: E402
 from qe.evaluation.metrics import evaluate  # noqa: E402
 from qe.learners.factory import describe, make_learner  # noqa: E402
+from qe.run.config import apply_overrides, load_config  # noqa: E402
 from qe.run.context import RunContext  # noqa: E402
 from qe.run.extraction import build_split  # noqa: E402
 from qe.run.fit import refit_with_dev  # noqa: E402
 from qe.run.persist import signature  # noqa: E402
-from qe.run.splits import label_range, repeated_pairs  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix

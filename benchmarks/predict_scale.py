@@ -140,7 +140,7 @@ def write_cycled(lines: list[bytes], n: int, path: Path) -> Path:
 
 
 def train_model(data_dir: Path, families: list[str], folder: Path, bundle: Path) -> Path:
-    from qe.config.load import load_config
+    from qe.run.config import load_config
     from qe.run.pipeline import run_experiment
 
     lines = ['name = "predict-scale"', "seed = 42", "[data]", 'dataset = "wmt12-en-es"']

@@ -23,26 +23,20 @@ PACKAGE = ROOT / "qe"
 FLOORS: dict[str, int] = {
     # 0 foundations: errors, safe file I/O and outputs, workers and the parallel backend, memos; metrics
     **dict.fromkeys(("qe", "qe.infra", "qe.evaluation"), 0),
-    # 1 config rules: rule types, predicates, the names registries hand in; each section's rule and its
-    # frozen dataclass, the experiment config composed of them
+    # 1 config rules: rule types and predicates, the names and tables registries hand in; each section's
+    # rule beside its frozen dataclass, the experiment config composed of them
     "qe.config": 1,
-    # 2 data and text: datasets, tables, a config's splits, tokenization, spaCy pipelines
-    **dict.fromkeys(("qe.data", "qe.text", "qe.run.splits"), 2),
-    # 3 parts: feature families, learners, selectors, bundle members and sections, encoders, decoder
-    # and NMT readers, the numpy scorers and the model allow-list, report pieces
+    # 2 data and text: datasets, tables, a config's splits; tokenization, spaCy pipelines
+    **dict.fromkeys(("qe.data", "qe.text"), 2),
+    # 3 parts: feature families, learners, selectors, resources and the bundle, encoders, decoder and NMT
+    # readers, the numpy predictors
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
-    **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.model.numpy", "qe.model.allowlist"), 3),
-    **dict.fromkeys(("qe.report.blocks", "qe.report.plots", "qe.report.render"), 3),
-    # 4 assembly: loading configs, bundles, extraction, saved models and their catalogue, streaming
-    **dict.fromkeys(
-        ("qe.config.load", "qe.resources.bundle", "qe.features.extractor", "qe.features.cache"), 4
-    ),
+    **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.predictors"), 3),
+    # 4 assembly: saved models (the file, its manifest, the allow-list, scoring, the catalogue); streaming
     **dict.fromkeys(("qe.model", "qe.stream"), 4),
-    # 5 workflows: a run's stages and ablations, reports, scoring and the service, building the ready-made
-    # models, the diagnostics of a language pair
-    **dict.fromkeys(
-        ("qe.run", "qe.report", "qe.model.scoring", "qe.model.build", "qe.serve", "qe.doctor"), 5
-    ),
+    # 5 workflows: a run (reading its config, its stages, ablations, the ready-made models), reports, the
+    # service, the diagnostics of a language pair
+    **dict.fromkeys(("qe.run", "qe.report", "qe.serve", "qe.doctor"), 5),
     # 6 entry points: the command line
     **dict.fromkeys(("qe.cli", "qe.__main__", "qe.commands"), 6),
 }

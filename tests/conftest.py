@@ -42,8 +42,8 @@ def manual_data(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def surface_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small SVR on the surface family (no resources), trained from files like `qe run` does."""
-    from qe.config.load import load_config
     from qe.model.file import QEModel
+    from qe.run.config import load_config
     from qe.run.pipeline import run_experiment
 
     root = tmp_path_factory.mktemp("model")

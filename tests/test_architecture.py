@@ -29,10 +29,10 @@ def test_qe_has_no_import_loop() -> None:
 
 
 def test_imports_inside_functions_count() -> None:
-    # qe.config.load imports the registries inside a function (startup cost): the edge is still in the graph,
+    # qe.run.config imports the registries inside a function (startup cost): the edge is still in the graph,
     # and so is a relative import
     edges = set(_run("--edges").stdout.splitlines())
-    assert "qe.config.load -> qe.learners.factory" in edges
+    assert "qe.run.config -> qe.learners.factory" in edges
     assert "qe.config.rules -> qe.infra.errors" in edges
     assert not any(line.startswith("qe.config.rules -> qe.data") for line in edges)
 
@@ -121,7 +121,7 @@ def test_each_config_reader_registers_the_names_it_checks_against(tmp_path: Path
     experiment.write_text('[data]\ndataset = "nope"\n', encoding="utf-8")
     readers = {
         bundle: "from qe.resources.bundle import read_bundle_config as read",
-        experiment: "from qe.config.load import load_config as read",
+        experiment: "from qe.run.config import load_config as read",
     }
     for config, imports in readers.items():
         script = f"{imports}\nfrom qe.infra.errors import QEInputError\ntry:\n    read({str(config)!r})\n"

@@ -37,9 +37,9 @@ def test_the_catalogue_holds_wmt12_en_es_and_each_mlqe_pairs_da_and_hter_model()
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_each_record_agrees_with_its_configs_and_dataset(name):
     """Languages, label kind and bundle of a record are those of the dataset and configs it builds from."""
-    from qe.config.load import load_config
     from qe.data import DATASETS
     from qe.resources.bundle import read_bundle_config
+    from qe.run.config import load_config
 
     record = CATALOG[name]
     config = load_config(REPO / record.config)

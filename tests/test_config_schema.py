@@ -89,7 +89,7 @@ def test_more_folds_than_training_rows_is_refused_once_the_data_is_known(tmp_pat
 
 
 def test_bad_jobs_override_is_one_line_and_valid_values_still_load(tmp_path, capsys):
-    from qe.config.load import load_config
+    from qe.run.config import load_config
 
     config = toy_config(tmp_path)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "out"), "--quiet", "--jobs", "0"]) == 2

@@ -9,7 +9,7 @@ import pytest
 
 from qe.config.document import thaw
 from qe.config.experiment import ExperimentConfig
-from qe.config.load import apply_overrides, dump_config, load_config
+from qe.run.config import apply_overrides, dump_config, load_config
 
 MIXED = """\
 description = "keys in an unusual order"

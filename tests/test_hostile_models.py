@@ -23,10 +23,10 @@ from sklearn.utils._testing import assert_run_python_script_without_output
 
 from qe.cli import main
 from qe.config.document import thaw
-from qe.config.load import load_config
 from qe.infra.errors import QEInputError
 from qe.learners.factory import LEARNERS, make_learner
 from qe.model.file import MODEL_TYPES, QEModel, load_model, save_model
+from qe.run.config import load_config
 from tests.helpers import write_lines
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, MANIFEST_DOCUMENT, fit_factory_learner
 

@@ -10,8 +10,8 @@ import pytest
 
 from qe.cli import build_parser, main
 from qe.config.features import POOLED_FAMILIES
-from qe.config.load import load_config
 from qe.model.catalog import CATALOG
+from qe.run.config import load_config
 from tests.helpers import REPO, write_lines
 from tests.helpers.toy import EN, ES, sentences
 

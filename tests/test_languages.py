@@ -171,8 +171,8 @@ def test_a_bundle_config_with_missing_pieces_is_refused_naming_each(tmp_path, ca
 
 def test_families_without_a_bundle_learn_the_pair_from_the_config(tmp_path):
     pytest.importorskip("rjieba")
-    from qe.config.load import load_config
     from qe.features.registry import with_languages
+    from qe.run.config import load_config
     from qe.run.context import RunContext
 
     config = load_config(pieces_experiment(tmp_path, ["surface"], {"src": "en", "tgt": "zh"}))

@@ -13,9 +13,9 @@ import tomli_w
 
 from qe.cli import main
 from qe.config.features import POOLED_FAMILIES
-from qe.config.load import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.resources.bundle import read_bundle_config
+from qe.run.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = {

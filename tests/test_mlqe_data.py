@@ -210,7 +210,7 @@ def test_a_dev_split_overlapping_train_is_refused(tmp_path, capsys):
 @pytest.mark.data
 def test_registered_dev_overlap_is_reported(mlqe_dir):
     """Upstream ne-en repeats 47 training pairs in dev (si-en 24, ru-en 1): say so, do not hide it."""
-    from qe.run.splits import check_overlap
+    from qe.data.splits import check_overlap
 
     for pair, count in (("ne-en", 47), ("si-en", 24), ("ru-en", 1), ("ro-en", 0)):
         train, dev = (load_registered(f"mlqe-pe/{pair}", split, mlqe_dir) for split in ("train", "dev"))

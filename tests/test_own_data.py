@@ -15,10 +15,10 @@ from sklearn.svm import SVR
 
 from qe.cli import main
 from qe.config.experiment import ExperimentConfig
-from qe.config.load import load_config
 from qe.data import read_feature_table
 from qe.infra.errors import QEInputError
 from qe.run.against import summary_table
+from qe.run.config import load_config
 from qe.run.context import RunContext
 from qe.run.extraction import build_split
 from tests.helpers import write_lines

@@ -1,4 +1,4 @@
-"""Scoring without scikit-learn (qe.model.numpy.reader): for every learner the factory builds, the numpy
+"""Scoring without scikit-learn (qe.predictors.reader): for every learner the factory builds, the numpy
 predictions of a saved model equal scikit-learn's own ``predict`` on the same file, and damaged
 arrays or trees are refused when the model loads instead of reaching a prediction."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from qe.infra.errors import QEInputError
 from qe.model.file import QEModel, load_model, save_model
-from qe.model.numpy.m5p_tree import apply_tree
+from qe.predictors.m5p_tree import apply_tree
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from qe.config.load import load_config
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
 from qe.model.catalog import CATALOG
+from qe.run.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 README_PATH = REPO / "README.md"

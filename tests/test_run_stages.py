@@ -17,15 +17,15 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVR
 
 from qe.config.document import freeze
-from qe.config.features import FeaturesConfig
-from qe.config.load import load_config, split_settings
+from qe.config.features import FeaturesConfig, split_settings
+from qe.data.splits import load_split
 from qe.infra.errors import QEInputError
 from qe.model.file import QEModel
+from qe.run.config import load_config
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
 from qe.run.extraction import build_split
 from qe.run.pipeline import run_experiment
-from qe.run.splits import load_split
 from tests.helpers import write_config, write_lines
 
 

@@ -32,7 +32,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 NUMERICAL = {"numpy", "pandas", "scipy", "sklearn", "skops", "pyarrow", "joblib", "kenlm", "tqdm"}
-# Every learner qe saves (qe.model.numpy.reader reads them all) scores with numpy alone: scikit-learn, skops
+# Every learner qe saves (qe.predictors.reader reads them all) scores with numpy alone: scikit-learn, skops
 # and scipy are not imported. What scoring never needs, whatever the learner: the test framework, dask,
 # plotting, spaCy (for a model whose families do not tag), deep learning.
 SCIKIT_LEARN = {"sklearn", "skops", "scipy"}
@@ -109,7 +109,7 @@ def test_a_forest_scores_with_numpy_alone_too(
     tmp_path,
     surface_model,
 ):
-    """Every learner qe saves is scored by qe.model.numpy.reader: a random forest no longer goes through
+    """Every learner qe saves is scored by qe.predictors.reader: a random forest no longer goes through
     skops."""
     from qe.learners.factory import make_learner
     from qe.model.file import QEModel

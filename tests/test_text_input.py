@@ -67,7 +67,7 @@ def test_bom_in_predictions_and_configs(tmp_path, capsys):
 
     config = toy_config(tmp_path)
     config.write_bytes(BOM + config.read_bytes())
-    from qe.config.load import load_config
+    from qe.run.config import load_config
 
     assert load_config(config).name == "toy"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qe.config.document import thaw
-from qe.config.load import apply_overrides, load_config
+from qe.run.config import apply_overrides, load_config
 from qe.run.pipeline import run_experiment
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

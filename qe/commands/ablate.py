@@ -36,8 +36,8 @@ COMMAND = register_command(
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.config.load import apply_overrides, load_config
     from qe.run.ablation import ablation_table, check_bootstrap_samples, run_ablation
+    from qe.run.config import apply_overrides, load_config
 
     check_bootstrap_samples(args.bootstrap_samples)
     config = load_config(args.config, check_learner=False)  # the ablation's context makes (and checks) it

@@ -24,6 +24,7 @@ from qe.commands.options import (
     streaming_options,
 )
 from qe.config.rules import Int, first_repeated
+from qe.features.memos import clear_text_memos
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded
 from qe.infra.outputs import check_output_file
@@ -33,7 +34,6 @@ from qe.stream import (
     ParquetSink,
     Sink,
     TextSink,
-    clear_text_memos,
     preload_state,
     run_stream,
 )

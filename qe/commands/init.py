@@ -252,9 +252,9 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.config.load import load_config
     from qe.config.rules import LANGUAGE_CODE
     from qe.data import load_parallel
+    from qe.run.config import load_config
 
     for option in ("src_lang", "tgt_lang"):
         if not LANGUAGE_CODE.fullmatch(getattr(args, option)):

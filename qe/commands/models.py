@@ -56,7 +56,7 @@ COMMAND = register_command(
 def _build(args: argparse.Namespace) -> int:
     from qe.config.rules import check_jobs
     from qe.learners.progress import reporting
-    from qe.model.build import build_ready, is_current
+    from qe.run.ready import build_ready, is_current
 
     names = list(dict.fromkeys(args.names)) or list(CATALOG)
     for name in names:

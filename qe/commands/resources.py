@@ -125,11 +125,11 @@ def _check(args: argparse.Namespace) -> int:
     import sys
     import tomllib
 
-    from qe.config.load import load_config
     from qe.doctor.pieces import experiment_pieces
     from qe.infra.errors import QEInputError
     from qe.infra.io import require_file
     from qe.resources.bundle.pieces import bundle_pieces
+    from qe.run.config import load_config
 
     path = require_file(args.config, "config file")
     try:
@@ -138,8 +138,8 @@ def _check(args: argparse.Namespace) -> int:
         raw = {}  # the readers below give the precise error
     if "features" in raw or "data" in raw:
         config = load_config(path)
+        from qe.data.splits import languages
         from qe.resources.bundle import open_bundle
-        from qe.run.splits import languages
 
         resources = config.features.resources
         try:

@@ -34,9 +34,9 @@ COMMAND = register_command(
 
 
 def run(args: argparse.Namespace) -> int:
-    from qe.config.load import apply_overrides, load_config
     from qe.evaluation.metrics import HEADLINE_METRICS
     from qe.run.against import summary_table
+    from qe.run.config import apply_overrides, load_config
     from qe.run.pipeline import run_experiment
 
     config = load_config(args.config, check_learner=False)  # the run's context makes (and checks) it

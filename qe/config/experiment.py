@@ -93,7 +93,7 @@ EXPERIMENT = Fields(
     {
         "name": Str(),
         "description": Str(),
-        "config_file": Str(),  # set by qe.config.load.load_config: where the config was read from
+        "config_file": Str(),  # set by qe.run.config.load_config: where the config was read from
         "seed": SEED,
         "data": DATA,
         "features": FEATURES,

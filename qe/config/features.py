@@ -3,10 +3,12 @@ typed view."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from qe.config.document import SHOWN, ReadOnlyTable, no_table
+from qe.config.data import SPLITS
+from qe.config.document import SHOWN, ReadOnlyTable, no_table, thaw
 from qe.config.rules import (
     Anything,
     Fields,
@@ -53,3 +55,14 @@ class FeaturesConfig:
     # family -> its settings (and per-split tables)
     settings: ReadOnlyTable = field(default_factory=no_table, metadata=SHOWN)
     resources: str | None = None
+
+
+def split_settings(settings: Mapping[str, Mapping[str, Any]], split: str) -> dict[str, dict[str, Any]]:
+    """Per-family settings for one split, as plain dicts: a family's ``train`` / ``dev`` / ``test``
+    sub-table (e.g. the decoder logs of that split) overrides its shared settings."""
+    resolved = {}
+    for family, values in settings.items():
+        merged = {k: thaw(v) for k, v in values.items() if k not in SPLITS}
+        merged.update(thaw(values.get(split, {})))
+        resolved[family] = merged
+    return resolved

@@ -26,8 +26,8 @@ def experiment_pieces(
     """What an experiment config's feature families need and this machine (or the bundle) lacks;
     with ``bind``, also what each family's ``bind`` refuses (bundle members, ...). ``families``: the
     config's families when already made (a run makes them once), not yet bound."""
+    from qe.data.splits import languages
     from qe.features.registry import make_families
-    from qe.run.splits import languages
 
     features = config.features
     pair = languages(config.data, bundle) or {}
@@ -46,6 +46,6 @@ def experiment_pieces(
 
 def _plain_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Family settings without per-split tables (``[features.settings.<family>.train]``)."""
-    from qe.config.load import split_settings
+    from qe.config.features import split_settings
 
     return split_settings(settings, "train")

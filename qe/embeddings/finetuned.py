@@ -5,7 +5,7 @@ The file is a zip of ``manifest.json`` and one ``.npy`` array per fine-tuned enc
 piece table among them, are read from the installed package, whose ``model_id`` the manifest
 names) and per head weight (``head/<name>.npy``). Nothing in it is code: arrays are read with
 ``allow_pickle=False``, and every one is checked (member size before reading, then dtype, shape,
-finiteness) before use, as ``qe.model.numpy.check`` does for the other models. Scoring needs neither JAX
+finiteness) before use, as ``qe.predictors.check`` does for the other models. Scoring needs neither JAX
 nor optax: ``UseModel`` runs the fine-tuned weights and the head is two matrix products.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from qe.embeddings.model import DIM, UseModel, model_id, read_weights, resource_dir
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
-from qe.model.numpy.check import BadModel, check_array, check_number
+from qe.predictors.check import BadModel, check_array, check_number
 
 FORMAT = "qe-finetuned-encoder"
 VERSION = 1

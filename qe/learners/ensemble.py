@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from qe.learners import progress
-from qe.model.numpy.rank_vote import rank_average
+from qe.predictors.rank_vote import rank_average
 
 
 def accepts_aux(estimator: BaseEstimator) -> bool:
@@ -84,7 +84,7 @@ def fit_member(estimator: BaseEstimator, X: np.ndarray, y: np.ndarray) -> BaseEs
 class AveragingRegressor(MembersMixin, RegressorMixin, BaseEstimator):
     """Weighted mean of several regressors' predictions (``combine="mean"``) or of their ranks
     mapped back onto the mean scores (``combine="rank"``, see
-    :func:`qe.model.numpy.rank_vote.rank_average`)."""
+    :func:`qe.predictors.rank_vote.rank_average`)."""
 
     accepts_aux_targets = True
     _parameter_constraints: ClassVar[dict[str, list]] = {

@@ -44,7 +44,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from qe.model.numpy.m5p_tree import apply_tree, fill_missing, predict_m5p
+from qe.predictors.m5p_tree import apply_tree, fill_missing, predict_m5p
 
 SMOOTHING_CONSTANT = 15.0
 DEV_FRACTION = 0.05  # stop splitting below this share of the root's standard deviation

@@ -15,7 +15,7 @@ import zipfile
 from typing import Any
 
 from qe.learners.factory import LEARNERS
-from qe.model.numpy.check import BadModel
+from qe.predictors.check import BadModel
 
 # Classes (module.class as skops records them) that may appear as objects or arrays in a model file.
 MODEL_TYPES = frozenset(
@@ -81,7 +81,7 @@ def read_schema(archive: zipfile.ZipFile, file_size: int) -> tuple[Any, list[str
     members' declared sizes stay within the limits above (zipfile never unpacks more than a member
     declares). Nodes of one ``__id__`` must hold the same content: skops builds every node of an id
     from the first it meets, so what is checked wherever it appears is what is built. Raises
-    :class:`qe.model.numpy.check.BadModel` for members over the limits, ``ValueError`` (and zipfile's
+    :class:`qe.predictors.check.BadModel` for members over the limits, ``ValueError`` (and zipfile's
     errors) for a file that is not a readable skops archive.
     """
     unpacked = sum(member.file_size for member in archive.infolist())

@@ -23,7 +23,7 @@ from qe.model.allowlist import MAX_MODEL_BYTES, MODEL_TYPES, read_schema
 from qe.model.manifest import ModelManifest
 
 if TYPE_CHECKING:
-    from qe.model.numpy.reader import PlainModel
+    from qe.predictors.reader import PlainModel
 
 __all__ = ["MODEL_TYPES", "QEModel", "load_model", "prediction_only", "save_model"]
 
@@ -113,10 +113,10 @@ def save_model(path: str | Path, estimator: Any, feature_names: list[str], manif
 def _inspect(
     source: BinaryIO, size: int, path: Path | str, saving: bool = False
 ) -> tuple[PlainModel, list[str]]:
-    """The model of a skops file (``size`` bytes) checked whole by :mod:`qe.model.numpy.reader`, and the
+    """The model of a skops file (``size`` bytes) checked whole by :mod:`qe.predictors.reader`, and the
     types it names: refuses any type outside ``MODEL_TYPES``, any callable and any content the
     numpy predictors would not take, before anything in the file is imported or built."""
-    from qe.model.numpy.reader import BadModel, read_plain
+    from qe.predictors.reader import BadModel, read_plain
 
     try:
         archive = zipfile.ZipFile(source)
@@ -167,7 +167,7 @@ def _open_model(path: Path) -> tuple[BinaryIO, int]:
 
 
 def _read_checked(path: Path) -> tuple[bytes, PlainModel, list[str]]:
-    """The model file's bytes (read once, whole), its model checked by :mod:`qe.model.numpy.reader` and the
+    """The model file's bytes (read once, whole), its model checked by :mod:`qe.predictors.reader` and the
     types it names: the bytes checked are the bytes hashed and the bytes skops builds from."""
     handle, size = _open_model(path)
     with handle:
@@ -192,7 +192,7 @@ def _built(data: bytes, present: list[str], path: Path) -> tuple[Any, list[str],
 
 def load_model(path: str | Path) -> tuple[Any, list[str], ModelManifest]:
     """Load ``(estimator, feature_names, manifest)``, refusing any type outside ``MODEL_TYPES``, any
-    callable and any content :mod:`qe.model.numpy.reader` refuses before anything in the file is imported
+    callable and any content :mod:`qe.predictors.reader` refuses before anything in the file is imported
     or built."""
     path = Path(path)
     data, _, present = _read_checked(path)
@@ -238,7 +238,7 @@ class QEModel:
         another major version.
 
         The file is read once, whole (its bytes are checked and hashed: :attr:`sha256`), and the model
-        is scored by :mod:`qe.model.numpy.reader` without scikit-learn (about 1 s less start-up); the
+        is scored by :mod:`qe.predictors.reader` without scikit-learn (about 1 s less start-up); the
         estimator itself is built by skops, from the file read and checked again, only if
         :attr:`estimator` is asked for.
         """
@@ -289,7 +289,7 @@ class QEModel:
                 f"({', '.join(manifest.feature_sets)}), so it cannot score raw text; "
                 "train it on feature families instead"
             )
-        from qe.config.load import split_settings
+        from qe.config.features import split_settings
         from qe.features.registry import family_class, make_families, route_inputs, with_languages
 
         settings = split_settings(manifest.family_settings, "predict")

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qe.features.base import Pairs
+from qe.features.memos import clear_text_memos
 from qe.infra.errors import QEInputError
 from qe.model.file import QEModel
-from qe.stream.tasks import clear_text_memos
 
 if TYPE_CHECKING:
     import numpy as np

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,22 @@ from typing import Any
 import numpy as np
 
 from qe.config.data import DataConfig
+from qe.config.document import from_table, thaw
+from qe.config.experiment import EXPERIMENT
 from qe.config.rules import AnyTable, Anything, Fields, Mistake, Number, Optional, TablesOf, check
 from qe.evaluation.published import METRICS_SHOWN
 from qe.infra.errors import QEInputError
 from qe.infra.io import MAX_SCORE, is_score, parse_bounded, parse_label, read_lines
+
+
+def read_back_data(document: Mapping[str, Any], path: Path) -> DataConfig:
+    """The ``[data]`` of a config ``qe run`` wrote (a run directory's ``config.toml``, which may have been
+    edited since), checked by the schema's rule of that table; ``path`` names the file in a mistake."""
+    import qe.data
+    import qe.features.registry  # noqa: F401  (and the families' pair inputs)
+
+    table = document.get("data", {})
+    return from_table(DataConfig, check(EXPERIMENT.fields["data"], thaw(table), path, "data"))
 
 
 @dataclass
@@ -142,8 +155,7 @@ def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray |
     Returns None when the test split has no labels; raises ``QEInputError`` when the data cannot
     be read or does not match the predictions.
     """
-    from qe.config.load import read_back_data
-    from qe.run.splits import load_split
+    from qe.data.splits import load_split
 
     if run.config is None or run.predictions is None:
         raise QEInputError("the run directory lacks config.toml or predictions.tsv", run.path)

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from qe.config.experiment import ExperimentConfig
-from qe.config.load import dump_config
 from qe.config.rules import is_count
 from qe.evaluation.metrics import HEADLINE_METRICS, paired_bootstrap
 from qe.evaluation.published import summary_columns
@@ -19,6 +18,7 @@ from qe.infra.io import atomic_write, write_text_atomic
 from qe.infra.outputs import staged_dir
 from qe.infra.workers import exit_with_parent_everywhere
 from qe.learners.factory import describe
+from qe.run.config import dump_config
 from qe.run.context import RunContext
 from qe.run.evaluate import fit_and_evaluate
 from qe.run.extraction import SplitData, build_split

@@ -9,10 +9,10 @@ import numpy as np
 
 from qe.config.experiment import ExperimentConfig
 from qe.config.features import FeaturesConfig
-from qe.config.load import load_config
 from qe.config.report import AgainstEntry, ReportConfig
 from qe.evaluation.metrics import BOOTSTRAPPED, HEADLINE_METRICS, METRICS, paired_bootstrap
 from qe.evaluation.published import bootstrap_key, comparison_table, summary_columns
+from qe.run.config import load_config
 from qe.run.fit import FittedSystem
 
 BOOTSTRAP_METRICS = BOOTSTRAPPED

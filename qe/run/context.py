@@ -21,12 +21,13 @@ from sklearn.model_selection import PredefinedSplit
 
 from qe.config.document import thaw
 from qe.config.experiment import ExperimentConfig
-from qe.config.load import config_learner, split_settings
+from qe.config.features import split_settings
 from qe.data import QEDataset
+from qe.data.splits import LoadedSplit, languages, load_split
 from qe.features.base import FeatureFamily
 from qe.infra.errors import QEInputError
 from qe.infra.io import read_lines, sha256_file
-from qe.run.splits import LoadedSplit, languages, load_split
+from qe.run.config import config_learner
 
 
 def _key(*parts: Any) -> str:

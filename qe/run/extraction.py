@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from qe.data import QEDataset, load_registered_features
+from qe.data.splits import has_text, languages, registered_dataset
 from qe.features.base import Pairs
 from qe.features.cache import extract_cached
 from qe.infra.errors import QEInputError
 from qe.run.context import RunContext
-from qe.run.splits import has_text, languages, registered_dataset
 
 
 @dataclass

@@ -15,12 +15,12 @@ from qe.config.experiment import ExperimentConfig
 from qe.config.learner import LearnerConfig
 from qe.config.rules import mistake
 from qe.data import QEDataset
+from qe.data.splits import label_range, repeated_pairs
 from qe.evaluation.metrics import METRICS
 from qe.infra.errors import QEInputError
 from qe.learners.progress import say
 from qe.run.context import RunContext
 from qe.run.extraction import SplitData
-from qe.run.splits import label_range, repeated_pairs
 
 MIN_SCORED = 4  # DeltaAvg needs at least 4 sentences
 RANK_SCORINGS = tuple(name for name, metric in METRICS.items() if metric.ranking and metric.scorer)

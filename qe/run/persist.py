@@ -17,14 +17,14 @@ from qe import __version__
 from qe.config.data import SPLIT_COLUMNS, SPLIT_FILES, SPLITS, DataConfig
 from qe.config.document import thaw
 from qe.config.experiment import ExperimentConfig
-from qe.config.load import dump_config
+from qe.data.splits import label_range, languages, pool_info
 from qe.infra.io import atomic_write, write_text_atomic
 from qe.model.file import QEModel
 from qe.model.manifest import ModelManifest
+from qe.run.config import dump_config
 from qe.run.context import RunContext
 from qe.run.extraction import SplitData
 from qe.run.fit import FittedSystem
-from qe.run.splits import label_range, languages, pool_info
 
 
 def signature(ctx: RunContext, estimator_description: str, tables: dict[str, str] | None = None) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.config.experiment import ExperimentConfig
+from qe.data.splits import check_overlap, pool_info
 from qe.infra.errors import QEInputError
 from qe.infra.io import write_text_atomic
 from qe.infra.outputs import staged_dir
@@ -21,7 +22,6 @@ from qe.run.extraction import SplitData, build_split, check_families
 from qe.run.fit import FittedSystem
 from qe.run.persist import config_inputs, signature, write_run
 from qe.run.selection import select_features
-from qe.run.splits import check_overlap, pool_info
 
 
 def run_experiment(

@@ -26,7 +26,7 @@ beyond that is not kept, but read a second time, chunk by chunk, so memory stays
 from qe.stream.chunks import CHUNKS_PER_WORKER, DEFAULT_CHUNK_SIZE, MIN_AUTO_CHUNK, Chunk
 from qe.stream.runner import StreamSummary, run_stream
 from qe.stream.sinks import AppendSink, ParquetSink, Sink, TextSink
-from qe.stream.tasks import ChunkTask, clear_text_memos, preload_state
+from qe.stream.tasks import ChunkTask, preload_state
 
 __all__ = [
     "CHUNKS_PER_WORKER",
@@ -39,7 +39,6 @@ __all__ = [
     "Sink",
     "StreamSummary",
     "TextSink",
-    "clear_text_memos",
     "preload_state",
     "run_stream",
 ]

@@ -173,7 +173,7 @@ def wait_until(check, seconds: float = 120.0) -> bool:
 
 def nmt_model(root: Path) -> Path:
     """A small SVR on the surface and nmt families (no bundle): each pair needs ``nmt_logprobs``."""
-    from qe.config.load import load_config
+    from qe.run.config import load_config
     from qe.run.pipeline import run_experiment
 
     lines = ['name = "nmt-toy"', "[data]", "label_range = [0, 1]"]

@@ -1,6 +1,6 @@
-"""numpy predictors for every estimator qe saves, built from checked arrays (:mod:`qe.model.numpy.reader`).
+"""numpy predictors for every estimator qe saves, built from checked arrays (:mod:`qe.predictors.reader`).
 
-Each builder reads its object's attributes through :class:`qe.model.numpy.check.PlainObject` (dtype, shape
+Each builder reads its object's attributes through :class:`qe.predictors.check.PlainObject` (dtype, shape
 against the other arrays and the number of input features, ranges, finiteness), so whatever it
 returns can only compute; an estimator class without a builder is refused. Predictions equal
 scikit-learn's up to floating-point summation order (``tests/test_plainmodel.py``).
@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from qe.model.numpy.check import F8, I4, BadModel, PlainObject, check_array, check_object
-from qe.model.numpy.rank_vote import rank_average
-from qe.model.numpy.trees import hgb_tree, m5p_tree, sklearn_tree
+from qe.predictors.check import F8, I4, BadModel, PlainObject, check_array, check_object
+from qe.predictors.rank_vote import rank_average
+from qe.predictors.trees import hgb_tree, m5p_tree, sklearn_tree
 
 Predict = Callable[[np.ndarray], np.ndarray]
 Builder = Callable[[PlainObject, int], Predict]

@@ -3,7 +3,7 @@
 Importing scikit-learn (and with it scipy.stats and pandas) and skops is about 1 s of a one-pair
 ``qe predict``; the prediction itself is a few array operations. So this module reads the model
 file's ``schema.json`` and its ``.npy`` arrays directly (``allow_pickle=False``: nothing is imported
-or built from the file) and :mod:`qe.model.numpy.predictors` predicts with numpy, for every estimator qe
+or built from the file) and :mod:`qe.predictors.estimators` predicts with numpy, for every estimator qe
 saves. It is also the model file's checker: every array is checked (dtype, shape against the other
 arrays and the number of features, index ranges, finiteness, trees without cycles) before anything
 predicts, an estimator class without a numpy predictor is refused, and so is an array or object
@@ -27,8 +27,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from qe.model.numpy.check import BadModel, PlainObject
-from qe.model.numpy.predictors import Predict, predictor
+from qe.predictors.check import BadModel, PlainObject
+from qe.predictors.estimators import Predict, predictor
 
 # skops nodes whose content no predictor needs: kept as an opaque object of their class.
 OPAQUE_NODES = frozenset({"LossNode", "RandomStateNode", "RandomGeneratorNode"})

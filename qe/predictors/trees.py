@@ -1,4 +1,4 @@
-"""The decision trees of a model file, checked and walked with numpy (:mod:`qe.model.numpy.reader`).
+"""The decision trees of a model file, checked and walked with numpy (:mod:`qe.predictors.reader`).
 
 Every tree qe saves numbers its nodes so that children come after their parent (scikit-learn's
 trees, histogram gradient boosting's predictors and M5P's pre-order arrays), so a tree is accepted
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qe.model.numpy.check import F8, I8, BadModel, PlainObject, check_array
+from qe.predictors.check import F8, I8, BadModel, PlainObject, check_array
 
 # scikit-learn's node records (sklearn.tree._tree.NODE_DTYPE and the histogram gradient boosting
 # predictor's PREDICTOR_RECORD_DTYPE), exactly as the versions qe supports save them.

@@ -1,4 +1,4 @@
-"""Checked reading of the objects of a model file (:mod:`qe.model.numpy.reader`): every value a predictor uses
+"""Checked reading of the objects of a model file (:mod:`qe.predictors.reader`): every value a predictor uses
 is checked (type, dtype, shape, range, finiteness) as it is read, and every array an object holds
 must have been read or declared inert, so nothing in the file reaches a computation unchecked."""
 

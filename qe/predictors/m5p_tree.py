@@ -1,7 +1,7 @@
 """Prediction with a fitted M5P tree (its ``tree_`` arrays), in numpy alone.
 
 Kept apart from :mod:`qe.learners.m5p` (which builds trees with scikit-learn's estimator API) so
-that a saved model scores rows without importing scikit-learn (:mod:`qe.model.numpy.reader`).
+that a saved model scores rows without importing scikit-learn (:mod:`qe.predictors.reader`).
 """
 
 from __future__ import annotations

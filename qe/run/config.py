@@ -12,9 +12,10 @@ from typing import Any
 
 import tomli_w
 
-from qe.config.data import SPLIT_COLUMNS, SPLITS, DataConfig
-from qe.config.document import from_table, thaw
+from qe.config.data import SPLIT_COLUMNS, SPLITS
+from qe.config.document import thaw
 from qe.config.experiment import EXPERIMENT, ExperimentConfig
+from qe.config.features import split_settings
 from qe.config.rules import check, check_jobs, mistake
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, require_file
@@ -71,14 +72,6 @@ def load_config(path: str | Path, *, check_learner: bool = True) -> ExperimentCo
     return config
 
 
-def read_back_data(document: Mapping[str, Any], path: Path) -> DataConfig:
-    """The ``[data]`` of a config ``qe run`` wrote (a run directory's ``config.toml``, which may have been
-    edited since), checked by the schema's rule of that table; ``path`` names the file in a mistake."""
-    _load_registries()
-    table = document.get("data", {})
-    return from_table(DataConfig, check(EXPERIMENT.fields["data"], thaw(table), path, "data"))
-
-
 def check_family_settings(families: Iterable[str], settings: Mapping[str, Any], path: Path | None) -> None:
     """Each ``[features.settings.<family>]`` checked by its family (for every split), naming the key
     as ``features.settings.<family>.<key>`` and the config file."""
@@ -96,17 +89,6 @@ def check_family_settings(families: Iterable[str], settings: Mapping[str, Any], 
         for family, values in split_settings(settings, split).items():
             where = f"features.settings.{family}"
             known(family, where).validate_settings(values, where, path)
-
-
-def split_settings(settings: Mapping[str, Mapping[str, Any]], split: str) -> dict[str, dict[str, Any]]:
-    """Per-family settings for one split, as plain dicts: a family's ``train`` / ``dev`` / ``test``
-    sub-table (e.g. the decoder logs of that split) overrides its shared settings."""
-    resolved = {}
-    for family, values in settings.items():
-        merged = {k: thaw(v) for k, v in values.items() if k not in SPLITS}
-        merged.update(thaw(values.get(split, {})))
-        resolved[family] = merged
-    return resolved
 
 
 def _check_learner_and_selector(config: ExperimentConfig, path: Path, check_learner: bool = True) -> None:

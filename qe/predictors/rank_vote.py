@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`qe.learners.ensemble` (scikit-learn's estimator API) so that a saved
 ``AveragingRegressor(combine="rank")`` scores rows with the same code without importing
-scikit-learn or scipy (:mod:`qe.model.numpy.predictors`).
+scikit-learn or scipy (:mod:`qe.predictors.estimators`).
 """
 
 from __future__ import annotations
