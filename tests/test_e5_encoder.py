@@ -266,6 +266,7 @@ def test_pair_vectors_are_the_vectors_of_their_ids(encoder: E5Encoder) -> None:
 # ---------- against e5.c ----------
 
 
+@pytest.mark.slow
 def test_edge_cases_match_the_c_engine(encoder: E5Encoder, engine: ReferenceEngine) -> None:
     texts = [*EDGE_TEXTS, "Ein langer Satz. " * 150]
     assert len(encoder.tokenizer.content_ids(PASSAGE + texts[-1])) > 510  # two windows
