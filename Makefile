@@ -28,7 +28,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[lm,pseudoref,parquet,report,dask,embeddings,neural,chinese,serve,dev]"
+	$(PY) -m pip install -q -e ".[lm,pseudoref,parquet,report,dask,embeddings,crossencoder,neural,chinese,serve,dev]"
 	touch $@
 
 .tools/kenlm/bin/lmplz: scripts/install_kenlm.sh | $(VENV)/.installed
