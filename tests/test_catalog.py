@@ -34,6 +34,15 @@ def test_the_catalogue_holds_wmt12_en_es_and_each_mlqe_pairs_da_and_hter_model()
     assert CATALOG["mlqe-da-ro-en"].bundle_config == "configs/mlqe/resources-da-ro-en.toml"
 
 
+def test_the_catalogue_reads_the_configs_of_this_checkout():
+    """The records' configs are found beside the code (moving the module once pointed it at qe/)."""
+    from qe.model import catalog
+
+    assert catalog.REPO == REPO
+    for record in CATALOG.values():
+        assert (catalog.REPO / record.config).is_file() and (catalog.REPO / record.bundle_config).is_file()
+
+
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_each_record_agrees_with_its_configs_and_dataset(name):
     """Languages, label kind and bundle of a record are those of the dataset and configs it builds from."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from qe.infra.errors import QEInputError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 """The source checkout: the records' configs are its ``configs/`` files."""
 DEFAULT_MODELS_DIR = Path("models")
 MANIFEST_FORMAT = "qe-ready-model/1"
