@@ -13,6 +13,7 @@ from its ``label_column`` (or a ``labels`` file). See ``docs/own-data.md``.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,20 +184,35 @@ def repeated_pairs(train: QEDataset, dev: QEDataset) -> list[int]:
     return [k for k, pair in enumerate(zip(dev.src, dev.mt, strict=True)) if pair in seen]
 
 
-def check_overlap(train: QEDataset, dev: QEDataset, allow: bool) -> int:
-    """The number of dev pairs (source and MT) that are also training pairs; refused unless ``allow``."""
-    if not has_text(dev):
-        return 0
+MAX_DEV_REPEATS = 0.05
+"""The largest share of a dev split that may repeat training pairs: they are left out, and said; more
+is refused (the files are likely mixed up) unless ``[data] allow_overlap = true``."""
+
+
+def dev_repeats(train: QEDataset, dev: QEDataset, allow: bool) -> list[int]:
+    """The dev pairs (positions) that repeat a training pair (source and MT) and are to be left out of
+    choosing, scoring and refitting on dev, said once on stderr with their share; none with ``allow``
+    (they stay). A dev split repeating more than ``MAX_DEV_REPEATS`` of its pairs is refused."""
+    if allow or not has_text(dev):
+        return []
     hits = repeated_pairs(train, dev)
-    if hits and not allow:
+    if not hits:
+        return []
+    share = len(hits) / len(dev)
+    if share > MAX_DEV_REPEATS:
         first = hits[0]
         path = next((dev.files[k] for k in ("src", "table", "da_table") if k in dev.files), None)
         line = first + (2 if path and path.endswith((".tsv", ".txt")) and "src" not in dev.files else 1)
         raise QEInputError(
-            f"the dev split shares {len(hits)} sentence pair(s) with the training split (first: "
-            f"{dev.src[first][:40]!r}): tuning on them overstates the dev score; remove them or set "
-            "[data] allow_overlap = true",
+            f"the dev split shares {len(hits)} of its {len(dev)} sentence pairs ({share:.1%}) with the "
+            f"training split (the first here), more than the {MAX_DEV_REPEATS:.0%} left out on their own: "
+            "tuning on them overstates the dev score; remove them or set [data] allow_overlap = true",
             path,
             line,
         )
-    return len(hits)
+    print(
+        f"qe: the dev split repeats {len(hits)} of its {len(dev)} pairs ({share:.1%}) from the training "
+        "split: they are left out of choosing, scoring and refitting on dev",
+        file=sys.stderr,
+    )
+    return hits

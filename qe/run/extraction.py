@@ -26,6 +26,13 @@ class SplitData:
     )  # per family (cache hits: as first run)
     table_sha256: str | None = None  # of the split's precomputed feature table, if any
 
+    def without(self, rows: list[int]) -> SplitData:
+        """The split without the pairs at ``rows`` (dev pairs repeating training pairs)."""
+        drop = set(rows)
+        keep = [k for k in range(len(self.dataset)) if k not in drop]
+        features = self.features.iloc[keep].reset_index(drop=True)
+        return SplitData(self.dataset.subset(keep), features, self.extraction_seconds, self.table_sha256)
+
 
 def check_families(ctx: RunContext) -> None:
     """Before any extraction: refuse families whose pieces this machine or the bundle lacks (all of them

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.config.experiment import ExperimentConfig
-from qe.data.splits import check_overlap, pool_info
+from qe.data.splits import dev_repeats, pool_info
 from qe.infra.errors import QEInputError
 from qe.infra.io import write_text_atomic
 from qe.infra.outputs import staged_dir
@@ -73,10 +73,10 @@ def fit_system(ctx: RunContext) -> tuple[SplitData, SplitData, FittedSystem, dic
     ``(train, test, fitted, selection report)``."""
     config = ctx.config
     check_families(ctx)  # before any extraction, as the overlap and learner checks below
-    dev_rows = None
-    if config.data.has_dev:  # an overlapping dev split is refused at once
-        check_overlap(ctx.dataset("train"), ctx.dataset("dev"), config.data.allow_overlap)
-        dev_rows = len(ctx.dataset("dev"))
+    dev_rows, repeats = None, []
+    if config.data.has_dev:  # a dev split repeating many training pairs is refused at once
+        repeats = dev_repeats(ctx.dataset("train"), ctx.dataset("dev"), config.data.allow_overlap)
+        dev_rows = len(ctx.dataset("dev")) - len(repeats)
     ctx.learner(len(ctx.dataset("train")), dev_rows)  # made now: a bad parameter is refused before extraction
     if config.selection is not None:
         ctx.selector()  # the same
@@ -91,6 +91,8 @@ def fit_system(ctx: RunContext) -> tuple[SplitData, SplitData, FittedSystem, dic
         )
         raise QEInputError(f"the training split has no labels{hint}", where)
     dev = build_split(ctx, "dev") if config.data.has_dev else None
+    if dev is not None and repeats:
+        dev = dev.without(repeats)
     test = build_split(ctx, "test")
     _check_columns(config, train, dev, test)
     report = None
