@@ -34,7 +34,7 @@ def init_files(folder: Path, rows: int) -> list[str]:
 
 @pytest.mark.parametrize(("rows", "learner"), [(FAST_ABOVE, "svr"), (FAST_ABOVE + 1, "svr_fast")])
 def test_init_writes_the_large_data_learner_above_the_documented_size(tmp_path, capsys, rows, learner):
-    assert main(["init", *init_files(tmp_path, rows), "--out", str(tmp_path / "c.toml")]) == 0
+    assert main(["init", *init_files(tmp_path, rows), "--light", "--out", str(tmp_path / "c.toml")]) == 0
     capsys.readouterr()
     config = load_config(tmp_path / "c.toml")
     assert config.learner.name == learner
@@ -55,7 +55,7 @@ def test_every_core_gives_the_numbers_of_one(tmp_path, capsys, monkeypatch, fast
     metrics, for the exact SVR and (with the threshold lowered to 30 rows) the fast one."""
     monkeypatch.setattr(factory, "FAST_ABOVE", fast_above)
     monkeypatch.chdir(tmp_path)
-    assert main(["init", *init_files(tmp_path, 60), "--out", "c.toml"]) == 0
+    assert main(["init", *init_files(tmp_path, 60), "--light", "--out", "c.toml"]) == 0
     assert load_config(tmp_path / "c.toml").learner.name == ("svr" if fast_above > 60 else "svr_fast")
     runs = {}
     for name, jobs in (("cores", []), ("one", ["--jobs", "1"])):

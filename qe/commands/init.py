@@ -1,35 +1,35 @@
 """``qe init``: write a working experiment config for a new language pair from the user's files.
 
-The files are read and checked first (line counts, labels, the declared range), so the config
-written is one ``qe run`` accepts. It uses features that need no resource bundle (``surface``,
-with the given languages) and an SVR chosen by cross-validation; with ``--post-edits`` it also
-writes a bundle config learning the ``edits`` family from them, and says how to build and use it.
-Without ``--labels`` there is nothing to train: the pairs are checked and the ready multilingual
-model (``mlqe-da-multilingual``, fine-tuned on the seven MLQE-PE pairs) is offered for zero-shot scores.
-Paths in the experiment config are relative to its folder; the bundle config's are absolute.
+The files are read and checked first (line counts, labels, the declared range), so the config written
+is one ``qe run`` accepts. By default it is the strongest config the data and this machine support
+(``qe.doctor.choice``: every family whose pieces exist offline for the pair, those reading the user's
+post-edits, NMT log-probabilities or decoder logs when given; the MLQE-PE best systems' learner, its
+members chosen on the dev split or by CV; ``qe.commands.init_render``), with a bundle config beside
+it that ``qe run`` builds from the user's training split when the bundle is missing. ``--light``
+writes the quick config: ``surface`` features and an SVR, no bundle. Without ``--labels`` there is
+nothing to train: the pairs are checked and the ready multilingual model (``mlqe-da-multilingual``)
+is offered for zero-shot scores. Paths in the experiment config are relative to its folder; the bundle
+config's are absolute.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shlex
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qe.commands import Command, register_command
+from qe.commands.init_render import WRITTEN_BY, Plan, relative, render_bundle, render_rich, toml
 from qe.infra.errors import QEInputError
 from qe.infra.io import write_text_atomic
 from qe.infra.outputs import check_output_file
 
 if TYPE_CHECKING:
     import numpy as np
-
-WRITTEN_BY = "# Written by `qe init`"
-"""The first line of every file qe init writes: how it recognises a resources config of its own."""
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +50,33 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--label-range", type=float, nargs=2, metavar=("LOW", "HIGH"), help="declared label range (checked)"
     )
+    parser.add_argument("--dev-src", type=Path, help="dev source sentences (the learner is chosen on them)")
+    parser.add_argument("--dev-mt", type=Path, help="dev machine translations")
+    parser.add_argument("--dev-labels", type=Path, help="dev labels")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("SRC", "TGT"),
+        help="a parallel corpus (line-aligned source and target files) the language models, n-grams and "
+        "IBM1 also learn from (repeatable)",
+    )
+    for split, what in (("train", "training"), ("dev", "dev"), ("test", "test")):
+        parser.add_argument(
+            f"--{split}-input",
+            action="append",
+            default=[],
+            metavar="NAME=FILE",
+            help=f"a per-pair input of the {what} split a family reads, e.g. nmt_logprobs=train.logprobs "
+            "(repeatable; give each name for every split)",
+        )
+    parser.add_argument(
+        "--light",
+        action="store_true",
+        help="the quick config: surface features and an SVR, no resource bundle",
+    )
     parser.add_argument(
         "--name", help="experiment name (default: --out's stem; its folder's for config.toml)"
     )
@@ -66,24 +93,15 @@ COMMAND = register_command(
     Command(
         name="init",
         help="write a working experiment config for your own files (no Python needed)",
-        description="Check your files and write an experiment config that `qe run` accepts: training "
-        "and test sentences (and labels), the language pair, an SVR on the surface features. Without "
-        "labels, check the sentences and say how to score them with the ready multilingual model.",
+        description="Check your files and write an experiment config that `qe run` accepts: training, "
+        "optional dev and test sentences (and labels) and the language pair; every feature family the "
+        "pair supports here, resources built from your training split, an ensemble learner chosen on dev "
+        "or by CV (--light: surface features and an SVR). Without labels, check the sentences and say "
+        "how to score them with the ready multilingual model.",
         arguments=arguments,
         handler=lambda args: run(args),  # defined below
     )
 )
-
-
-def _toml(value: object) -> str:
-    """A TOML value: strings and numbers in their JSON spelling (valid TOML for these)."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _relative(path: Path, folder: Path) -> str:
-    """Relative to the config's folder when the file is inside it, else absolute."""
-    path, folder = path.resolve(), folder.resolve()
-    return path.relative_to(folder).as_posix() if path.is_relative_to(folder) else str(path)
 
 
 def svr_grid(labels: np.ndarray) -> dict[str, list[float]]:
@@ -108,10 +126,10 @@ def render_config(
     """The experiment config's text (with comments on what to change)."""
     lines = [
         f"{WRITTEN_BY}; run it with: qe run {args.out} --output-dir runs/{name}",
-        f"name = {_toml(name)}",
+        f"name = {toml(name)}",
         "",
         "[data]",
-        f"languages = {{ src = {_toml(args.src_lang)}, tgt = {_toml(args.tgt_lang)} }}",
+        f"languages = {{ src = {toml(args.src_lang)}, tgt = {toml(args.tgt_lang)} }}",
     ]
     if args.label_range:
         lines.append(
@@ -123,7 +141,7 @@ def render_config(
     }
     for split, files in splits.items():
         lines += ["", f"[data.{split}]"]
-        lines += [f"{role} = {_toml(_relative(path, folder))}" for role, path in files.items() if path]
+        lines += [f"{role} = {toml(relative(path, folder))}" for role, path in files.items() if path]
     lines += [
         "",
         "[features]",
@@ -141,8 +159,8 @@ def render_config(
     lines += [
         "",
         "[features.settings.surface]",
-        f"src_lang = {_toml(args.src_lang)}",
-        f"tgt_lang = {_toml(args.tgt_lang)}",
+        f"src_lang = {toml(args.src_lang)}",
+        f"tgt_lang = {toml(args.tgt_lang)}",
         "",
         *learner_lines(rows, grid),
         "",
@@ -177,24 +195,24 @@ def learner_lines(rows: int, grid: dict[str, list[float]]) -> list[str]:
     ]
 
 
-def render_bundle(args: argparse.Namespace, name: str, bundle: Path) -> str:
+def render_bundle_light(args: argparse.Namespace, name: str, bundle: Path) -> str:
     """A resource bundle config learning the ``edits`` member from the training post-edits."""
     files = {"src": args.src, "mt": args.mt, "post_edits": args.post_edits, "labels": args.labels}
     return "\n".join(
         [
             f"{WRITTEN_BY}; build: qe resources build {bundle} --output models/resources/{name}",
-            f"name = {_toml(name)}",
+            f"name = {toml(name)}",
             "",
             "[languages]",
-            f"src = {_toml(args.src_lang)}",
-            f"tgt = {_toml(args.tgt_lang)}",
+            f"src = {toml(args.src_lang)}",
+            f"tgt = {toml(args.tgt_lang)}",
             "",
             "[text]  # how the edits member tokenizes (Moses tokenizer, lower-cased)",
             'style = "moses"',
             'case = "lower"',
             "",
             "[edits]  # word edit rates of the training post-edits (never the test ones)",
-            *(f"{role} = {_toml(str(path.resolve()))}" for role, path in files.items()),
+            *(f"{role} = {toml(str(path.resolve()))}" for role, path in files.items()),
             "",
         ]
     )
@@ -253,8 +271,6 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from qe.config.rules import LANGUAGE_CODE
-    from qe.data import load_parallel
-    from qe.run.config import load_config
 
     for option in ("src_lang", "tgt_lang"):
         if not LANGUAGE_CODE.fullmatch(getattr(args, option)):
@@ -269,69 +285,252 @@ def run(args: argparse.Namespace) -> int:
         raise QEInputError("already exists (pass --force to replace it)", args.out)
     if args.out.suffix != ".toml":
         raise QEInputError("--out must end in .toml", args.out)
-    inputs = [args.src, args.mt, args.labels, args.post_edits, args.test_src, args.test_mt, args.test_labels]
-    check_output_file(args.out, inputs)
-    if args.label_range and not all(math.isfinite(bound) for bound in args.label_range):
+    splits = split_files(args)
+    given = [path for files in splits.values() for path in files.values()]
+    given += [path for corpus in args.corpus for path in corpus]
+    check_output_file(args.out, given)
+    bounds = label_bounds(args)
+    data = {split: load_split_files(files, bounds) for split, files in splits.items()}
+    if len(data["train"]) < 10:
         raise QEInputError(
-            f"--label-range needs two finite numbers, got {args.label_range[0]:g} {args.label_range[1]:g}"
+            f"{len(data['train'])} training pairs are too few to learn from (5-fold CV needs 10+)", args.src
         )
-    if args.label_range and args.label_range[0] >= args.label_range[1]:
-        raise QEInputError(
-            f"--label-range needs LOW < HIGH, got {args.label_range[0]:g} {args.label_range[1]:g}"
-        )
-    bounds = tuple(args.label_range) if args.label_range else None
-    train = load_parallel(args.src, args.mt, args.labels, label_range=bounds, post_edits=args.post_edits)
-    test = load_parallel(args.test_src, args.test_mt, args.test_labels, label_range=bounds)
-    if len(train) < 10:
-        raise QEInputError(
-            f"{len(train)} training pairs are too few to learn from (5-fold CV needs 10+)", args.src
-        )
+    check_inputs(splits, data)
+    check_corpora(args.corpus)
     default = args.out.stem if args.out.stem != "config" else args.out.resolve().parent.name
     name = args.name or default or f"{args.src_lang}-{args.tgt_lang}"
     folder = args.out.parent if str(args.out.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
-    bundle = None
-    if args.post_edits is not None:
-        bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
-        if os.path.lexists(bundle) and not _written_by_qe(bundle):
+    if args.light:
+        if args.dev_src or args.corpus or any(getattr(args, f"{s}_input") for s in ("train", "dev", "test")):
             raise QEInputError(
-                "exists and was not written by qe init; --force replaces only --out, so nothing was "
-                "written (move it away, or choose another --out)",
-                bundle,
+                "--light writes the quick surface config: it reads no dev split, corpus or input"
             )
-        if bundle.exists() and not args.force:
-            raise QEInputError("already exists (pass --force to replace it)", bundle)
-        check_output_file(bundle, inputs)
-    # the config must be one `qe run` accepts: checked in a temporary file beside --out (relative
-    # paths resolve the same), which then replaces it; a refused config replaces nothing
-    # (opened as open() creates files, so it gets the umask's mode, not a temporary file's 0600)
-    draft = folder / f".{args.out.name}.{uuid.uuid4().hex[:8]}.toml"
+        return write_light(args, name, folder, data["train"], len(data["test"]))
+    plan = make_plan(args, name, splits, data)
+    bundle = plan.bundle_config if plan.members else None
+    if bundle is not None:
+        check_bundle_path(bundle, args.force, given)
+    made = bundle is not None and not bundle.exists()
+    if bundle is not None:
+        write_text_atomic(bundle, render_bundle(plan))
+    try:
+        write_checked(args.out, folder, render_rich(plan))
+    except QEInputError:
+        if made:
+            bundle.unlink(missing_ok=True)
+        raise
+    sizes = ", ".join(f"{len(data[split])} {split}" for split in data)
+    print(f"wrote {args.out}: {sizes} pairs, {args.src_lang}-{args.tgt_lang}")
+    for choice in plan.choices:
+        print(f"  {'+' if choice.chosen else '-'} {choice.family}: {choice.why}")
+    if bundle is not None:
+        print(f"wrote {bundle}: qe run builds the bundle {plan.bundle_dir} from it (once)")
+    _say_tagger_losses(args)
+    print(f"next: qe run {args.out} --output-dir runs/{name}")
+    return 0
+
+
+def split_files(args: argparse.Namespace) -> dict[str, dict[str, Path]]:
+    """Each split's files by role (src, mt, labels, post_edits, the inputs named), refusing a dev split
+    given in part and an input given for some splits only."""
+    dev = {"src": args.dev_src, "mt": args.dev_mt, "labels": args.dev_labels}
+    if any(dev.values()) and not all(dev.values()):
+        raise QEInputError("--dev-src, --dev-mt and --dev-labels go together (a dev split needs all three)")
+    splits = {
+        "train": {"src": args.src, "mt": args.mt, "labels": args.labels, "post_edits": args.post_edits},
+        **({"dev": dev} if all(dev.values()) else {}),
+        "test": {"src": args.test_src, "mt": args.test_mt, "labels": args.test_labels},
+    }
+    splits = {split: {role: path for role, path in files.items() if path} for split, files in splits.items()}
+    names = {
+        split: parse_inputs(getattr(args, f"{split}_input"), split) for split in ("train", "dev", "test")
+    }
+    if names["dev"] and "dev" not in splits:
+        raise QEInputError("--dev-input needs a dev split (--dev-src, --dev-mt, --dev-labels)")
+    for split in splits:
+        for other in splits:
+            missing = set(names[other]) - set(names[split])
+            if missing:
+                raise QEInputError(
+                    f"--{other}-input names {sorted(missing)[0]}, --{split}-input does not: each input is "
+                    "read for every split (a family reads it for the pairs it scores)"
+                )
+        splits[split].update(names[split])
+    return splits
+
+
+def parse_inputs(given: list[str], split: str) -> dict[str, Path]:
+    """``NAME=FILE`` inputs of a split, each a per-pair input some family declares, each file existing."""
+    from qe.config.rules import registered
+    from qe.features import registry  # noqa: F401  (registers the families' input names)
+
+    known = registered("pair input")()
+    inputs: dict[str, Path] = {}
+    for item in given:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise QEInputError(
+                f"--{split}-input {item!r}: expected NAME=FILE, e.g. nmt_logprobs=train.logprobs"
+            )
+        if name not in known:
+            raise QEInputError(
+                f"--{split}-input {name}: not an input a family reads (known: {', '.join(known)})"
+            )
+        if name in inputs:
+            raise QEInputError(f"--{split}-input {name} is given twice")
+        if not Path(file).is_file():
+            raise QEInputError(f"--{split}-input {name}: file not found", file)
+        inputs[name] = Path(file)
+    return inputs
+
+
+def label_bounds(args: argparse.Namespace) -> tuple[float, float] | None:
+    """The declared label range, checked (two finite numbers, low below high)."""
+    if not args.label_range:
+        return None
+    low, high = args.label_range
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise QEInputError(f"--label-range needs two finite numbers, got {low:g} {high:g}")
+    if low >= high:
+        raise QEInputError(f"--label-range needs LOW < HIGH, got {low:g} {high:g}")
+    return (low, high)
+
+
+def load_split_files(files: dict[str, Path], bounds: tuple[float, float] | None) -> Any:
+    """A split's pairs (and labels, post-edits) read and checked whole."""
+    from qe.data import load_parallel
+
+    return load_parallel(
+        files["src"], files["mt"], files.get("labels"), label_range=bounds, post_edits=files.get("post_edits")
+    )
+
+
+def check_inputs(splits: dict[str, dict[str, Path]], data: dict[str, Any]) -> None:
+    """A line input has one line per pair of its split."""
+    from qe.features.registry import declared_inputs
+    from qe.infra.io import read_lines
+
+    lines = {item.name for item in declared_inputs() if item.kind == "lines"}
+    roles = {"src", "mt", "labels", "post_edits"}
+    for split, files in splits.items():
+        for name, path in files.items():
+            if name in lines and name not in roles:
+                count = len(read_lines(path))
+                if count != len(data[split]):
+                    raise QEInputError(
+                        f"has {count} lines but the {split} split has {len(data[split])} pairs", path
+                    )
+
+
+def check_corpora(corpora: list[list[Path]]) -> None:
+    """Each named corpus: two readable UTF-8 files with as many lines."""
+    from qe.infra.io import read_text_lines
+
+    for src, tgt in corpora:
+        counts = [len(read_text_lines(path)) for path in (src, tgt)]
+        if counts[0] != counts[1]:
+            raise QEInputError(
+                f"--corpus: {counts[0]} source lines but {counts[1]} target lines in {tgt}", src
+            )
+
+
+def make_plan(
+    args: argparse.Namespace, name: str, splits: dict[str, dict[str, Path]], data: dict[str, Any]
+) -> Plan:
+    """The rich config's plan: the families the pair supports here, with their settings, and the sizes
+    the learner is set for."""
+    import numpy as np
+
+    from qe.doctor.choice import choose_families
+    from qe.features.registry import make_families
+
+    inputs = set(splits["train"]) - {"src", "mt", "labels", "post_edits"}
+    choices = choose_families(
+        args.src_lang, args.tgt_lang, post_edits=args.post_edits is not None, inputs=inputs
+    )
+    chosen = {c.family: c for c in choices if c.chosen}
+    if "embeddings" in chosen and "pseudoref" in chosen:  # the cosines with the second MT's translation too
+        chosen["embeddings"].settings["pseudo_ref"] = True
+    families = make_families(list(chosen), {name: c.settings for name, c in chosen.items()})
+    columns = sum(len(family.column_names()) for family in families)
+    rows = len(data["train"]) + (len(data["dev"]) if "dev" in data else 0)
+    return Plan(
+        name=name,
+        out=args.out,
+        src_lang=args.src_lang,
+        tgt_lang=args.tgt_lang,
+        splits=splits,
+        choices=choices,
+        rows=rows,
+        label_sd=float(np.std(data["train"].labels)),
+        label_range=tuple(args.label_range) if args.label_range else None,
+        corpora=[tuple(corpus) for corpus in args.corpus],
+        features=columns,
+    )
+
+
+def check_bundle_path(bundle: Path, force: bool, inputs: list[Path]) -> None:
+    """The bundle config beside ``--out`` may be written: absent, or one qe init wrote (with --force)."""
+    if os.path.lexists(bundle) and not _written_by_qe(bundle):
+        raise QEInputError(
+            "exists and was not written by qe init; --force replaces only --out, so nothing was "
+            "written (move it away, or choose another --out)",
+            bundle,
+        )
+    if bundle.exists() and not force:
+        raise QEInputError("already exists (pass --force to replace it)", bundle)
+    check_output_file(bundle, inputs)
+
+
+def write_checked(out: Path, folder: Path, text: str) -> None:
+    """Write the config only once ``qe run`` accepts it: checked in a draft beside ``out`` (relative paths
+    resolve the same), which then replaces it; a refused config replaces nothing (the draft is opened
+    as open() creates files, so it gets the umask's mode, not a temporary file's 0600)."""
+    from qe.run.config import load_config
+
+    draft = folder / f".{out.name}.{uuid.uuid4().hex[:8]}.toml"
     try:
         with draft.open("x", encoding="utf-8") as handle:
-            handle.write(render_config(args, name, folder, bundle, svr_grid(train.labels), len(train)))
+            handle.write(text)
     except OSError as exc:
         if not isinstance(exc, FileExistsError):  # that one is not ours
             draft.unlink(missing_ok=True)
         raise QEInputError(
-            f"cannot write the config here: {exc.strerror or type(exc).__name__}", args.out
+            f"cannot write the config here: {exc.strerror or type(exc).__name__}", out
         ) from None
     try:
         load_config(draft)
-        os.replace(draft, args.out)
+        os.replace(draft, out)
     except QEInputError as exc:  # named after --out, not the draft beside it
-        raise QEInputError(exc.message, args.out, exc.line) from None
+        raise QEInputError(exc.message, out, exc.line) from None
     finally:
         draft.unlink(missing_ok=True)
-    print(
-        f"wrote {args.out}: {len(train)} training and {len(test)} test pairs, {args.src_lang}-{args.tgt_lang}"
+
+
+def write_light(args: argparse.Namespace, name: str, folder: Path, train: Any, tested: int) -> int:
+    """``--light``: the surface config (and, with post-edits, a bundle config for ``edits`` to add)."""
+    bundle = None
+    inputs = [args.src, args.mt, args.labels, args.post_edits, args.test_src, args.test_mt, args.test_labels]
+    if args.post_edits is not None:
+        bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
+        check_bundle_path(bundle, args.force, [path for path in inputs if path])
+    write_checked(
+        args.out, folder, render_config(args, name, folder, bundle, svr_grid(train.labels), len(train))
     )
+    pair = f"{args.src_lang}-{args.tgt_lang}"
+    print(f"wrote {args.out}: {len(train)} training and {tested} test pairs, {pair} (light)")
     if bundle is not None:
-        write_text_atomic(bundle, render_bundle(args, name, bundle))
+        write_text_atomic(bundle, render_bundle_light(args, name, bundle))
         print(f"wrote {bundle}: builds the edits member from the training post-edits")
+    _say_tagger_losses(args)
+    print(f"next: qe run {args.out} --output-dir runs/{name}")
+    return 0
+
+
+def _say_tagger_losses(args: argparse.Namespace) -> None:
     import sys
 
     from qe.doctor import tagless
 
     tagless.say(tagless.losses({"src": args.src_lang, "tgt": args.tgt_lang}), file=sys.stdout)
-    print(f"next: qe run {args.out} --output-dir runs/{name}")
-    return 0

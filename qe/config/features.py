@@ -29,14 +29,21 @@ def _families_once(features: dict[str, Any]) -> Mistake:
     )
 
 
+def _built_into_resources(features: dict[str, Any]) -> Mistake:
+    if "resources_config" in features and "resources" not in features:
+        return "resources_config", features["resources_config"], "a bundle config beside resources = DIR"
+    return None
+
+
 FEATURES = Fields(
     {
         "sets": List(Str()),
         "families": List(Str()),
         "resources": Str(),
+        "resources_config": Str(),  # built into `resources` by qe run when that is not there yet
         "settings": TablesOf(Anything()),  # each family checks its own settings
     },
-    rules=(_families_once,),
+    rules=(_families_once, _built_into_resources),
 )
 
 POOLED_FAMILIES = ("finetuned", "nmt")
@@ -55,6 +62,7 @@ class FeaturesConfig:
     # family -> its settings (and per-split tables)
     settings: ReadOnlyTable = field(default_factory=no_table, metadata=SHOWN)
     resources: str | None = None
+    resources_config: str | None = None  # the bundle config `resources` is built from when missing
 
 
 def split_settings(settings: Mapping[str, Mapping[str, Any]], split: str) -> dict[str, dict[str, Any]]:

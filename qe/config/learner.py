@@ -33,7 +33,10 @@ LEARNER = Fields(
     {
         "name": Str(registered("learner"), noun="learner"),
         "params": TablesOf(Finite()),  # checked when the learner is built
-        "grid": Either(Str(["default"]), TablesOf(List(Finite(), min_len=1))),
+        # a value is a number or a list of numbers (an ensemble's weights)
+        "grid": Either(
+            Str(["default"]), TablesOf(List(Either(Finite(), List(Finite(), min_len=1)), min_len=1))
+        ),
         "scale": Bool(),
         "scoring": Str(registered("scoring"), noun="scoring"),
         "clip": Bool(),

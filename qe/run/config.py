@@ -62,10 +62,18 @@ def load_config(path: str | Path, *, check_learner: bool = True) -> ExperimentCo
         report["against"] = [
             _against_entry(item, index, path) for index, item in enumerate(report["against"])
         ]
-    resources = document.get("features", {}).get("resources")
+    features = document.get("features", {})
+    resources = features.get("resources")
     if resources and not Path(resources).is_absolute():
         # Resource bundles are relative to the working directory (they are built there by default).
-        document["features"]["resources"] = str(Path(resources))
+        features["resources"] = str(Path(resources))
+    if "resources_config" in features:  # beside the config, as its data files
+        built_from = _beside(path, features["resources_config"])
+        if not built_from.is_file():
+            raise QEInputError(
+                mistake("features.resources_config", features["resources_config"], "an existing file"), path
+            )
+        features["resources_config"] = str(built_from)
     config = ExperimentConfig.from_document(document)
     _check_learner_and_selector(config, path, check_learner)
     check_family_settings(config.features.families, config.features.settings, path)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,7 +75,7 @@ class RunContext:
         """The config's resource bundle with its ``[mt2]`` attached, or None; opened once."""
         key = self._bundle_key()
         if key not in self.made.bundles:
-            self.made.bundles[key] = _open_bundle(self.config)
+            self.made.bundles[key] = _open_bundle(self.config, self.progress)
         return self.made.bundles[key]
 
     # ------------------------------------------------------------------ data
@@ -210,11 +212,14 @@ class RunContext:
         return clone(self.made.selectors[key])
 
 
-def _open_bundle(config: ExperimentConfig) -> Any:
-    """The config's resource bundle (with the config's ``[mt2]`` attached), or None."""
+def _open_bundle(config: ExperimentConfig, progress: bool = True) -> Any:
+    """The config's resource bundle (with the config's ``[mt2]`` attached), or None; built first from
+    ``[features] resources_config`` when it is not there yet."""
     from qe.resources.bundle import open_bundle, with_mt2
 
     resources = config.features.resources
+    if resources and config.features.resources_config and not (Path(resources) / "manifest.json").is_file():
+        _build_bundle(config, progress)
     bundle = open_bundle(resources) if resources else None
     if not config.mt2:
         return bundle
@@ -227,3 +232,12 @@ def _open_bundle(config: ExperimentConfig) -> Any:
         if exc.path is not None:
             raise
         raise QEInputError(f"[mt2]: {exc.message}", config.config_file) from None
+
+
+def _build_bundle(config: ExperimentConfig, progress: bool) -> None:
+    """Build the bundle a config names from its ``resources_config``, saying so first."""
+    from qe.resources.bundle import build_bundle
+
+    source = config.features.resources_config
+    print(f"qe: {config.features.resources} is not built yet: building it from {source}", file=sys.stderr)
+    build_bundle(source, config.features.resources, data_dir=config.data.data_dir, progress=progress)
