@@ -247,6 +247,7 @@ METRICS: dict[str, Metric] = _register(
         "Pearson",
         pearson,
         higher_is_better=True,
+        scorer=pearson,  # what MLQE-PE and later WMT tasks rank systems by
         bootstrap=True,
         column="Pearson",
         tables=((WMT12_TABLE, "Pearson"), (SUMMARY_TABLE, "Pearson")),
