@@ -10,13 +10,17 @@ the SVR and boosting, or boosting alone.
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qe.doctor.choice import Choice
+
+if TYPE_CHECKING:
+    import numpy as np
 
 WRITTEN_BY = "# Written by `qe init`"
 """The first line of every file qe init writes: how it recognises a resources config of its own."""
@@ -30,6 +34,9 @@ BOOSTING = {"learning_rate": 0.03, "max_iter": 600, "max_depth": 4}
 
 WEIGHTS = [[1, 1, 1], [1, 1, 0], [0, 1, 0]]
 """The candidates the average's weights are chosen from (SVR, boosting, ridge)."""
+
+
+CV_LINES = ("[cv]", "n_jobs = -1  # one worker per core: the same numbers as one worker, sooner")
 
 
 def toml(value: object) -> str:
@@ -170,8 +177,7 @@ def render_rich(plan: Plan) -> str:
         "",
         *learner_lines(plan),
         "",
-        "[cv]",
-        "n_jobs = -1  # one worker per core: the same numbers as one worker, sooner",
+        *CV_LINES,
         "",
     ]
     return "\n".join(lines)
@@ -244,4 +250,120 @@ def _text_role(plan: Plan, path: Path) -> bool:
         role in ("src", "mt", "post_edits") and given == path
         for files in plan.splits.values()
         for role, given in files.items()
+    )
+
+
+# ------------------------------------------------------------------ the quick config (--light)
+
+
+def svr_grid(labels: np.ndarray) -> dict[str, list[float]]:
+    """The default SVR grid with epsilon (the error ignored) scaled to the labels' spread: the
+    default's 0.1-0.3 suit a 1-5 scale (std ~0.85), not HTER in [0, 1] (std ~0.2)."""
+    import numpy as np
+
+    from qe.learners.factory import DEFAULT_SVR_GRID
+
+    scale = float(np.std(labels)) / 0.85 or 1.0
+    return {**DEFAULT_SVR_GRID, "epsilon": [float(f"{e * scale:.2g}") for e in DEFAULT_SVR_GRID["epsilon"]]}
+
+
+def render_config(
+    args: argparse.Namespace,
+    name: str,
+    folder: Path,
+    bundle: Path | None,
+    grid: dict[str, list[float]],
+    rows: int,
+) -> str:
+    """The experiment config's text (with comments on what to change)."""
+    lines = [
+        f"{WRITTEN_BY}; run it with: qe run {args.out} --output-dir runs/{name}",
+        f"name = {toml(name)}",
+        "",
+        "[data]",
+        f"languages = {{ src = {toml(args.src_lang)}, tgt = {toml(args.tgt_lang)} }}",
+    ]
+    if args.label_range:
+        lines.append(
+            f"label_range = [{args.label_range[0]:g}, {args.label_range[1]:g}]  # checked; clips predictions"
+        )
+    splits = {
+        "train": {"src": args.src, "mt": args.mt, "labels": args.labels, "post_edits": args.post_edits},
+        "test": {"src": args.test_src, "mt": args.test_mt, "labels": args.test_labels},
+    }
+    for split, files in splits.items():
+        lines += ["", f"[data.{split}]"]
+        lines += [f"{role} = {toml(relative(path, folder))}" for role, path in files.items() if path]
+    lines += [
+        "",
+        "[features]",
+        "# Features that need no resource bundle. More: `qe features --list`; language models,",
+        "# IBM1 and n-gram families need `qe resources build` (see docs/own-data.md).",
+        'families = ["surface"]',
+    ]
+    if bundle is not None:
+        lines += [
+            f"# After `qe resources build {bundle.name} --output models/resources/{name}`, use the",
+            "# post-edits too (word edit rates learned from the training post-edits, cross-fitted):",
+            '# families = ["surface", "edits"]',
+            f'# resources = "models/resources/{name}"',
+        ]
+    lines += [
+        "",
+        "[features.settings.surface]",
+        f"src_lang = {toml(args.src_lang)}",
+        f"tgt_lang = {toml(args.tgt_lang)}",
+        "",
+        *light_learner_lines(rows, grid),
+        "",
+        *CV_LINES,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def light_learner_lines(rows: int, grid: dict[str, list[float]]) -> list[str]:
+    """The ``[learner]`` section for ``rows`` training pairs: the exact SVR and ``grid`` up to
+    :data:`~qe.learners.factory.FAST_ABOVE` rows, the large-data SVR and its default grid above
+    (the exact grid's time grows faster than the rows: hours at 13,000; docs/learners.md)."""
+    from qe.learners.factory import FAST_ABOVE
+
+    if rows > FAST_ABOVE:
+        return [
+            f"# {rows:,} training pairs, more than {FAST_ABOVE:,}: the large-data SVR (RBF kernel through",
+            f"# a Nyström map + linear SVR; docs/learners.md). Up to {FAST_ABOVE:,} pairs: the exact SVR.",
+            "[learner]",
+            'name = "svr_fast"',
+            'grid = "default"  # C, gamma, epsilon chosen by 5-fold CV, scaled to the labels and features',
+        ]
+    return [
+        f"# {rows:,} training pairs, at most {FAST_ABOVE:,}: the exact RBF SVR (above: svr_fast)",
+        "[learner]",
+        'name = "svr"',
+        "",
+        "[learner.grid]  # chosen by 5-fold CV on the training data; epsilon scaled to the labels' spread",
+        *(f"{key} = [{', '.join(f'{v:g}' for v in values)}]" for key, values in grid.items()),
+    ]
+
+
+def render_bundle_light(args: argparse.Namespace, name: str, bundle: Path) -> str:
+    """A resource bundle config learning the ``edits`` member from the training post-edits."""
+    files = {"src": args.src, "mt": args.mt, "post_edits": args.post_edits, "labels": args.labels}
+    return "\n".join(
+        [
+            f"{WRITTEN_BY}; build: qe resources build {bundle} --output models/resources/{name}",
+            f"name = {toml(name)}",
+            "",
+            "[languages]",
+            f"src = {toml(args.src_lang)}",
+            f"tgt = {toml(args.tgt_lang)}",
+            "",
+            "[text]  # how the edits member tokenizes (Moses tokenizer, lower-cased)",
+            'style = "moses"',
+            'case = "lower"',
+            "",
+            "[edits]  # word edit rates of the training post-edits (never the test ones)",
+            *(f"{role} = {toml(str(path.resolve()))}" for role, path in files.items()),
+            "",
+        ]
     )
