@@ -244,3 +244,19 @@ def test_a_foreign_fold_map_is_one_line(tmp_path):
     path.write_bytes(b"plain text")
     with pytest.raises(QEInputError, match="not a readable fold map"):
         FoldMap.load(path)
+
+
+def test_a_cross_fitted_bundle_is_rebuilt_over_itself_with_overwrite(tmp_path, data):
+    """Its fold files are qe's own (the manifest names them): --overwrite replaces the bundle, while a
+    file the manifest does not name still stops it."""
+    bundle = build(tmp_path, data, config())
+    fold_files = sorted(p.name for p in bundle.path.glob("*.fold*"))
+    assert fold_files  # ngrams.src.fold0.npz, ...
+    with pytest.raises(QEInputError, match="--overwrite"):
+        build(tmp_path, data, config())
+    rebuilt = build(tmp_path, data, config(), overwrite=True)
+    assert sorted(p.name for p in rebuilt.path.glob("*.fold*")) == fold_files
+    (rebuilt.path / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(QEInputError, match=r"notes\.txt, which qe did not write"):
+        build(tmp_path, data, config(), overwrite=True)
+    assert (rebuilt.path / "notes.txt").read_text(encoding="utf-8") == "mine"

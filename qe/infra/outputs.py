@@ -157,7 +157,8 @@ def check_output_file(path: str | Path, inputs: Iterable[str | Path | None] = ()
 
 
 def _bundle_files(folder: Path) -> set[str] | None:
-    """The member files a bundle's manifest names (None if there is no readable bundle manifest)."""
+    """The member files a bundle's manifest names, cross-fitted members' fold files included (None if
+    there is no readable bundle manifest)."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -167,9 +168,15 @@ def _bundle_files(folder: Path) -> set[str] | None:
     members = manifest.get("members")
     if not isinstance(members, dict):
         return None
-    return {
-        str(m["file"]) for m in members.values() if isinstance(m, dict) and isinstance(m.get("file"), str)
-    }
+    entries = [m for m in members.values() if isinstance(m, dict)]
+    entries += [
+        fold
+        for m in entries
+        if isinstance(m.get("folds"), list)
+        for fold in m["folds"]
+        if isinstance(fold, dict)
+    ]
+    return {str(m["file"]) for m in entries if isinstance(m.get("file"), str)}
 
 
 def _read_marker(folder: Path) -> str | None:
