@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from qe.cli import main
+from qe.infra.expected import shown_duration
 from qe.learners import factory
 from qe.learners.factory import FAST_ABOVE, make_learner
 from qe.learners.progress import reporting
-from qe.learners.search import PilotFit, expected_seconds, shown_duration
+from qe.learners.search import PilotFit, expected_seconds
 from qe.run.config import load_config
 from tests.helpers import write_lines
 from tests.helpers.toy import EN, ES, sentences

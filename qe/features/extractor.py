@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
+import sys
 import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from tqdm import tqdm
 
 from qe.features.base import FeatureFamily, Pairs
+from qe.infra.expected import shown_duration
 from qe.infra.workers import exit_with_parent_everywhere
 from qe.resources.crossfit import split_by_fold
 
@@ -40,6 +43,30 @@ def _extract_batch(
         out[rows] = values
     assert out is not None
     return out, seconds
+
+
+PILOT_PAIRS = (20, 60)
+"""The first pairs of a long extraction, done here before the rest: the first 20 pay for loading
+models and tables, the next 60 time a pair (their values are those the workers would give)."""
+PILOT_MIN_PAIRS = 1000
+
+
+def _pilot(
+    families: list[FeatureFamily], pairs: Pairs, resources: Any, batch_size: int, n_jobs: int
+) -> tuple[list[tuple[np.ndarray, list[float]]], str]:
+    """The pilot pairs' parts and ``expected to take about ... (timed on the first 80)``: the time of a
+    pair times the rest, shared by the workers, each of which loads what the first pairs loaded."""
+    warm, timed = PILOT_PAIRS
+    started = time.perf_counter()
+    first = _extract_batch(families, pairs.slice(0, warm), resources)
+    loading = time.perf_counter() - started
+    started = time.perf_counter()
+    second = _extract_batch(families, pairs.slice(warm, warm + timed), resources)
+    per_pair = (time.perf_counter() - started) / timed
+    rest = len(pairs) - warm - timed
+    workers = max(1, min(effective_n_jobs(n_jobs), math.ceil(rest / batch_size)))
+    seconds = per_pair * rest / workers + (loading if workers > 1 else 0.0)
+    return [first, second], f"expected to take {shown_duration(seconds)} (timed on the first {warm + timed})"
 
 
 def extract_features(
@@ -75,9 +102,15 @@ def extract_features(
         for family in families:
             family.check_lengths(batch)
     label = "features " + ",".join(family.name for family in families)
+    parts: list[tuple[np.ndarray, list[float]]] = []
+    if progress and len(pairs) >= PILOT_MIN_PAIRS:
+        parts, expected = _pilot(families, pairs, resources, batch_size, n_jobs)
+        print(f"{label}: {len(pairs):,} pairs, {expected}", file=sys.stderr, flush=True)
+        done = sum(len(part) for part, _ in parts)
+        batches = [pairs.slice(i, i + batch_size) for i in range(done, len(pairs), batch_size)]
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")
     results = parallel(delayed(_extract_batch)(families, batch, resources) for batch in batches)
-    parts = list(tqdm(results, total=len(batches), desc=label, unit="batch", disable=not progress))
+    parts += list(tqdm(results, total=len(batches), desc=label, unit="batch", disable=not progress))
     values = np.vstack([part for part, _ in parts]) if parts else np.empty((0, len(columns)))
     table = pd.DataFrame(values, columns=columns)
     table.attrs["family_seconds"] = {

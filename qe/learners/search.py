@@ -34,6 +34,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_array
 
 from qe.evaluation.metrics import METRICS
+from qe.infra.expected import shown_duration
 from qe.learners import progress
 
 REFERENCE_LABEL_SD = 0.8750057070753468  # WMT12 en-es training labels (1-5 effort), population sd
@@ -76,7 +77,9 @@ def _short(value: Any) -> str:
 
 
 PILOT_MIN_FITS = 20
-"""A search of fewer fits says no expected time: the pilot would cost a good share of it."""
+PILOT_MIN_ROWS = 2000
+"""A search of fewer fits on fewer rows says no expected time: the pilot would cost a good share of it
+(a few fits on thousands of rows, as a choice on dev makes, take far longer than the pilot)."""
 PILOT_ROWS = 500
 PILOT_SECONDS = 0.5
 PILOT_FITS = 3
@@ -116,8 +119,8 @@ def expected_seconds(
     timings: list[PilotFit], fold_rows: int, all_rows: int, fits: int, workers: int
 ) -> float:
     """Wall-clock seconds of ``fits`` fits on ``fold_rows`` rows spread over ``workers`` and the refit
-    on ``all_rows``, extrapolated from pilot fits: CPU time grows as rows to the power fitted to the
-    timings on log-log axes (kept from 1 to 3; 2, libsvm's usual, from one timing), times the pilot's
+    on ``all_rows`` (0: no refit), extrapolated from pilot fits: CPU time grows as rows to the power fitted
+    to the timings on log-log axes (kept from 1 to 3; 2, libsvm's usual, from one timing), times the pilot's
     wall / CPU ratio (the machine's load as the pilot saw it)."""
     last = timings[-1]
     power = 2.0
@@ -132,14 +135,6 @@ def expected_seconds(
         return last.cpu * (rows / last.rows) ** power * slowdown
 
     return math.ceil(fits / workers) * seconds(fold_rows) + seconds(all_rows)
-
-
-def shown_duration(seconds: float) -> str:
-    """``about 40 s`` / ``about 12 min`` / ``about 2 h 5 min``."""
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    minutes = round(seconds / 60)
-    return f"about {minutes} min" if minutes < 90 else f"about {minutes // 60} h {minutes % 60} min"
 
 
 class ScaledGridSearchCV(GridSearchCV):
@@ -203,7 +198,9 @@ class ScaledGridSearchCV(GridSearchCV):
         batch = math.lcm(workers, folds) // folds
         what = f"grid search ({folds} folds, {self._rows} rows, {workers} worker{'s' * (workers > 1)})"
         expected = (
-            self._expected(candidates, folds, workers) if len(candidates) * folds >= PILOT_MIN_FITS else ""
+            self._expected(candidates, folds, workers)
+            if len(candidates) * folds >= PILOT_MIN_FITS or self._rows >= PILOT_MIN_ROWS
+            else ""
         )
         progress.say(f"{what}: {len(candidates)} candidates{expected}")
         counter = progress.Progress(what, len(candidates), "candidates")
@@ -227,7 +224,8 @@ class ScaledGridSearchCV(GridSearchCV):
             except (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError):
                 return ""
             fits = len(candidates) * folds
-            estimates.append(expected_seconds(timings, fold_rows, self._rows, fits, workers))
+            refit_rows = self._rows if self.refit else 0
+            estimates.append(expected_seconds(timings, fold_rows, refit_rows, fits, workers))
         largest = timings[-1].rows
         return (
             f", expected to take {shown_duration(sum(estimates) / len(estimates))} (extrapolated from "

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
 
@@ -18,6 +20,7 @@ from qe.data import QEDataset
 from qe.data.splits import label_range, repeated_pairs
 from qe.evaluation.metrics import METRICS
 from qe.infra.errors import QEInputError
+from qe.infra.expected import shown_duration
 from qe.learners.progress import say
 from qe.run.context import RunContext
 from qe.run.extraction import SplitData
@@ -82,6 +85,8 @@ def fit(ctx: RunContext, train: SplitData, test: SplitData, dev: SplitData | Non
     if isinstance(estimator, GridSearchCV) and dev is not None:
         estimator.set_params(refit=False)
         estimator.fit(np.vstack([x_train, dev.features.to_numpy()]), np.r_[y_fit, dev.dataset.labels])
+        expect = _expected(estimator, len(x_train), 1, len(x_train), True)
+        say(f"fitting the chosen parameters on train: {len(x_train)} rows{expect}")
         chosen = clone(estimator.estimator).set_params(**estimator.best_params_).fit(x_train, y_fit)
         estimator.best_estimator_ = chosen
     else:
@@ -95,7 +100,10 @@ def fit(ctx: RunContext, train: SplitData, test: SplitData, dev: SplitData | Non
     # Cross-validated predictions on train with the chosen configuration (hyperparameters fixed).
     folds_split = KFold(folds, shuffle=True, random_state=seed)
     started = time.perf_counter()
-    say(f"CV predictions: {folds} folds of {len(x_train)} rows with the chosen parameters")
+    fold_rows = len(x_train) - len(x_train) // folds
+    rounds = math.ceil(folds / effective_n_jobs(n_jobs))
+    expect = _expected(estimator, fold_rows, rounds, len(x_train), dev is not None)
+    say(f"CV predictions: {folds} folds of {len(x_train)} rows with the chosen parameters{expect}")
     cv_pred = clip(cross_val_predict(clone(chosen), x_train, y_fit, cv=folds_split, n_jobs=n_jobs))
     say(f"CV predictions: done in {time.perf_counter() - started:.0f} s")
     dev_pred = clip(chosen.predict(dev.features.to_numpy())) if dev is not None else None
@@ -115,11 +123,29 @@ def refit_with_dev(
     repeats = set(repeated_pairs(train.dataset, dev.dataset))
     keep = [k for k in range(len(dev.dataset)) if k not in repeats]
     y_dev = fit_target(learner, dev.dataset.subset(keep), estimator)
-    x_all = np.vstack([train.features.to_numpy(), dev.features.to_numpy()[keep]])
+    x_train = train.features.to_numpy()
+    x_all = np.vstack([x_train, dev.features.to_numpy()[keep]])
+    expect = _expected(estimator, len(x_all), 1, len(x_train), True)
+    started = time.perf_counter()
+    say(f"refitting on train and dev: {len(x_all)} rows{expect}")
     refitted = clone(chosen).fit(x_all, np.concatenate([y_fit, y_dev], axis=0))
-    say(f"refitted on train and dev: {len(x_all)} rows")
+    say(f"refitted on train and dev in {time.perf_counter() - started:.0f} s")
     info = {"splits": "train+dev", "rows": len(x_all), "dev_rows_left_out": len(dev.dataset) - len(keep)}
     return refitted, info
+
+
+def _expected(estimator: Any, rows: int, rounds: int, train_rows: int, on_dev: bool) -> str:
+    """``, expected to take about ...``: ``rounds`` fits on ``rows`` rows, from the time the grid search
+    took to fit the chosen candidate (on the ``train_rows`` when it chose ``on_dev``, else on its folds'
+    share of them), scaled by the rows squared (an SVR's usual growth, a bound for boosting and ridge);
+    empty without a search."""
+    if not isinstance(estimator, GridSearchCV) or not hasattr(estimator, "best_index_"):
+        return ""
+    seconds = float(estimator.cv_results_["mean_fit_time"][estimator.best_index_])
+    searched = train_rows if on_dev else train_rows - train_rows // estimator.n_splits_
+    if not math.isfinite(seconds) or searched < 1:
+        return ""
+    return f", expected to take {shown_duration(rounds * seconds * (rows / searched) ** 2)}"
 
 
 def fit_target(learner: LearnerConfig, train: QEDataset, estimator: Any) -> np.ndarray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from qe.infra.errors import QEInputError
+from qe.infra.expected import shown_duration
 from qe.resources.bundle.corpora import Corpus
 from qe.resources.bundle.members import BuildContext, build_members, member_kinds
 from qe.resources.bundle.sections import BundleConfig
@@ -115,6 +117,13 @@ def _fitted_tables(config: BundleConfig, fitted: list[str]) -> BundleConfig:
 _FOLD_ENTRY_DROPPED = ("kind", "corpora", "settings", "side", "key_side", "build_seconds")
 
 
+def _expected_folds(members: dict[str, dict[str, Any]], fitted: list[str], folds: int) -> str:
+    """``expected to take about 2 min``: each fitted member once per fold on (folds - 1) / folds of the
+    lines, as long as it took on all of them (the time grows at least as fast as the lines)."""
+    took = sum(float(members[name].get("build_seconds", 0.0)) for name in fitted)
+    return f"expected to take {shown_duration(took * (folds - 1))}"
+
+
 def cross_fit_members(
     config: BundleConfig,
     context: BuildContext,
@@ -143,6 +152,9 @@ def cross_fit_members(
     sub = _fitted_tables(config, fitted)
     from tqdm.auto import tqdm
 
+    if context.progress:
+        expected = _expected_folds(members, fitted, fold_map.folds)
+        print(f"cross-fitting: {', '.join(fitted)} once per fold, {expected}", file=sys.stderr, flush=True)
     bar = tqdm(range(fold_map.folds), desc="cross-fitting", unit="fold", disable=not context.progress)
     for fold in bar:
         fold_corpora = {n: _without_fold(c, fold) if n in masked else c for n, c in corpora.items()}
