@@ -164,6 +164,27 @@ def test_names_are_file_names_and_tokens_are_private(tmp_path: Path):
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4") and not is_loopback("example.org")
 
 
+def test_host_headers_and_allowed_names():
+    from qe.serve.guards import host_name
+    from qe.serve.settings import allowed_names, is_host_name
+
+    assert host_name("LocalHost:8000") == "localhost" and host_name("[::1]:80") == "::1"
+    assert host_name("127.0.0.1") == "127.0.0.1" and host_name("qe.example.org:443") == "qe.example.org"
+    for bad in ("", ":80", "a:b", "a:80@b", "[::1", "[::1]x", "[]:80", "localhost:8000.attacker.example"):
+        assert host_name(bad) is None, bad
+    assert allowed_names("127.0.0.1", []) == {"127.0.0.1", "localhost", "::1"}
+    assert allowed_names("0.0.0.0", ["QE.example.org", "[fe80::1]"]) == {
+        "127.0.0.1",
+        "localhost",
+        "::1",
+        "qe.example.org",
+        "fe80::1",
+    }
+    assert "192.168.1.4" in allowed_names("192.168.1.4", [])
+    assert is_host_name("qe.example.org") and is_host_name("::1") and is_host_name("10.0.0.1")
+    assert not is_host_name("qe.example.org:443") and not is_host_name("http://x") and not is_host_name("a b")
+
+
 def test_a_server_scores_a_pair_and_stops_on_sigterm_with_0(surface_model: Path):
     with serving([surface_model]) as server:
         status, body = server.score("model", [{"src": "The house is red.", "mt": "La casa es roja."}])

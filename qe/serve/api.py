@@ -2,7 +2,8 @@
 versioned JSON API (``GET /v1/models``, ``POST /v1/score``, ``POST /v1/batch``, ``/v1/openapi.json``).
 
 Requests are checked here (types, limits, model names from the server's own list, text) and scored by
-the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 404 / 413 / 422 / 503.
+the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 403 / 404 / 413 / 422 / 503.
+Who may ask is checked first, on the request's head (``qe.serve.guards``).
 """
 
 import hmac
@@ -26,6 +27,7 @@ from starlette.exceptions import HTTPException
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
 from qe.serve.errors import ApiError, one_line, quoted, too_large
+from qe.serve.guards import AllowedHosts, SameOrigin
 from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
 from qe.serve.pairs import check_pair, in_body, loads, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
@@ -36,8 +38,9 @@ STATIC = Path(__file__).parent / "static"
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in {
-        400: "not UTF-8, not JSON, or no upload format",
+        400: "not UTF-8, not JSON, or no upload format; a Host this server does not answer to",
         401: "no or wrong bearer token",
+        403: "a cross-origin request from an origin not allowed",
         404: "no such model on this server",
         413: "over a limit: body bytes, pairs, characters of a text",
         422: "a field missing or of the wrong type, or a text that cannot be scored",
@@ -95,6 +98,7 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         openapi_url="/v1/openapi.json",
         docs_url=None,  # FastAPI's documentation pages load their scripts from a CDN
         redoc_url=None,
+        redirect_slashes=False,  # a redirect would name the request's Host: /v1/score/ is a 404 line
     )
     app.router.route_class = StrictJSONRoute
     app.state.max_pairs = settings.limits.pairs
@@ -314,15 +318,20 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
 
 
 def _add_middleware(app: FastAPI, api: Api) -> None:
-    """CORS for the configured origins, the declared-length check, security headers, the send timeout."""
-    if api.settings.cors_origins:
+    """The wrappers around the app, outermost first: the send timeout, security headers, the Host
+    check, CORS for the configured origins, the same-origin check, the declared-length check.
+    (Starlette runs the last one added first.)"""
+    settings = api.settings
+    app.add_middleware(DeclaredLength, limit=api.body_limit)
+    app.add_middleware(SameOrigin, origins=settings.cors_origins)
+    if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=list(api.settings.cors_origins),
+            allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
         )
-    app.add_middleware(DeclaredLength, limit=api.body_limit)
+    app.add_middleware(AllowedHosts, names=settings.allowed_hosts)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(SendTimeout, seconds=api.limits.send_seconds)
 

@@ -3,7 +3,10 @@ field when a pair is at fault, never a file of the server's nor a traceback."""
 
 from __future__ import annotations
 
+import json
+
 from starlette.exceptions import HTTPException
+from starlette.types import Send
 
 from qe.infra.errors import LINE_BREAKS
 
@@ -19,6 +22,20 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
 def quoted(value: object, limit: int = 60) -> str:
     """A stranger's value quoted in a message: its repr, one line, cut to ``limit`` characters."""
     return one_line(repr(value), limit)
+
+
+def error_body(message: str) -> bytes:
+    """The JSON body of an error answer: ``{"error": "one line"}`` and a line break."""
+    return json.dumps({"error": one_line(message)}).encode() + b"\n"
+
+
+async def refuse(send: Send, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    """Answer ``status`` with ``{"error": message}`` (one line)."""
+    body = error_body(message)
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(key.lower().encode(), value.encode()) for key, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
 
 
 def too_large(path: str, limit: int) -> str:
