@@ -185,6 +185,22 @@ def test_host_headers_and_allowed_names():
     assert not is_host_name("qe.example.org:443") and not is_host_name("http://x") and not is_host_name("a b")
 
 
+def test_a_body_is_refused_at_its_first_fault_before_any_model_reads_it():
+    from qe.serve.pairs import read_body
+
+    keys = ("model", "pairs")
+    assert read_body(b'{"model": "m", "pairs": []}', 2, keys) == {"model": "m", "pairs": []}
+    unknown = _refused(read_body, b'{"model": "m", "<img src=x>": 1}', 2, keys)
+    assert unknown.status_code == 422 and "<img" not in unknown.detail
+    assert unknown.detail.startswith("the body: an unknown key at the top level")
+    many = _refused(read_body, b'{"pairs": [1, 2, 3]}', 2, keys)
+    assert many.status_code == 413 and many.detail.startswith("pairs: 3 pairs, more than the 2")
+    assert (
+        _refused(read_body, b'{"model": "\xff"}', 2, keys).detail == "the body is not valid UTF-8 (byte 12)"
+    )
+    assert read_body(b"[0, 0]", 2, keys) == [0, 0]  # not an object: the request model says so
+
+
 def test_a_server_scores_a_pair_and_stops_on_sigterm_with_0(surface_model: Path):
     with serving([surface_model]) as server:
         status, body = server.score("model", [{"src": "The house is red.", "mt": "La casa es roja."}])

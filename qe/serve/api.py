@@ -6,7 +6,6 @@ the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 403
 Who may ask is checked first, on the request's head (``qe.serve.guards``).
 """
 
-import hmac
 import json
 import sys
 import traceback
@@ -14,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -27,14 +27,16 @@ from starlette.exceptions import HTTPException
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
 from qe.serve.errors import ApiError, one_line, quoted, too_large
-from qe.serve.guards import AllowedHosts, SameOrigin
+from qe.serve.guards import AllowedHosts, BearerToken, SameOrigin
 from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
-from qe.serve.pairs import check_pair, in_body, loads, validation_error
+from qe.serve.pairs import check_pair, in_body, read_body, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
 from qe.serve.schemas import ErrorResponse, ModelsResponse, ScoreResponse, score_request
 from qe.serve.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parent / "static"
+PARSERS = 2  # JSON bodies parsed at once, in worker threads
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in {
@@ -43,37 +45,27 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         403: "a cross-origin request from an origin not allowed",
         404: "no such model on this server",
         413: "over a limit: body bytes, pairs, characters of a text",
-        422: "a field missing or of the wrong type, or a text that cannot be scored",
+        422: "a field missing, unknown or of the wrong type, or a text that cannot be scored",
         503: "not ready, stopping, every worker busy, or the worker died",
     }.items()
 }
 
 
 class StrictJSONRequest(Request):
-    """A request whose JSON body must be UTF-8 (RFC 8259), without NaN / Infinity, nested at most
-    ``qe.infra.io.MAX_NESTING`` deep (each failure is 400 with one line), and hold at most the server's
-    pairs per request, counted before any pair is validated."""
+    """A request whose JSON body is read by :func:`qe.serve.pairs.read_body` in a worker thread, at most
+    :data:`PARSERS` at once (a hostile 2 MB body takes up to a second and 30 MB to parse and check: the
+    event loop keeps answering meanwhile, and many such bodies cost no more memory than two): UTF-8
+    (RFC 8259), without NaN / Infinity, nested at most ``qe.infra.io.MAX_NESTING`` deep, with only the
+    request's keys at the top level and at most the server's pairs, counted before any pair is
+    validated."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ApiError(400, f"the body is not valid UTF-8 (byte {exc.start + 1})") from None
-            value = loads(text, "the body")
-            limit = self.app.state.max_pairs
-            if (
-                isinstance(value, dict)
-                and isinstance(value.get("pairs"), list)
-                and len(value["pairs"]) > limit
-            ):
-                raise ApiError(
-                    413,
-                    f"pairs: {len(value['pairs']):,} pairs, more than the {limit:,} this server takes in one "
-                    "request (POST /v1/batch takes more)",
-                )
-            self._json = value
+            state = self.app.state
+            self._json = await anyio.to_thread.run_sync(
+                read_body, body, state.max_pairs, state.body_keys, limiter=state.parsers
+            )
         return self._json
 
 
@@ -102,7 +94,9 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     )
     app.router.route_class = StrictJSONRoute
     app.state.max_pairs = settings.limits.pairs
+    app.state.parsers = anyio.CapacityLimiter(PARSERS)
     api = Api(settings, pool)
+    app.state.body_keys = tuple(api.score_request.model_fields)
     _add_error_handlers(app, api)
     _add_page_and_health(app, pool)
     _add_models_route(app, api)
@@ -118,20 +112,16 @@ class Api:
 
     def __init__(self, settings: Settings, pool: WorkerPool) -> None:
         self.settings, self.pool, self.limits = settings, pool, settings.limits
+        self.score_request = score_request(settings.limits.pairs)
         bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
 
-        def check_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
-            given = credentials.credentials if credentials else ""
-            if settings.token is not None and not hmac.compare_digest(
-                given.encode(), settings.token.encode()
-            ):
-                raise ApiError(
-                    401,
-                    "this server needs its bearer token: Authorization: Bearer TOKEN",
-                    {"WWW-Authenticate": "Bearer"},
-                )
+        def declare_token(
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        ) -> None:
+            """Declares the bearer scheme in the OpenAPI schema only: ``qe.serve.guards.BearerToken``
+            checked the token before the body was read."""
 
-        self.guarded = [Depends(check_token)] if settings.token is not None else []
+        self.guarded = [Depends(declare_token)] if settings.token is not None else []
 
     def body_limit(self, path: str) -> int:
         """The most bytes a request body to ``path`` may hold."""
@@ -228,7 +218,7 @@ def _add_models_route(app: FastAPI, api: Api) -> None:
 def _add_score_route(app: FastAPI, api: Api) -> None:
     """``POST /v1/score``: pairs in a JSON body, results in one JSON answer."""
     limits = api.limits
-    ScoreRequest = score_request(limits.pairs)
+    ScoreRequest = api.score_request
 
     @app.post(
         "/v1/score",
@@ -319,10 +309,12 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
 
 def _add_middleware(app: FastAPI, api: Api) -> None:
     """The wrappers around the app, outermost first: the send timeout, security headers, the Host
-    check, CORS for the configured origins, the same-origin check, the declared-length check.
-    (Starlette runs the last one added first.)"""
+    check, CORS for the configured origins, the same-origin check, the token, the declared-length
+    check. (Starlette runs the last one added first.)"""
     settings = api.settings
     app.add_middleware(DeclaredLength, limit=api.body_limit)
+    if settings.token is not None:
+        app.add_middleware(BearerToken, token=settings.token)
     app.add_middleware(SameOrigin, origins=settings.cors_origins)
     if settings.cors_origins:
         app.add_middleware(

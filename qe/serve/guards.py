@@ -1,10 +1,11 @@
 """Who may ask, checked on a request's head before routing and before a byte of its body is read: the
 Host must be one of the server's names (a page whose name resolves to 127.0.0.1 sends its own: DNS
-rebinding), and a ``/v1`` request from a browser must come from the page's own origin or a
-``--cors-origin``. Each refusal is one JSON line."""
+rebinding), a ``/v1`` request from a browser must come from the page's own origin or a
+``--cors-origin``, and with a token every ``/v1`` request must carry it. Each refusal is one JSON line."""
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable
 
 from starlette.datastructures import Headers
@@ -76,3 +77,26 @@ class SameOrigin:
         scheme, separator, place = origin.partition("://")
         own = separator and scheme in ("http", "https") and place == host
         return bool(own) or origin in self.origins
+
+
+class BearerToken:
+    """401 for a ``/v1`` request (the OpenAPI schema included) without ``Authorization: Bearer
+    TOKEN``, answered before the body is read or parsed; the token is compared in constant time."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(API):
+            scheme, _, given = Headers(scope=scope).get("authorization", "").partition(" ")
+            matches = hmac.compare_digest(given.encode("latin-1"), self.token)
+            if scheme.lower() != "bearer" or not matches:
+                await refuse(
+                    send,
+                    401,
+                    "this server needs its bearer token: Authorization: Bearer TOKEN",
+                    {"WWW-Authenticate": "Bearer"},
+                )
+                return
+        await self.app(scope, receive, send)

@@ -1,12 +1,13 @@
 """Checks of a request's pairs before any worker sees them, shared by ``/v1/score`` (where a message
 names ``pairs[INDEX].FIELD``) and ``/v1/batch`` (``line N: FIELD``): every text is a string, not blank,
-without NUL or lone surrogates, within the length limit; each model input is given, and nothing else."""
+without NUL or lone surrogates, within the length limit; each model input is given, and nothing else.
+Also a JSON body's first checks (:func:`read_body`), before any pair is looked at."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -53,6 +54,28 @@ def loads(text: str, what: str) -> Any:
         raise ApiError(400, f"{what} is not valid JSON: it holds a number too long to read") from None
 
 
+def read_body(body: bytes, max_pairs: int, keys: Sequence[str]) -> Any:
+    """A JSON body's value, refused at its first fault before any model validates it: not UTF-8, not
+    JSON (400); a key at the top level other than ``keys`` (422) or more than ``max_pairs`` pairs
+    (413). Slow for the largest bodies (a 2 MB one takes up to a second), so run off the event loop."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f"the body is not valid UTF-8 (byte {exc.start + 1})") from None
+    value = loads(text, "the body")
+    if isinstance(value, dict):
+        if any(key not in keys for key in value):
+            raise ApiError(422, unknown_key("", keys))
+        pairs = value.get("pairs")
+        if isinstance(pairs, list) and len(pairs) > max_pairs:
+            raise ApiError(
+                413,
+                f"pairs: {len(pairs):,} pairs, more than the {max_pairs:,} this server takes in one "
+                "request (POST /v1/batch takes more)",
+            )
+    return value
+
+
 UNION_TAG = re.compile(r"(str|int|float|bool|none|(list|dict)\[.*\])")
 """How pydantic names the member of a union (``id: str | int``) that a value was tried against."""
 
@@ -89,6 +112,13 @@ def validation_error(error: dict[str, Any], where: Where | None = None) -> ApiEr
     if union:
         return ApiError(422, f"{where}: of none of the types this field takes (got {got})")
     return ApiError(422, f"{where}: {error.get('msg', 'invalid')} (got {got})")
+
+
+def unknown_key(place: str, takes: Collection[str] = ()) -> str:
+    """The line for a key the request does not take, at ``place`` (``""``: the top level), naming the
+    keys it ``takes`` but never the one given (it is the client's text)."""
+    where = f"{place}: an unknown key" if place else "the body: an unknown key at the top level"
+    return f"{where} (a request takes {', '.join(takes)})" if takes else where
 
 
 def check_text(value: str, where: str, limit: int) -> str:

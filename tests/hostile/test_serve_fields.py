@@ -54,7 +54,7 @@ def server(surface_model, tmp_path_factory):
         ({"pairs": [GOOD]}, ["model: missing"]),
         ({"model": "model"}, ["pairs: missing"]),
         ({"model": "model", "pairs": [GOOD, {"src": "a"}]}, ["pairs[1].mt: missing"]),
-        ({"model": "model", "pairs": [GOOD], "token": "x"}, ["token: not a field of this request"]),
+        ({"model": "model", "pairs": [GOOD], "token": "x"}, ["the body: an unknown key at the top level"]),
         (
             {"model": "model", "pairs": [{**GOOD, "nmt_logprobs": "-1 -1 -1"}]},
             ["pairs[0].nmt_logprobs: not a field of a pair for model model"],
