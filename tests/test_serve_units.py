@@ -4,6 +4,7 @@ one quick round trip through a real server on loopback."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -199,6 +200,27 @@ def test_a_body_is_refused_at_its_first_fault_before_any_model_reads_it():
         _refused(read_body, b'{"model": "\xff"}', 2, keys).detail == "the body is not valid UTF-8 (byte 12)"
     )
     assert read_body(b"[0, 0]", 2, keys) == [0, 0]  # not an object: the request model says so
+
+
+def test_the_uvicorn_protocol_still_has_the_hooks_qe_serve_overrides():
+    """qe.serve.protocol subclasses uvicorn's H11Protocol: a uvicorn that renamed these would leave the
+    header deadline and the JSON 400s silently unused."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from qe.serve.protocol import GuardedH11Protocol
+
+    for name in (
+        "connection_made",
+        "data_received",
+        "on_response_complete",
+        "connection_lost",
+        "send_400_response",
+        "_unsupported_upgrade_warning",
+    ):
+        assert callable(getattr(H11Protocol, name)), name
+    assert "self.send_400_response(" in inspect.getsource(H11Protocol.handle_events)
+    assert "self.cycle = RequestResponseCycle(" in inspect.getsource(H11Protocol.handle_events)
+    assert issubclass(GuardedH11Protocol, H11Protocol)
 
 
 def test_a_server_scores_a_pair_and_stops_on_sigterm_with_0(surface_model: Path):

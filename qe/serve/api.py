@@ -16,23 +16,24 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
 from qe.serve.errors import ApiError, one_line, quoted, too_large
-from qe.serve.guards import AllowedHosts, BearerToken, SameOrigin
+from qe.serve.guards import AllowedHosts, BearerToken, CorsPolicy, SameOrigin
 from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
 from qe.serve.pairs import check_pair, in_body, read_body, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
 from qe.serve.schemas import ErrorResponse, ModelsResponse, ScoreResponse, score_request
 from qe.serve.settings import Settings
+from qe.serve.stopping import DrainCutoff
 
 STATIC = Path(__file__).parent / "static"
 STATIC = Path(__file__).parent / "static"
@@ -136,9 +137,12 @@ class Api:
         return model
 
     async def scored(self, request: tuple) -> tuple:
-        """A worker's answer to a scoring request (503 when none can take it, its refusal as is)."""
+        """A worker's answer to a scoring request (503 when none can take it, its refusal as is). A
+        cancelled request (the drain ran out) stops waiting at once; its job ends in the pool."""
         try:
-            answer = await run_in_threadpool(self.pool.call, request, self.limits.queue_seconds)
+            answer = await anyio.to_thread.run_sync(
+                self.pool.call, request, self.limits.queue_seconds, abandon_on_cancel=True
+            )
         except Unavailable as exc:
             raise ApiError(503, str(exc)) from None
         if answer[0] == "error":
@@ -149,8 +153,15 @@ class Api:
 def _add_error_handlers(app: FastAPI, api: Api) -> None:
     """Every refusal as ``{"error": "one line"}``; an internal error's traceback goes to the log only."""
 
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request: Request, exc: ClientDisconnect) -> Response:
+        _client_gone(request)
+        return Response(status_code=400)  # never sent: no one is there
+
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, ClientDisconnect):  # FastAPI's own body reading met it
+            _client_gone(request)
         message = (
             exc.detail
             if isinstance(exc, ApiError)
@@ -308,24 +319,25 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
 
 
 def _add_middleware(app: FastAPI, api: Api) -> None:
-    """The wrappers around the app, outermost first: the send timeout, security headers, the Host
-    check, CORS for the configured origins, the same-origin check, the token, the declared-length
-    check. (Starlette runs the last one added first.)"""
-    settings = api.settings
+    """The wrappers around the app, outermost first: the send timeout, security headers, the drain's
+    cut-off, the Host check, CORS for the configured origins, the same-origin check, the token, the
+    declared-length check. (Starlette runs the last one added first.)"""
+    settings, limits = api.settings, api.limits
     app.add_middleware(DeclaredLength, limit=api.body_limit)
     if settings.token is not None:
         app.add_middleware(BearerToken, token=settings.token)
     app.add_middleware(SameOrigin, origins=settings.cors_origins)
     if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
+            CorsPolicy,
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(AllowedHosts, names=settings.allowed_hosts)
+    app.add_middleware(DrainCutoff, seconds=limits.drain_seconds)
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(SendTimeout, seconds=api.limits.send_seconds)
+    app.add_middleware(SendTimeout, seconds=limits.send_seconds)
 
 
 def _ordered(result: dict[str, Any]) -> dict[str, Any]:
@@ -383,3 +395,12 @@ def _plain_error(request: Request, status: int, body_limit: Callable[[str], int]
     if status == 405:
         return f"{request.method} is not allowed on {path}"
     return f"HTTP {status}"
+
+
+def _client_gone(request: Request) -> None:
+    """One log line for a client that went away before its request was read (no traceback)."""
+    print(
+        f"qe serve: a client went away before sending all of its {request.method} {request.url.path} request",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -9,6 +9,8 @@ import hmac
 from collections.abc import Iterable
 
 from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from qe.serve.errors import refuse
@@ -77,6 +79,20 @@ class SameOrigin:
         scheme, separator, place = origin.partition("://")
         own = separator and scheme in ("http", "https") and place == host
         return bool(own) or origin in self.origins
+
+
+class CorsPolicy(CORSMiddleware):
+    """Starlette's CORS for the ``--cors-origin`` origins, with a refused preflight answered in one
+    JSON line (Starlette's is plain text) that names what was refused, never the origin given."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code == 200:
+            return response
+        refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")  # origin, method, headers
+        kept = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+        message = f"a cross-origin request this server does not allow (its {refused}; --cors-origin)"
+        return JSONResponse({"error": message}, response.status_code, headers=kept)
 
 
 class BearerToken:

@@ -4,12 +4,17 @@ drain limit), stop the workers and return 0."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 import sys
+from typing import TYPE_CHECKING
 
 from qe.infra.errors import QEInputError
 from qe.serve.settings import Settings
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -30,12 +35,26 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+LAST_WORDS_SECONDS = 5.0
+
+
+async def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
+    """uvicorn's ``serve``, then up to :data:`LAST_WORDS_SECONDS` for the requests the drain cut off
+    to send their last line (``qe.serve.stopping``): uvicorn returns as soon as it has cancelled
+    them, and ``asyncio.run`` would cancel them again, mid-answer."""
+    await server.serve(sockets=[sock])
+    left = [task for task in server.server_state.tasks if not task.done()]
+    if left:
+        await asyncio.wait(left, timeout=LAST_WORDS_SECONDS)
+
+
 def run(settings: Settings) -> int:
     """Serve ``settings`` until stopped; returns the exit code (0 after a drained SIGTERM or Ctrl-C)."""
     import uvicorn
 
     from qe.serve.api import create_app
     from qe.serve.pool import WorkerPool
+    from qe.serve.protocol import GuardedH11Protocol
 
     sock = listen(settings.host, settings.port)
     pool = WorkerPool(
@@ -57,6 +76,8 @@ def run(settings: Settings) -> int:
         )
         config = uvicorn.Config(
             create_app(settings, pool),
+            http=GuardedH11Protocol,
+            ws="none",  # no WebSocket route: an upgrade request is served (and refused) as plain HTTP
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=settings.limits.drain_seconds,
@@ -67,7 +88,7 @@ def run(settings: Settings) -> int:
         # found: these make that a no-op, so a drained stop returns 0.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda signum, frame: None)
-        server.run(sockets=[sock])
+        asyncio.run(_serve(server, sock))
     finally:
         pool.close()
         sock.close()
