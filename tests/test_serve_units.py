@@ -51,7 +51,8 @@ def test_a_pair_is_checked_against_the_models_inputs_and_the_smaller_limit():
         "pairs[2].pseudo_ref: missing (model m needs"
     )
     unknown = parse_pair({"src": "a", "mt": "b", "pseudo_ref": "c", "../x": "d"}, in_body(0))
-    assert "pairs[0].'../x': not a field" in _refused(check_pair, unknown, in_body(0), MODEL, 1000).detail
+    refused = _refused(check_pair, unknown, in_body(0), MODEL, 1000).detail
+    assert refused.startswith("pairs[0]: a key that is not a field of a pair") and "../x" not in refused
     long = parse_pair({"src": "a" * 101, "mt": "b", "pseudo_ref": "c"}, in_body(1))
     assert _refused(check_pair, long, in_body(1), MODEL, 1000).detail.startswith(
         "pairs[1].src: 101 characters"
@@ -101,7 +102,7 @@ def test_an_upload_is_read_line_by_line_into_chunks():
     ("fmt", "data", "status", "message"),
     [
         ("tsv", b"src\tmt\na\tb\nc\n", 422, "line 3: 1 fields, but the header names 2"),
-        ("tsv", b"src\tmt\tfoo\n", 422, "line 1: column 'foo' is not one model m takes"),
+        ("tsv", b"src\tmt\tfoo\n", 422, "line 1: column 3 is not one model m takes"),
         ("tsv", b"src\tsrc\tmt\n", 422, "line 1: a column is named twice"),
         ("tsv", b"src\n", 422, "line 1: no column mt"),
         ("tsv", b"src\tmt\n", 422, "the upload holds no pairs (only a header)"),
@@ -200,6 +201,21 @@ def test_a_body_is_refused_at_its_first_fault_before_any_model_reads_it():
         _refused(read_body, b'{"model": "\xff"}', 2, keys).detail == "the body is not valid UTF-8 (byte 12)"
     )
     assert read_body(b"[0, 0]", 2, keys) == [0, 0]  # not an object: the request model says so
+
+
+def test_a_familys_quote_of_the_pairs_text_is_not_sent_back():
+    from qe.serve.worker import without_pair_text
+
+    pair = ["one two", "uno dos", "-1 -1 <b>x</b> -1"]
+    message = "nmt: log-probability '<b>x</b>' is not a number"
+    assert without_pair_text(message, pair) == "nmt: log-probability (a word of the pair) is not a number"
+    assert (
+        without_pair_text("surface: setting 'lower' is unknown", pair)
+        == "surface: setting 'lower' is unknown"
+    )
+    assert without_pair_text("nmt: \"dos\" and 'it\\'s'", ["dos", "it's"]) == (
+        "nmt: (a word of the pair) and (a word of the pair)"
+    )
 
 
 def test_the_uvicorn_protocol_still_has_the_hooks_qe_serve_overrides():

@@ -26,7 +26,7 @@ from starlette.requests import ClientDisconnect
 
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
-from qe.serve.errors import ApiError, one_line, quoted, too_large
+from qe.serve.errors import ApiError, one_line, too_large
 from qe.serve.guards import AllowedHosts, BearerToken, CorsPolicy, SameOrigin
 from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
 from qe.serve.pairs import check_pair, in_body, read_body, validation_error
@@ -36,8 +36,8 @@ from qe.serve.settings import Settings
 from qe.serve.stopping import DrainCutoff
 
 STATIC = Path(__file__).parent / "static"
-STATIC = Path(__file__).parent / "static"
 PARSERS = 2  # JSON bodies parsed at once, in worker threads
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"})
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in {
@@ -131,9 +131,9 @@ class Api:
     def served(self, name: str) -> dict[str, Any]:
         """The served model called ``name`` (404 when there is none)."""
         model = self.pool.models.get(name)
-        if model is None:
+        if model is None:  # the name given is the client's text: not quoted back
             known = ", ".join(self.pool.models)
-            raise ApiError(404, f"model {quoted(name)} is not served here (served: {known})")
+            raise ApiError(404, f"model: the name given is not served here (served: {known})")
         return model
 
     async def scored(self, request: tuple) -> tuple:
@@ -386,14 +386,15 @@ async def _stream(
 
 
 def _plain_error(request: Request, status: int, body_limit: Callable[[str], int]) -> str:
-    """The one line for an HTTP error the framework raised (no route, wrong method, body too large)."""
-    path = quoted(request.url.path, 80)
-    if status == 413:  # a body sent without a length, counted as it came
+    """The one line for an HTTP error the framework raised (no route, wrong method, body too large),
+    naming neither the path nor a method the client made up."""
+    if status == 413:  # a body sent without a length, counted as it came (on a path of ours)
         return too_large(request.url.path, body_limit(request.url.path))
     if status == 404:
-        return f"no such path: {path} (the API is under /v1; GET /v1/openapi.json describes it)"
+        return "no such path (the API is under /v1; GET /v1/openapi.json describes it)"
     if status == 405:
-        return f"{request.method} is not allowed on {path}"
+        method = request.method if request.method in METHODS else "this method"
+        return f"{method} is not allowed on this path"
     return f"HTTP {status}"
 
 

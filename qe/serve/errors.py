@@ -1,5 +1,6 @@
 """The API's one kind of error: a status and one line (``{"error": "..."}``), naming the pair index and
-field when a pair is at fault, never a file of the server's nor a traceback."""
+field when a pair is at fault, never a file of the server's, a traceback or the client's own text (a
+key, a name, a sentence: the message names where it is instead)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,13 @@ from starlette.types import Send
 
 from qe.infra.errors import LINE_BREAKS
 
-MAX_MESSAGE = 400  # characters of an error line (a quoted model name or field is cut shorter)
+MAX_MESSAGE = 400  # characters of an error line
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     """``text`` as one line of at most ``limit`` characters (line breaks escaped, the rest cut)."""
     text = str(text).translate(LINE_BREAKS)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def quoted(value: object, limit: int = 60) -> str:
-    """A stranger's value quoted in a message: its repr, one line, cut to ``limit`` characters."""
-    return one_line(repr(value), limit)
 
 
 def error_body(message: str) -> bytes:
@@ -38,9 +34,13 @@ async def refuse(send: Send, status: int, message: str, headers: dict[str, str] 
     await send({"type": "http.response.body", "body": body})
 
 
+BODY_PATHS = ("/v1/score", "/v1/batch")  # the paths that take a body (any other is named "this path")
+
+
 def too_large(path: str, limit: int) -> str:
-    """The 413 line for a body over ``path``'s limit."""
-    return f"the request body is larger than the {limit:,} bytes {path} takes"
+    """The 413 line for a body over ``path``'s limit (a path the client made up is not named)."""
+    named = path if path in BODY_PATHS else "this path"
+    return f"the request body is larger than the {limit:,} bytes {named} takes"
 
 
 class ApiError(HTTPException):

@@ -7,30 +7,38 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from qe.infra.errors import QEInputError
 from qe.infra.io import is_blank, parse_bounded
-from qe.serve.errors import ApiError, quoted
+from qe.serve.errors import ApiError
 from qe.serve.schemas import Pair
 
 BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
 MAX_ID = 200  # characters of a string id
 
 
-Where = Callable[[str], str]
-"""Names a field of the pair being checked: ``pairs[3].src`` in a JSON body, ``line 4: src`` in an upload."""
+class Where:
+    """Names the pair being checked (``pairs[3]`` in a JSON body, ``line 4`` in an upload) and its
+    fields (``pairs[3].src``, ``line 4: src``)."""
+
+    def __init__(self, pair: str, separator: str) -> None:
+        self.pair = pair
+        self.separator = separator
+
+    def __call__(self, field: str) -> str:
+        return f"{self.pair}{self.separator}{field}"
 
 
 def in_body(index: int) -> Where:
-    return lambda field: f"pairs[{index}].{field}"
+    return Where(f"pairs[{index}]", ".")
 
 
 def on_line(line: int) -> Where:
-    return lambda field: f"line {line}: {field}"
+    return Where(f"line {line}", ": ")
 
 
 class _Constant(ValueError):
@@ -104,8 +112,8 @@ def validation_error(error: dict[str, Any], where: Where | None = None) -> ApiEr
         return ApiError(422, f"{where}: empty (nothing to score)")
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return ApiError(422, f"{where}: expected a JSON object (got {got})")
-    if kind == "extra_forbidden":
-        return ApiError(422, f"{where}: not a field of this request")
+    if kind == "extra_forbidden":  # the place is the client's key: named by where it stands instead
+        return ApiError(422, unknown_key(location(tuple(error.get("loc", ()))[:-1])[0]))
     if kind == "too_long":
         limit = error["ctx"]["max_length"]
         return ApiError(413, f"{where}: more than the {limit:,} this server takes in one request")
@@ -159,12 +167,11 @@ def check_pair(
                 422,
                 f"{where(name)}: missing (model {model['name']} needs {', '.join(inputs)} with each pair)",
             )
-    unknown = [key for key in given if key not in inputs]
-    if unknown:
+    if any(key not in inputs for key in given):  # the key is the client's text: not quoted back
         takes = ", ".join(("id", "src", "mt", *inputs))
-        name = unknown[0] if unknown[0].isidentifier() and len(unknown[0]) <= 40 else quoted(unknown[0], 40)
         raise ApiError(
-            422, f"{where(name)}: not a field of a pair for model {model['name']} (it takes {takes})"
+            422,
+            f"{where.pair}: a key that is not a field of a pair for model {model['name']} (it takes {takes})",
         )
     if isinstance(pair.id, str) and (len(pair.id) > MAX_ID or BAD_CHARACTER.search(pair.id)):
         raise ApiError(
