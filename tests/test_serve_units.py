@@ -223,7 +223,7 @@ def test_the_uvicorn_protocol_still_has_the_hooks_qe_serve_overrides():
     header deadline and the JSON 400s silently unused."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    from qe.serve.protocol import GuardedH11Protocol
+    from qe.serve.protocol import guarded_protocol
 
     for name in (
         "connection_made",
@@ -236,7 +236,7 @@ def test_the_uvicorn_protocol_still_has_the_hooks_qe_serve_overrides():
         assert callable(getattr(H11Protocol, name)), name
     assert "self.send_400_response(" in inspect.getsource(H11Protocol.handle_events)
     assert "self.cycle = RequestResponseCycle(" in inspect.getsource(H11Protocol.handle_events)
-    assert issubclass(GuardedH11Protocol, H11Protocol)
+    assert guarded_protocol(3.0).header_seconds == 3.0
 
 
 def test_a_server_scores_a_pair_and_stops_on_sigterm_with_0(surface_model: Path):

@@ -23,6 +23,18 @@ LIMIT_OPTIONS = (  # qe.serve.settings.Limits field, option, type, help
     ("score_seconds", "--score-seconds", float, "seconds a worker may take over one request (then 503)"),
     ("send_seconds", "--send-seconds", float, "seconds before a client that stopped reading is dropped"),
     ("drain_seconds", "--drain-seconds", float, "seconds SIGTERM waits for requests in flight"),
+    (
+        "header_seconds",
+        "--header-seconds",
+        float,
+        "seconds a client may take to send a request's head (then 408)",
+    ),
+    (
+        "body_seconds",
+        "--body-seconds",
+        float,
+        "seconds a body may take, plus one per 64 KB received (then 408)",
+    ),
     ("memo_entries", "--memo-entries", int, "entries a worker's per-word memos keep (memory stays flat)"),
 )
 

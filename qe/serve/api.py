@@ -2,8 +2,8 @@
 versioned JSON API (``GET /v1/models``, ``POST /v1/score``, ``POST /v1/batch``, ``/v1/openapi.json``).
 
 Requests are checked here (types, limits, model names from the server's own list, text) and scored by
-the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 403 / 404 / 413 / 422 / 503.
-Who may ask is checked first, on the request's head (``qe.serve.guards``).
+the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 403 / 404 / 408 / 413 / 422 /
+503. Who may ask is checked first, on the request's head (``qe.serve.guards``).
 """
 
 import json
@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
@@ -26,11 +26,13 @@ from starlette.requests import ClientDisconnect
 
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
+from qe.serve.deadlines import BodyDeadline, SendTimeout
 from qe.serve.errors import ApiError, one_line, too_large
 from qe.serve.guards import AllowedHosts, BearerToken, CorsPolicy, SameOrigin
-from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
+from qe.serve.middleware import DeclaredLength, SecurityHeaders
 from qe.serve.pairs import check_pair, in_body, read_body, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
+from qe.serve.responses import ClosingStreamingResponse
 from qe.serve.schemas import ErrorResponse, ModelsResponse, ScoreResponse, score_request
 from qe.serve.settings import Settings
 from qe.serve.stopping import DrainCutoff
@@ -45,6 +47,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         401: "no or wrong bearer token",
         403: "a cross-origin request from an origin not allowed",
         404: "no such model on this server",
+        408: "the request body came too slowly",
         413: "over a limit: body bytes, pairs, characters of a text",
         422: "a field missing, unknown or of the wrong type, or a text that cannot be scored",
         503: "not ready, stopping, every worker busy, or the worker died",
@@ -199,11 +202,16 @@ def _add_page_and_health(app: FastAPI, pool: WorkerPool) -> None:
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
 
-    @app.get("/healthz", summary="the process answers")
+    @app.api_route("/healthz", methods=["GET", "HEAD"], summary="the process answers")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", summary="at least one scoring worker is up", responses={503: ERRORS[503]})
+    @app.api_route(
+        "/readyz",
+        methods=["GET", "HEAD"],
+        summary="at least one scoring worker is up",
+        responses={503: ERRORS[503]},
+    )
     async def readyz() -> JSONResponse:
         ready = pool.ready()
         if not ready:
@@ -297,7 +305,7 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
         features: Annotated[bool, Query(description="also return every feature value")] = False,
         unusual: Annotated[bool, Query(description="also return the most unusual features")] = False,
         format: Annotated[str | None, Query(description="tsv or jsonl (default: from Content-Type)")] = None,
-    ) -> StreamingResponse:
+    ) -> ClosingStreamingResponse:
         """Score an uploaded TSV or JSONL file, streaming the results back as they are scored."""
         described = api.served(model)
         upload = Upload(upload_format(format, request.headers.get("content-type")), described, api.limits)
@@ -311,7 +319,7 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
         except BaseException:
             upload.close()
             raise
-        return StreamingResponse(
+        return ClosingStreamingResponse(
             _stream(first, chunks, described["name"], detail, api.scored, upload),
             media_type="application/x-ndjson",
             headers={"x-pairs": str(upload.pairs)},
@@ -321,8 +329,9 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
 def _add_middleware(app: FastAPI, api: Api) -> None:
     """The wrappers around the app, outermost first: the send timeout, security headers, the drain's
     cut-off, the Host check, CORS for the configured origins, the same-origin check, the token, the
-    declared-length check. (Starlette runs the last one added first.)"""
+    declared-length check, the body deadline. (Starlette runs the last one added first.)"""
     settings, limits = api.settings, api.limits
+    app.add_middleware(BodyDeadline, seconds=limits.body_seconds)
     app.add_middleware(DeclaredLength, limit=api.body_limit)
     if settings.token is not None:
         app.add_middleware(BearerToken, token=settings.token)

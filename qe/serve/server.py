@@ -5,6 +5,7 @@ drain limit), stop the workers and return 0."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import signal
 import socket
 import sys
@@ -36,6 +37,21 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 LAST_WORDS_SECONDS = 5.0
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD = 128 << 10  # glibc's default, kept fixed
+
+
+def give_back_large_blocks() -> bool:
+    """Keep glibc's mmap threshold at 128 KB in this process, so that each block over it (a request
+    body, its decoded text) is a mapping of its own, returned to the system when freed. glibc raises
+    the threshold after freeing such a block, then serves the next ones from its heap, which does not
+    shrink: under 1,000 hostile 2 MB bodies the HTTP process levelled off ~40 MB higher. False where the
+    C library has no ``mallopt`` (not glibc)."""
+    try:
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError):
+        return False
 
 
 async def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
@@ -54,9 +70,10 @@ def run(settings: Settings) -> int:
 
     from qe.serve.api import create_app
     from qe.serve.pool import WorkerPool
-    from qe.serve.protocol import GuardedH11Protocol
+    from qe.serve.protocol import guarded_protocol
 
     sock = listen(settings.host, settings.port)
+    give_back_large_blocks()  # the workers are spawned: their allocator keeps its own settings
     pool = WorkerPool(
         settings.models,
         settings.workers,
@@ -76,7 +93,7 @@ def run(settings: Settings) -> int:
         )
         config = uvicorn.Config(
             create_app(settings, pool),
-            http=GuardedH11Protocol,
+            http=guarded_protocol(settings.limits.header_seconds),
             ws="none",  # no WebSocket route: an upgrade request is served (and refused) as plain HTTP
             log_level="warning",
             access_log=False,

@@ -35,6 +35,10 @@ class Limits:
     """How long a worker may take over one request (or one chunk of an upload) before it is stopped."""
     send_seconds: float = 60.0
     """How long the server waits on a client that stopped reading its response before dropping it."""
+    header_seconds: float = 10.0
+    """How long a client may take to send a request's line and headers (then 408 and closed)."""
+    body_seconds: float = 30.0
+    """How long a request body may take, plus a second per 64 KB received (then 408 and closed)."""
     drain_seconds: float = 30.0
     """How long SIGTERM waits for the requests in flight before stopping them."""
     memo_entries: int = 2_000

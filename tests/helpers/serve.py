@@ -253,3 +253,20 @@ def json_error(status: int, headers: dict[str, str], data: bytes) -> tuple[int, 
     """``(status, JSON body)`` of an answer that must be JSON (its content type says so)."""
     assert headers.get("content-type", "").startswith("application/json"), (status, headers, data[:200])
     return status, json.loads(data)
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MB (from /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def deleted_files_open(pid: int) -> list[str]:
+    """The files process ``pid`` holds open that have no name any more (anonymous temporary files)."""
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.endswith(" (deleted)"):
+                found.append(target)
+    return found
