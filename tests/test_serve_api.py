@@ -245,6 +245,9 @@ def test_the_command_line_refuses_unsafe_or_impossible_settings(surface_model, t
     assert "--max-pairs" in _serve_fails("--model", model, "--max-pairs", "0")
     assert "--memo-entries" in _serve_fails("--model", model, "--memo-entries", "-5")
     assert "--cors-origin" in _serve_fails("--model", model, "--cors-origin", "*")
+    assert "--allowed-host" in _serve_fails("--model", model, "--host", "0.0.0.0", "--insecure-no-token")
+    assert "without a port" in _serve_fails("--model", model, "--allowed-host", "qe.example.org:443")
+    assert "--header-seconds" in _serve_fails("--model", model, "--header-seconds", "0")
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = str(busy.getsockname()[1])
         assert f"cannot listen on 127.0.0.1:{port}" in _serve_fails("--model", model, "--port", port)

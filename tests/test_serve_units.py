@@ -4,6 +4,7 @@ one quick round trip through a real server on loopback."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -50,7 +51,8 @@ def test_a_pair_is_checked_against_the_models_inputs_and_the_smaller_limit():
         "pairs[2].pseudo_ref: missing (model m needs"
     )
     unknown = parse_pair({"src": "a", "mt": "b", "pseudo_ref": "c", "../x": "d"}, in_body(0))
-    assert "pairs[0].'../x': not a field" in _refused(check_pair, unknown, in_body(0), MODEL, 1000).detail
+    refused = _refused(check_pair, unknown, in_body(0), MODEL, 1000).detail
+    assert refused.startswith("pairs[0]: a key that is not a field of a pair") and "../x" not in refused
     long = parse_pair({"src": "a" * 101, "mt": "b", "pseudo_ref": "c"}, in_body(1))
     assert _refused(check_pair, long, in_body(1), MODEL, 1000).detail.startswith(
         "pairs[1].src: 101 characters"
@@ -100,7 +102,7 @@ def test_an_upload_is_read_line_by_line_into_chunks():
     ("fmt", "data", "status", "message"),
     [
         ("tsv", b"src\tmt\na\tb\nc\n", 422, "line 3: 1 fields, but the header names 2"),
-        ("tsv", b"src\tmt\tfoo\n", 422, "line 1: column 'foo' is not one model m takes"),
+        ("tsv", b"src\tmt\tfoo\n", 422, "line 1: column 3 is not one model m takes"),
         ("tsv", b"src\tsrc\tmt\n", 422, "line 1: a column is named twice"),
         ("tsv", b"src\n", 422, "line 1: no column mt"),
         ("tsv", b"src\tmt\n", 422, "the upload holds no pairs (only a header)"),
@@ -162,6 +164,79 @@ def test_names_are_file_names_and_tokens_are_private(tmp_path: Path):
         resolve_models([str(odd)])
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4") and not is_loopback("example.org")
+
+
+def test_host_headers_and_allowed_names():
+    from qe.serve.guards import host_name
+    from qe.serve.settings import allowed_names, is_host_name
+
+    assert host_name("LocalHost:8000") == "localhost" and host_name("[::1]:80") == "::1"
+    assert host_name("127.0.0.1") == "127.0.0.1" and host_name("qe.example.org:443") == "qe.example.org"
+    for bad in ("", ":80", "a:b", "a:80@b", "[::1", "[::1]x", "[]:80", "localhost:8000.attacker.example"):
+        assert host_name(bad) is None, bad
+    assert allowed_names("127.0.0.1", []) == {"127.0.0.1", "localhost", "::1"}
+    assert allowed_names("0.0.0.0", ["QE.example.org", "[fe80::1]"]) == {
+        "127.0.0.1",
+        "localhost",
+        "::1",
+        "qe.example.org",
+        "fe80::1",
+    }
+    assert "192.168.1.4" in allowed_names("192.168.1.4", [])
+    assert is_host_name("qe.example.org") and is_host_name("::1") and is_host_name("10.0.0.1")
+    assert not is_host_name("qe.example.org:443") and not is_host_name("http://x") and not is_host_name("a b")
+
+
+def test_a_body_is_refused_at_its_first_fault_before_any_model_reads_it():
+    from qe.serve.pairs import read_body
+
+    keys = ("model", "pairs")
+    assert read_body(b'{"model": "m", "pairs": []}', 2, keys) == {"model": "m", "pairs": []}
+    unknown = _refused(read_body, b'{"model": "m", "<img src=x>": 1}', 2, keys)
+    assert unknown.status_code == 422 and "<img" not in unknown.detail
+    assert unknown.detail.startswith("the body: an unknown key at the top level")
+    many = _refused(read_body, b'{"pairs": [1, 2, 3]}', 2, keys)
+    assert many.status_code == 413 and many.detail.startswith("pairs: 3 pairs, more than the 2")
+    assert (
+        _refused(read_body, b'{"model": "\xff"}', 2, keys).detail == "the body is not valid UTF-8 (byte 12)"
+    )
+    assert read_body(b"[0, 0]", 2, keys) == [0, 0]  # not an object: the request model says so
+
+
+def test_a_familys_quote_of_the_pairs_text_is_not_sent_back():
+    from qe.serve.worker import without_pair_text
+
+    pair = ["one two", "uno dos", "-1 -1 <b>x</b> -1"]
+    message = "nmt: log-probability '<b>x</b>' is not a number"
+    assert without_pair_text(message, pair) == "nmt: log-probability (a word of the pair) is not a number"
+    assert (
+        without_pair_text("surface: setting 'lower' is unknown", pair)
+        == "surface: setting 'lower' is unknown"
+    )
+    assert without_pair_text("nmt: \"dos\" and 'it\\'s'", ["dos", "it's"]) == (
+        "nmt: (a word of the pair) and (a word of the pair)"
+    )
+
+
+def test_the_uvicorn_protocol_still_has_the_hooks_qe_serve_overrides():
+    """qe.serve.protocol subclasses uvicorn's H11Protocol: a uvicorn that renamed these would leave the
+    header deadline and the JSON 400s silently unused."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from qe.serve.protocol import guarded_protocol
+
+    for name in (
+        "connection_made",
+        "data_received",
+        "on_response_complete",
+        "connection_lost",
+        "send_400_response",
+        "_unsupported_upgrade_warning",
+    ):
+        assert callable(getattr(H11Protocol, name)), name
+    assert "self.send_400_response(" in inspect.getsource(H11Protocol.handle_events)
+    assert "self.cycle = RequestResponseCycle(" in inspect.getsource(H11Protocol.handle_events)
+    assert guarded_protocol(3.0).header_seconds == 3.0
 
 
 def test_a_server_scores_a_pair_and_stops_on_sigterm_with_0(surface_model: Path):

@@ -23,6 +23,18 @@ LIMIT_OPTIONS = (  # qe.serve.settings.Limits field, option, type, help
     ("score_seconds", "--score-seconds", float, "seconds a worker may take over one request (then 503)"),
     ("send_seconds", "--send-seconds", float, "seconds before a client that stopped reading is dropped"),
     ("drain_seconds", "--drain-seconds", float, "seconds SIGTERM waits for requests in flight"),
+    (
+        "header_seconds",
+        "--header-seconds",
+        float,
+        "seconds a client may take to send a request's head (then 408)",
+    ),
+    (
+        "body_seconds",
+        "--body-seconds",
+        float,
+        "seconds a body may take, plus one per 64 KB received (then 408)",
+    ),
     ("memo_entries", "--memo-entries", int, "entries a worker's per-word memos keep (memory stays flat)"),
 )
 
@@ -57,6 +69,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ORIGIN",
         help="allow cross-origin requests from this origin (repeatable; default: none)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name clients reach the server by, which the Host header may give (repeatable; default: "
+        "127.0.0.1, localhost, ::1 and the --host address; any other Host is refused: DNS rebinding)",
     )
     limits = parser.add_argument_group("limits")
     for name, flag, kind, text in LIMIT_OPTIONS:
@@ -103,7 +123,7 @@ def read_token(path: Path) -> str:
 def settings_from(args: argparse.Namespace):  # -> qe.serve.settings.Settings
     """The server's settings from the command line, every value checked."""
     from qe.serve.names import resolve_models
-    from qe.serve.settings import Limits, Settings, is_loopback
+    from qe.serve.settings import Limits, Settings, allowed_names, is_host_name, is_loopback, is_wildcard
 
     for name, flag, _, _ in LIMIT_OPTIONS:
         value = getattr(args, f"limit_{name}")
@@ -120,6 +140,14 @@ def settings_from(args: argparse.Namespace):  # -> qe.serve.settings.Settings
             f"--host {args.host} is reachable from other machines: give --token-file, or "
             "--insecure-no-token if a proxy in front checks who calls"
         )
+    if is_wildcard(args.host) and not args.allowed_host:
+        raise QEInputError(
+            f"--host {args.host} answers to any name: give --allowed-host NAME for each name clients use "
+            "(a Host naming another is refused, against DNS rebinding)"
+        )
+    for name in args.allowed_host:
+        if not is_host_name(name.strip("[]")):
+            raise QEInputError(f"--allowed-host {name!r}: expected a host name or address, without a port")
     for origin in args.cors_origin:
         if origin == "*" or not origin.startswith(("http://", "https://")) or origin.count("/") != 2:
             raise QEInputError(
@@ -132,6 +160,7 @@ def settings_from(args: argparse.Namespace):  # -> qe.serve.settings.Settings
         workers=args.workers,
         token=token,
         cors_origins=tuple(args.cors_origin),
+        allowed_hosts=allowed_names(args.host, args.allowed_host),
         limits=limits,
     )
 

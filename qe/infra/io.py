@@ -165,15 +165,19 @@ files: none qe writes nests past 10, and parsers and checks recurse once or more
 
 def nesting_depth(value: Any, limit: int = MAX_NESTING) -> int:
     """How deeply lists and dicts nest in ``value`` (a scalar: 0), counted without recursion and
-    given up at ``limit + 1``."""
+    given up at ``limit + 1``. Only containers are stacked: a flat array of a million numbers costs
+    one pass over it, not a million stack entries (64 MB)."""
+    containers = dict | list | tuple
+    if not isinstance(value, containers):
+        return 0
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, containers))
     return deepest
 
 

@@ -2,10 +2,10 @@
 versioned JSON API (``GET /v1/models``, ``POST /v1/score``, ``POST /v1/batch``, ``/v1/openapi.json``).
 
 Requests are checked here (types, limits, model names from the server's own list, text) and scored by
-the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 404 / 413 / 422 / 503.
+the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 403 / 404 / 408 / 413 / 422 /
+503. Who may ask is checked first, on the request's head (``qe.serve.guards``).
 """
 
-import hmac
 import json
 import sys
 import traceback
@@ -13,64 +13,63 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from qe import __version__
 from qe.serve.batch import FORMATS, Upload, upload_format
-from qe.serve.errors import ApiError, one_line, quoted, too_large
-from qe.serve.middleware import DeclaredLength, SecurityHeaders, SendTimeout
-from qe.serve.pairs import check_pair, in_body, loads, validation_error
+from qe.serve.deadlines import BodyDeadline, SendTimeout
+from qe.serve.errors import ApiError, one_line, too_large
+from qe.serve.guards import AllowedHosts, BearerToken, CorsPolicy, SameOrigin
+from qe.serve.middleware import DeclaredLength, SecurityHeaders
+from qe.serve.pairs import check_pair, in_body, read_body, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
+from qe.serve.responses import ClosingStreamingResponse
 from qe.serve.schemas import ErrorResponse, ModelsResponse, ScoreResponse, score_request
 from qe.serve.settings import Settings
+from qe.serve.stopping import DrainCutoff
 
 STATIC = Path(__file__).parent / "static"
+PARSERS = 2  # JSON bodies parsed at once, in worker threads
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"})
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in {
-        400: "not UTF-8, not JSON, or no upload format",
+        400: "not UTF-8, not JSON, or no upload format; a Host this server does not answer to",
         401: "no or wrong bearer token",
+        403: "a cross-origin request from an origin not allowed",
         404: "no such model on this server",
+        408: "the request body came too slowly",
         413: "over a limit: body bytes, pairs, characters of a text",
-        422: "a field missing or of the wrong type, or a text that cannot be scored",
+        422: "a field missing, unknown or of the wrong type, or a text that cannot be scored",
         503: "not ready, stopping, every worker busy, or the worker died",
     }.items()
 }
 
 
 class StrictJSONRequest(Request):
-    """A request whose JSON body must be UTF-8 (RFC 8259), without NaN / Infinity, nested at most
-    ``qe.infra.io.MAX_NESTING`` deep (each failure is 400 with one line), and hold at most the server's
-    pairs per request, counted before any pair is validated."""
+    """A request whose JSON body is read by :func:`qe.serve.pairs.read_body` in a worker thread, at most
+    :data:`PARSERS` at once (a hostile 2 MB body takes up to a second and 30 MB to parse and check: the
+    event loop keeps answering meanwhile, and many such bodies cost no more memory than two): UTF-8
+    (RFC 8259), without NaN / Infinity, nested at most ``qe.infra.io.MAX_NESTING`` deep, with only the
+    request's keys at the top level and at most the server's pairs, counted before any pair is
+    validated."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ApiError(400, f"the body is not valid UTF-8 (byte {exc.start + 1})") from None
-            value = loads(text, "the body")
-            limit = self.app.state.max_pairs
-            if (
-                isinstance(value, dict)
-                and isinstance(value.get("pairs"), list)
-                and len(value["pairs"]) > limit
-            ):
-                raise ApiError(
-                    413,
-                    f"pairs: {len(value['pairs']):,} pairs, more than the {limit:,} this server takes in one "
-                    "request (POST /v1/batch takes more)",
-                )
-            self._json = value
+            state = self.app.state
+            self._json = await anyio.to_thread.run_sync(
+                read_body, body, state.max_pairs, state.body_keys, limiter=state.parsers
+            )
         return self._json
 
 
@@ -95,10 +94,13 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         openapi_url="/v1/openapi.json",
         docs_url=None,  # FastAPI's documentation pages load their scripts from a CDN
         redoc_url=None,
+        redirect_slashes=False,  # a redirect would name the request's Host: /v1/score/ is a 404 line
     )
     app.router.route_class = StrictJSONRoute
     app.state.max_pairs = settings.limits.pairs
+    app.state.parsers = anyio.CapacityLimiter(PARSERS)
     api = Api(settings, pool)
+    app.state.body_keys = tuple(api.score_request.model_fields)
     _add_error_handlers(app, api)
     _add_page_and_health(app, pool)
     _add_models_route(app, api)
@@ -114,20 +116,16 @@ class Api:
 
     def __init__(self, settings: Settings, pool: WorkerPool) -> None:
         self.settings, self.pool, self.limits = settings, pool, settings.limits
+        self.score_request = score_request(settings.limits.pairs)
         bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
 
-        def check_token(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
-            given = credentials.credentials if credentials else ""
-            if settings.token is not None and not hmac.compare_digest(
-                given.encode(), settings.token.encode()
-            ):
-                raise ApiError(
-                    401,
-                    "this server needs its bearer token: Authorization: Bearer TOKEN",
-                    {"WWW-Authenticate": "Bearer"},
-                )
+        def declare_token(
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        ) -> None:
+            """Declares the bearer scheme in the OpenAPI schema only: ``qe.serve.guards.BearerToken``
+            checked the token before the body was read."""
 
-        self.guarded = [Depends(check_token)] if settings.token is not None else []
+        self.guarded = [Depends(declare_token)] if settings.token is not None else []
 
     def body_limit(self, path: str) -> int:
         """The most bytes a request body to ``path`` may hold."""
@@ -136,15 +134,18 @@ class Api:
     def served(self, name: str) -> dict[str, Any]:
         """The served model called ``name`` (404 when there is none)."""
         model = self.pool.models.get(name)
-        if model is None:
+        if model is None:  # the name given is the client's text: not quoted back
             known = ", ".join(self.pool.models)
-            raise ApiError(404, f"model {quoted(name)} is not served here (served: {known})")
+            raise ApiError(404, f"model: the name given is not served here (served: {known})")
         return model
 
     async def scored(self, request: tuple) -> tuple:
-        """A worker's answer to a scoring request (503 when none can take it, its refusal as is)."""
+        """A worker's answer to a scoring request (503 when none can take it, its refusal as is). A
+        cancelled request (the drain ran out) stops waiting at once; its job ends in the pool."""
         try:
-            answer = await run_in_threadpool(self.pool.call, request, self.limits.queue_seconds)
+            answer = await anyio.to_thread.run_sync(
+                self.pool.call, request, self.limits.queue_seconds, abandon_on_cancel=True
+            )
         except Unavailable as exc:
             raise ApiError(503, str(exc)) from None
         if answer[0] == "error":
@@ -155,8 +156,15 @@ class Api:
 def _add_error_handlers(app: FastAPI, api: Api) -> None:
     """Every refusal as ``{"error": "one line"}``; an internal error's traceback goes to the log only."""
 
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request: Request, exc: ClientDisconnect) -> Response:
+        _client_gone(request)
+        return Response(status_code=400)  # never sent: no one is there
+
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, ClientDisconnect):  # FastAPI's own body reading met it
+            _client_gone(request)
         message = (
             exc.detail
             if isinstance(exc, ApiError)
@@ -194,11 +202,16 @@ def _add_page_and_health(app: FastAPI, pool: WorkerPool) -> None:
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
 
-    @app.get("/healthz", summary="the process answers")
+    @app.api_route("/healthz", methods=["GET", "HEAD"], summary="the process answers")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", summary="at least one scoring worker is up", responses={503: ERRORS[503]})
+    @app.api_route(
+        "/readyz",
+        methods=["GET", "HEAD"],
+        summary="at least one scoring worker is up",
+        responses={503: ERRORS[503]},
+    )
     async def readyz() -> JSONResponse:
         ready = pool.ready()
         if not ready:
@@ -224,7 +237,7 @@ def _add_models_route(app: FastAPI, api: Api) -> None:
 def _add_score_route(app: FastAPI, api: Api) -> None:
     """``POST /v1/score``: pairs in a JSON body, results in one JSON answer."""
     limits = api.limits
-    ScoreRequest = score_request(limits.pairs)
+    ScoreRequest = api.score_request
 
     @app.post(
         "/v1/score",
@@ -292,7 +305,7 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
         features: Annotated[bool, Query(description="also return every feature value")] = False,
         unusual: Annotated[bool, Query(description="also return the most unusual features")] = False,
         format: Annotated[str | None, Query(description="tsv or jsonl (default: from Content-Type)")] = None,
-    ) -> StreamingResponse:
+    ) -> ClosingStreamingResponse:
         """Score an uploaded TSV or JSONL file, streaming the results back as they are scored."""
         described = api.served(model)
         upload = Upload(upload_format(format, request.headers.get("content-type")), described, api.limits)
@@ -306,7 +319,7 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
         except BaseException:
             upload.close()
             raise
-        return StreamingResponse(
+        return ClosingStreamingResponse(
             _stream(first, chunks, described["name"], detail, api.scored, upload),
             media_type="application/x-ndjson",
             headers={"x-pairs": str(upload.pairs)},
@@ -314,17 +327,26 @@ def _add_batch_route(app: FastAPI, api: Api) -> None:
 
 
 def _add_middleware(app: FastAPI, api: Api) -> None:
-    """CORS for the configured origins, the declared-length check, security headers, the send timeout."""
-    if api.settings.cors_origins:
+    """The wrappers around the app, outermost first: the send timeout, security headers, the drain's
+    cut-off, the Host check, CORS for the configured origins, the same-origin check, the token, the
+    declared-length check, the body deadline. (Starlette runs the last one added first.)"""
+    settings, limits = api.settings, api.limits
+    app.add_middleware(BodyDeadline, seconds=limits.body_seconds)
+    app.add_middleware(DeclaredLength, limit=api.body_limit)
+    if settings.token is not None:
+        app.add_middleware(BearerToken, token=settings.token)
+    app.add_middleware(SameOrigin, origins=settings.cors_origins)
+    if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
-            allow_origins=list(api.settings.cors_origins),
+            CorsPolicy,
+            allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
         )
-    app.add_middleware(DeclaredLength, limit=api.body_limit)
+    app.add_middleware(AllowedHosts, names=settings.allowed_hosts)
+    app.add_middleware(DrainCutoff, seconds=limits.drain_seconds)
     app.add_middleware(SecurityHeaders)
-    app.add_middleware(SendTimeout, seconds=api.limits.send_seconds)
+    app.add_middleware(SendTimeout, seconds=limits.send_seconds)
 
 
 def _ordered(result: dict[str, Any]) -> dict[str, Any]:
@@ -373,12 +395,22 @@ async def _stream(
 
 
 def _plain_error(request: Request, status: int, body_limit: Callable[[str], int]) -> str:
-    """The one line for an HTTP error the framework raised (no route, wrong method, body too large)."""
-    path = quoted(request.url.path, 80)
-    if status == 413:  # a body sent without a length, counted as it came
+    """The one line for an HTTP error the framework raised (no route, wrong method, body too large),
+    naming neither the path nor a method the client made up."""
+    if status == 413:  # a body sent without a length, counted as it came (on a path of ours)
         return too_large(request.url.path, body_limit(request.url.path))
     if status == 404:
-        return f"no such path: {path} (the API is under /v1; GET /v1/openapi.json describes it)"
+        return "no such path (the API is under /v1; GET /v1/openapi.json describes it)"
     if status == 405:
-        return f"{request.method} is not allowed on {path}"
+        method = request.method if request.method in METHODS else "this method"
+        return f"{method} is not allowed on this path"
     return f"HTTP {status}"
+
+
+def _client_gone(request: Request) -> None:
+    """One log line for a client that went away before its request was read (no traceback)."""
+    print(
+        f"qe serve: a client went away before sending all of its {request.method} {request.url.path} request",
+        file=sys.stderr,
+        flush=True,
+    )

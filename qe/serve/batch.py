@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from qe.infra.io import UTF8_BOM
-from qe.serve.errors import ApiError, quoted
+from qe.serve.errors import ApiError
 from qe.serve.pairs import check_pair, loads, on_line, parse_pair
 from qe.serve.settings import Limits
 
@@ -28,7 +28,7 @@ def upload_format(given: str | None, content_type: str | None) -> str:
     """``tsv`` or ``jsonl``: the ``format`` query parameter, else the upload's content type."""
     if given is not None:
         if given not in FORMATS:
-            raise ApiError(422, f"format: expected tsv or jsonl, got {quoted(given)}")
+            raise ApiError(422, "format: expected tsv or jsonl")
         return given
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == FORMATS["tsv"]:
@@ -119,11 +119,11 @@ class Upload:
     def _columns(self, text: str) -> list[str]:
         columns = text.split("\t")
         takes = ["id", "src", "mt", *self.model["pair_inputs"]]
-        for column in columns:
-            if column not in takes:
+        for number, column in enumerate(columns, 1):
+            if column not in takes:  # named by its place: the line may be a sentence (no header)
                 raise ApiError(
                     422,
-                    f"line 1: column {quoted(column, 40)} is not one model {self.model['name']} takes "
+                    f"line 1: column {number} is not one model {self.model['name']} takes "
                     f"({', '.join(takes)}); the first line names the columns",
                 )
         if len(set(columns)) != len(columns):

@@ -1,11 +1,9 @@
 """Small ASGI wrappers around the app: security headers on every response (the page loads nothing from
-elsewhere), a body over its limit refused before it is read, and a bound on how long the server waits
-for a client that stopped reading."""
+elsewhere) and a body over its limit refused before it is read. (Who may ask: ``qe.serve.guards``; how
+long a client may take: ``qe.serve.deadlines``.)"""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Callable
 
 from starlette.responses import JSONResponse
@@ -64,42 +62,3 @@ class DeclaredLength:
                 await JSONResponse({"error": message}, 413)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-class _Stalled(Exception):
-    pass
-
-
-class SendTimeout:
-    """Ends a response whose client has not taken a piece of it for ``seconds`` (it stopped reading):
-    the app stops there and the server closes the connection, so a stalled client holds neither a
-    task nor a scoring worker for ever."""
-
-    def __init__(self, app: ASGIApp, seconds: float) -> None:
-        self.app = app
-        self.seconds = seconds
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        stalled = False
-
-        async def send_in_time(message: Message) -> None:
-            nonlocal stalled
-            try:
-                await asyncio.wait_for(send(message), self.seconds)
-            except TimeoutError:
-                stalled = True
-                raise _Stalled from None
-
-        try:
-            await self.app(scope, receive, send_in_time)
-        except BaseException:
-            if not stalled:
-                raise
-            print(
-                f"qe serve: dropped a client that read nothing of its response for {self.seconds:g} s",
-                file=sys.stderr,
-                flush=True,
-            )

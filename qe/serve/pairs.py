@@ -1,35 +1,44 @@
 """Checks of a request's pairs before any worker sees them, shared by ``/v1/score`` (where a message
 names ``pairs[INDEX].FIELD``) and ``/v1/batch`` (``line N: FIELD``): every text is a string, not blank,
-without NUL or lone surrogates, within the length limit; each model input is given, and nothing else."""
+without NUL or lone surrogates, within the length limit; each model input is given, and nothing else.
+Also a JSON body's first checks (:func:`read_body`), before any pair is looked at."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from qe.infra.errors import QEInputError
 from qe.infra.io import is_blank, parse_bounded
-from qe.serve.errors import ApiError, quoted
+from qe.serve.errors import ApiError
 from qe.serve.schemas import Pair
 
 BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
 MAX_ID = 200  # characters of a string id
 
 
-Where = Callable[[str], str]
-"""Names a field of the pair being checked: ``pairs[3].src`` in a JSON body, ``line 4: src`` in an upload."""
+class Where:
+    """Names the pair being checked (``pairs[3]`` in a JSON body, ``line 4`` in an upload) and its
+    fields (``pairs[3].src``, ``line 4: src``)."""
+
+    def __init__(self, pair: str, separator: str) -> None:
+        self.pair = pair
+        self.separator = separator
+
+    def __call__(self, field: str) -> str:
+        return f"{self.pair}{self.separator}{field}"
 
 
 def in_body(index: int) -> Where:
-    return lambda field: f"pairs[{index}].{field}"
+    return Where(f"pairs[{index}]", ".")
 
 
 def on_line(line: int) -> Where:
-    return lambda field: f"line {line}: {field}"
+    return Where(f"line {line}", ": ")
 
 
 class _Constant(ValueError):
@@ -51,6 +60,28 @@ def loads(text: str, what: str) -> Any:
         raise ApiError(400, f"{what} is not valid JSON: {exc}") from None
     except ValueError:  # Python's limit on the digits of an integer
         raise ApiError(400, f"{what} is not valid JSON: it holds a number too long to read") from None
+
+
+def read_body(body: bytes, max_pairs: int, keys: Sequence[str]) -> Any:
+    """A JSON body's value, refused at its first fault before any model validates it: not UTF-8, not
+    JSON (400); a key at the top level other than ``keys`` (422) or more than ``max_pairs`` pairs
+    (413). Slow for the largest bodies (a 2 MB one takes up to a second), so run off the event loop."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f"the body is not valid UTF-8 (byte {exc.start + 1})") from None
+    value = loads(text, "the body")
+    if isinstance(value, dict):
+        if any(key not in keys for key in value):
+            raise ApiError(422, unknown_key("", keys))
+        pairs = value.get("pairs")
+        if isinstance(pairs, list) and len(pairs) > max_pairs:
+            raise ApiError(
+                413,
+                f"pairs: {len(pairs):,} pairs, more than the {max_pairs:,} this server takes in one "
+                "request (POST /v1/batch takes more)",
+            )
+    return value
 
 
 UNION_TAG = re.compile(r"(str|int|float|bool|none|(list|dict)\[.*\])")
@@ -81,14 +112,21 @@ def validation_error(error: dict[str, Any], where: Where | None = None) -> ApiEr
         return ApiError(422, f"{where}: empty (nothing to score)")
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return ApiError(422, f"{where}: expected a JSON object (got {got})")
-    if kind == "extra_forbidden":
-        return ApiError(422, f"{where}: not a field of this request")
+    if kind == "extra_forbidden":  # the place is the client's key: named by where it stands instead
+        return ApiError(422, unknown_key(location(tuple(error.get("loc", ()))[:-1])[0]))
     if kind == "too_long":
         limit = error["ctx"]["max_length"]
         return ApiError(413, f"{where}: more than the {limit:,} this server takes in one request")
     if union:
         return ApiError(422, f"{where}: of none of the types this field takes (got {got})")
     return ApiError(422, f"{where}: {error.get('msg', 'invalid')} (got {got})")
+
+
+def unknown_key(place: str, takes: Collection[str] = ()) -> str:
+    """The line for a key the request does not take, at ``place`` (``""``: the top level), naming the
+    keys it ``takes`` but never the one given (it is the client's text)."""
+    where = f"{place}: an unknown key" if place else "the body: an unknown key at the top level"
+    return f"{where} (a request takes {', '.join(takes)})" if takes else where
 
 
 def check_text(value: str, where: str, limit: int) -> str:
@@ -129,12 +167,11 @@ def check_pair(
                 422,
                 f"{where(name)}: missing (model {model['name']} needs {', '.join(inputs)} with each pair)",
             )
-    unknown = [key for key in given if key not in inputs]
-    if unknown:
+    if any(key not in inputs for key in given):  # the key is the client's text: not quoted back
         takes = ", ".join(("id", "src", "mt", *inputs))
-        name = unknown[0] if unknown[0].isidentifier() and len(unknown[0]) <= 40 else quoted(unknown[0], 40)
         raise ApiError(
-            422, f"{where(name)}: not a field of a pair for model {model['name']} (it takes {takes})"
+            422,
+            f"{where.pair}: a key that is not a field of a pair for model {model['name']} (it takes {takes})",
         )
     if isinstance(pair.id, str) and (len(pair.id) > MAX_ID or BAD_CHARACTER.search(pair.id)):
         raise ApiError(

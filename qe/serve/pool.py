@@ -61,6 +61,12 @@ class _Job:
             self.given_up = not self.taken
             return self.given_up
 
+    def release(self) -> None:
+        """Let go of a job that never reached a worker: another thread may take it (or its caller give
+        it up) again."""
+        with self.lock:
+            self.taken = False
+
     def finish(self, answer: tuple | None = None, error: Unavailable | None = None) -> None:
         self.answer, self.error = answer, error
         self.done.set()
@@ -209,33 +215,52 @@ class WorkerPool:
         while not self._closing:
             worker = self._workers[slot]
             if worker is None or not worker.process.is_alive():
+                self._requeue([carry] if carry is not None else [])
+                carry = None
                 self._replace(slot)
                 continue
             jobs, carry = self._next_jobs(carry)
             if not jobs:
                 continue
-            try:
-                worker.conn.send([job.request for job in jobs])
-                if not worker.conn.poll(self.score_seconds):
-                    worker.process.kill()
-                    error = Unavailable(
-                        f"scoring took longer than {self.score_seconds:g} s; the worker was stopped"
-                    )
-                    for job in jobs:
-                        job.finish(error=error)
-                    continue
-                answers = worker.conn.recv()
-            except (EOFError, OSError):
+            if not worker.process.is_alive():  # it died while this thread waited for work
+                self._requeue([*jobs, *([carry] if carry is not None else [])])
+                carry = None
+                continue
+            self._score(worker, jobs)
+        for job in [carry] if carry is not None else []:
+            job.finish(error=Unavailable("the server is stopping"))
+
+    def _score(self, worker: _Worker, jobs: list[_Job]) -> None:
+        """Have ``worker`` answer ``jobs``. Jobs it never received (it was gone when they were sent) go
+        back to the queue, for a healthy worker; those it held when it died are answered 503."""
+        try:
+            worker.conn.send([job.request for job in jobs])
+        except OSError:  # the pipe is closed at the worker's end: it died before reading them
+            self._requeue(jobs)
+            return
+        try:
+            if not worker.conn.poll(self.score_seconds):
+                worker.process.kill()
                 error = Unavailable(
-                    "the worker scoring this request stopped; it is being replaced, try again"
+                    f"scoring took longer than {self.score_seconds:g} s; the worker was stopped"
                 )
                 for job in jobs:
                     job.finish(error=error)
-                continue
-            for job, answer in zip(jobs, answers, strict=True):
-                job.finish(answer)
-        for job in [carry] if carry is not None else []:
-            job.finish(error=Unavailable("the server is stopping"))
+                return
+            answers = worker.conn.recv()
+        except (EOFError, OSError):
+            error = Unavailable("the worker scoring this request stopped; it is being replaced, try again")
+            for job in jobs:
+                job.finish(error=error)
+            return
+        for job, answer in zip(jobs, answers, strict=True):
+            job.finish(answer)
+
+    def _requeue(self, jobs: list[_Job]) -> None:
+        """Put ``jobs``, which no worker received, back in the queue for another feeding thread."""
+        for job in jobs:
+            job.release()
+            self._jobs.put(job)
 
     def _replace(self, slot: int) -> None:
         """Start a worker in ``slot`` in place of a dead one, trying again (with pauses) until it loads."""

@@ -4,9 +4,15 @@ that the command line builds and the app, the pool and the page read."""
 from __future__ import annotations
 
 import ipaddress
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from qe.serve.names import ModelEntry
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+"""The names a request's Host may give by default (``--allowed-host`` adds more)."""
+HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,10 @@ class Limits:
     """How long a worker may take over one request (or one chunk of an upload) before it is stopped."""
     send_seconds: float = 60.0
     """How long the server waits on a client that stopped reading its response before dropping it."""
+    header_seconds: float = 10.0
+    """How long a client may take to send a request's line and headers (then 408 and closed)."""
+    body_seconds: float = 30.0
+    """How long a request body may take, plus a second per 64 KB received (then 408 and closed)."""
     drain_seconds: float = 30.0
     """How long SIGTERM waits for the requests in flight before stopping them."""
     memo_entries: int = 2_000
@@ -40,7 +50,8 @@ class Limits:
 class Settings:
     """A server: the models it serves (requests name them, never a file), where it listens, how many
     worker processes score, the bearer token (None: no token), the origins allowed cross-origin
-    requests (none by default) and the limits."""
+    requests (none by default), the names a request's Host may give (:func:`allowed_names`) and the
+    limits."""
 
     models: tuple[ModelEntry, ...]
     host: str = "127.0.0.1"
@@ -48,6 +59,7 @@ class Settings:
     workers: int = 1
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: frozenset[str] = frozenset(LOOPBACK_NAMES)
     limits: Limits = field(default_factory=Limits)
     batch_chunk: int = 100
     """Pairs a worker scores at a time for ``/v1/batch`` (results stream back chunk by chunk)."""
@@ -61,3 +73,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def is_ip(host: str) -> bool:
+    """True for an IPv4 or IPv6 address (brackets allowed)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def is_wildcard(host: str) -> bool:
+    """True for an address that listens on every interface (``0.0.0.0``, ``::``)."""
+    return is_ip(host) and ipaddress.ip_address(host.strip("[]")).is_unspecified
+
+
+def is_host_name(text: str) -> bool:
+    """True for a DNS name or an IP address (no port, no scheme): what ``--allowed-host`` takes."""
+    return is_ip(text) or HOST_NAME.fullmatch(text) is not None
+
+
+def allowed_names(bind: str, given: Iterable[str]) -> frozenset[str]:
+    """The names a request's Host may give on a server bound to ``bind``: the loopback names, the
+    bind address itself unless it is a wildcard, and ``given`` (``--allowed-host``), lowercased."""
+    names = {*LOOPBACK_NAMES, *(name.strip("[]").lower() for name in given)}
+    if not is_wildcard(bind):
+        names.add(bind.strip("[]").lower())
+    return frozenset(names)

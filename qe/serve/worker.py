@@ -12,7 +12,9 @@ apart, each request is scored alone, so that its answer is what it would have be
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import signal
 import sys
 import traceback
@@ -97,6 +99,25 @@ def _merged(models: dict[str, Any], requests: list[tuple]) -> list[tuple] | None
     return answers
 
 
+QUOTED = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+"""A Python string literal in a message (how a family quotes the word it refuses: ``'x'``)."""
+PAIR_TEXT = "(a word of the pair)"
+
+
+def without_pair_text(message: str, texts: list[str]) -> str:
+    """``message`` with every quoted piece of the pair's ``texts`` replaced by :data:`PAIR_TEXT`:
+    a family quotes the word it refuses, which the API never sends back (it names the pair)."""
+
+    def hide(match: re.Match) -> str:
+        try:
+            quoted = ast.literal_eval(match.group())
+        except (ValueError, SyntaxError):
+            quoted = match.group()[1:-1]
+        return PAIR_TEXT if quoted and any(quoted in text for text in texts) else match.group()
+
+    return QUOTED.sub(hide, message)
+
+
 def answer(models: dict[str, Any], request: tuple) -> tuple:
     """The answer to one score request; a refusal of the client's text is 422, anything else 500."""
     name, src, mt, extra, start, detail = request
@@ -104,7 +125,9 @@ def answer(models: dict[str, Any], request: tuple) -> tuple:
         results, clipped = models[name].score(src, mt, extra, start, detail)
     except QEInputError as exc:
         if exc.path == REQUEST and exc.line is not None:  # a family refused one pair's text
-            return ("error", 422, f"pairs[{exc.line - 1}]: {exc.message}")
+            k = exc.line - 1 - start
+            texts = [src[k], mt[k], *(values[k] for values in extra.values())] if 0 <= k < len(src) else []
+            return ("error", 422, f"pairs[{exc.line - 1}]: {without_pair_text(exc.message, texts)}")
         if exc.path is not None:  # a file of the server's (its bundle): not the client's doing
             print(f"qe serve: worker {os.getpid()}: {exc}", file=sys.stderr, flush=True)
             return ("error", 500, INTERNAL)

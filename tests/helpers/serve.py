@@ -232,3 +232,41 @@ def post_raw(server: Server, path: str, headers: dict[str, str], chunks: Iterato
         sock.close()
     sender.join(120)
     return response.status, json.loads(data)
+
+
+def raw_request(
+    server: Server, data: bytes, method: str = "GET", timeout: float = 60
+) -> tuple[int, dict[str, str], bytes]:
+    """``(status, headers, body)`` of the answer to ``data`` sent as it is on a fresh connection: for
+    requests ``http.client`` would not write (no Host, two Hosts, a NUL in a header, a bad chunk)."""
+    sock = socket.create_connection((server.host, server.port), timeout=timeout)
+    try:
+        sock.sendall(data)
+        response = http.client.HTTPResponse(sock, method=method)
+        response.begin()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        sock.close()
+
+
+def json_error(status: int, headers: dict[str, str], data: bytes) -> tuple[int, Any]:
+    """``(status, JSON body)`` of an answer that must be JSON (its content type says so)."""
+    assert headers.get("content-type", "").startswith("application/json"), (status, headers, data[:200])
+    return status, json.loads(data)
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MB (from /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def deleted_files_open(pid: int) -> list[str]:
+    """The files process ``pid`` holds open that have no name any more (anonymous temporary files)."""
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.endswith(" (deleted)"):
+                found.append(target)
+    return found

@@ -55,7 +55,7 @@ def test_a_client_that_stops_reading_is_dropped_and_others_are_served(server):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect((server.host, server.port))
     head = (
-        "POST /v1/batch?model=model&features=true HTTP/1.1\r\nHost: x\r\n"
+        "POST /v1/batch?model=model&features=true HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Content-Type: application/x-ndjson\r\nContent-Length: {len(pairs)}\r\n\r\n"
     )
     sock.sendall(head.encode() + pairs)

@@ -54,10 +54,10 @@ def server(surface_model, tmp_path_factory):
         ({"pairs": [GOOD]}, ["model: missing"]),
         ({"model": "model"}, ["pairs: missing"]),
         ({"model": "model", "pairs": [GOOD, {"src": "a"}]}, ["pairs[1].mt: missing"]),
-        ({"model": "model", "pairs": [GOOD], "token": "x"}, ["token: not a field of this request"]),
+        ({"model": "model", "pairs": [GOOD], "token": "x"}, ["the body: an unknown key at the top level"]),
         (
             {"model": "model", "pairs": [{**GOOD, "nmt_logprobs": "-1 -1 -1"}]},
-            ["pairs[0].nmt_logprobs: not a field of a pair for model model"],
+            ["pairs[0]: a key that is not a field of a pair for model model (it takes id, src, mt)"],
         ),
         (
             {"model": "nmt-toy", "pairs": [{**GOOD, "nmt_logprobs": "-1 -1 -1"}, GOOD]},
@@ -78,7 +78,9 @@ def test_a_wrong_or_missing_field_is_422_naming_it(server, payload, words):
 def test_a_per_pair_input_the_family_refuses_is_422_naming_the_pair(server):
     pairs = [{**GOOD, "nmt_logprobs": "-1 -1 -1"}, {**GOOD, "nmt_logprobs": "-1 -1 x"}]
     status, body = server.call("POST", "/v1/score", {"model": "nmt-toy", "pairs": pairs})
-    assert_one_line_error(status, body, 422, "pairs[1]: nmt: log-probability 'x' is not a number")
+    assert_one_line_error(
+        status, body, 422, "pairs[1]: nmt: log-probability (a word of the pair) is not a number"
+    )
     still_serving(server)
 
 

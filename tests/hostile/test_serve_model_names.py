@@ -1,6 +1,7 @@
 """``qe serve`` (issue 21, branch wt-serve): a request names a model only from the server's own list.
 Path-like names, the served file's own path, encodings of ``..`` and names of any size are each one
-404 line that echoes at most a short quote of the name; no file is opened for them."""
+404 line (since issue 33 it quotes nothing of the name: ``test_serve_echoes.py``); no file is opened
+for them."""
 
 from __future__ import annotations
 
