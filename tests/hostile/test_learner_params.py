@@ -17,7 +17,10 @@ from tests.helpers.toy import toy_config
     ("learner", "expected"),
     [
         ('name = "svr"\nparams = { C = 1e400 }', "learner.params.C = inf: expected a finite number"),
-        ('name = "svr"\ngrid = { C = [1.0, inf] }', "learner.grid.C[1] = inf: expected a finite number"),
+        (
+            'name = "svr"\ngrid = { C = [1.0, inf] }',
+            "learner.grid.C[1] = inf: expected a finite number or a non-empty list",
+        ),
         (
             'name = "average"\nparams = { members = [{ name = "svr", params = { C = inf } }] }',
             "learner.params.members[0].params.C = inf: expected a finite number",
