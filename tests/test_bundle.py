@@ -14,7 +14,15 @@ from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.ngrams import NgramCounts
 from tests.helpers import write_config, write_lines
-from tests.helpers.bundles import TGT, WMT12_CONFIG, build, needs_kenlm, restamp, small_config
+from tests.helpers.bundles import (
+    TGT,
+    WMT12_CONFIG,
+    build,
+    needs_kenlm,
+    restamp,
+    small_config,
+    write_small_data,
+)
 
 
 def test_build_writes_members_and_manifest(tmp_path, small_data):
@@ -189,3 +197,23 @@ def test_wmt12_config_refuses_newstest2012(tmp_path, data_dir):
         build_bundle(cfg, tmp_path / "out", data_dir=data_dir, progress=False)
     assert info.value.path.endswith("newstest2012.en")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bundle_opened_by_a_relative_path_is_read_from_there_in_any_directory(tmp_path, monkeypatch):
+    """A pool of workers started in another directory (joblib reuses one across runs) gets the bundle
+    pickled: it must read the bundle that was opened, not one at the same relative path there."""
+    import pickle
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    for folder, corpus in ((here, ["alpha beta ."] * 4), (there, ["gamma delta ."] * 4)):
+        data = write_small_data(folder / "data")
+        write_lines(data / "corpus" / "toy.en", corpus)
+        monkeypatch.chdir(folder)
+        config = write_config(folder / "bundle.toml", {**small_config(), "leakage": {"eval_files": []}})
+        build_bundle(config, "models/resources/toy", data_dir=data, progress=False)
+    monkeypatch.chdir(here)
+    bundle = ResourceBundle("models/resources/toy")
+    shipped = pickle.dumps(bundle)
+    monkeypatch.chdir(there)
+    assert pickle.loads(shipped).get("ngrams.src").count(("alpha",)) == 4
+    assert ResourceBundle("models/resources/toy").get("ngrams.src").count(("alpha",)) == 0

@@ -287,7 +287,7 @@ def test_qe_init_writes_a_config_that_runs(tmp_path, capsys, monkeypatch):
     scale = ["--label-range", "0", "1"]
     args = ["init", *training, *testing, "--src-lang", "en", "--tgt-lang", "es", *scale, "--light"]
     assert main([*args, "--post-edits", "train.pe", "--out", "exp/config.toml"]) == 0
-    assert "wrote exp/config.toml: 14 training and 6 test pairs" in capsys.readouterr().out
+    assert "wrote exp/config.toml: 14 train, 6 test pairs, en-es (light)" in capsys.readouterr().out
     config = load_config(tmp_path / "exp" / "config.toml")
     assert config.name == "exp" and config.data.languages == {"src": "en", "tgt": "es"}
     assert config.data.label_range == (0, 1)

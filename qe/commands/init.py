@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         if made:
             bundle.unlink(missing_ok=True)
         raise
-    sizes = ", ".join(f"{len(data[split])} {split}" for split in data)
+    sizes = ", ".join(f"{len(data[split]):,} {split}" for split in data)
     print(f"wrote {args.out}: {sizes} pairs, {args.src_lang}-{args.tgt_lang}")
     for choice in plan.choices:
         print(f"  {'+' if choice.chosen else '-'} {choice.family}: {choice.why}")
@@ -410,7 +410,7 @@ def write_light(args: argparse.Namespace, name: str, folder: Path, train: Any, t
         args.out, folder, render_config(args, name, folder, bundle, svr_grid(train.labels), len(train))
     )
     pair = f"{args.src_lang}-{args.tgt_lang}"
-    print(f"wrote {args.out}: {len(train)} training and {tested} test pairs, {pair} (light)")
+    print(f"wrote {args.out}: {len(train):,} train, {tested:,} test pairs, {pair} (light)")
     if bundle is not None:
         write_text_atomic(bundle, render_bundle_light(args, name, bundle))
         print(f"wrote {bundle}: builds the edits member from the training post-edits")

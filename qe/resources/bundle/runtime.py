@@ -81,7 +81,7 @@ class ResourceBundle:
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # workers may run in another directory (a reused pool)
         manifest_path = self.path / MANIFEST
         if not self.path.is_dir():
             raise QEInputError("resource bundle directory not found", self.path)
