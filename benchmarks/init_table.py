@@ -7,7 +7,8 @@ and the NMT model's log-probabilities, tokens and sentence scores as ``--*-input
 ``qe init --light``. The test20 Pearson of each and the default's wall time (``qe init`` and ``qe run``,
 the resource bundle built from the training split included) are recorded with the run signatures,
 beside the best config's Pearson from ``docs/mlqe-table.json``. ``--wmt12`` adds WMT12 en-es from
-plain files (train, test, post-edits) beside ``wmt12-best-rawtext`` (``docs/wmt12-table.json``).
+plain files (train, test, post-edits, and as ``--corpus`` the parallel corpora wmt12-best-rawtext's
+resources are built from) beside ``wmt12-best-rawtext`` (``docs/wmt12-table.json``).
 
     python benchmarks/init_table.py [--pairs et-en,ro-en] [--labels da,hter] [--wmt12]
         [--work DIR] [--save FILE] [--resume]      # measure (resumable: rows in FILE are kept)
@@ -86,8 +87,17 @@ def run_qe(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Comple
     return done
 
 
-def measure(name: str, files: dict, pair: str, bounds: tuple | None, work: Path, light: bool) -> dict:
-    """``qe init`` (``--light`` or not) + ``qe run`` on the files: test Pearson, seconds, signature."""
+def measure(
+    name: str,
+    files: dict,
+    pair: str,
+    bounds: tuple | None,
+    work: Path,
+    light: bool,
+    corpora: list[tuple[Path, Path]] = (),
+) -> dict:
+    """``qe init`` (``--light`` or not, each of ``corpora`` as ``--corpus SRC TGT``) + ``qe run`` on the
+    files: test Pearson, seconds, signature."""
     folder = work / ("light" if light else "init")
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), "QE_CACHE_DIR": str(work / "cache")}
@@ -103,6 +113,7 @@ def measure(name: str, files: dict, pair: str, bounds: tuple | None, work: Path,
         [
             "init",
             *init_arguments(files, pair, bounds),
+            *(str(path) for corpus in corpora for path in ("--corpus", *corpus)),
             *(["--light"] if light else []),
             "--out",
             str(config),
@@ -145,8 +156,9 @@ def mlqe_rows(pairs: list[str], labels: list[str], work: Path, data_dir: str | N
 
 
 def wmt12_row(work: Path, data_dir: str | None) -> dict:
-    """WMT12 en-es from plain files (train with post-edits, test), beside wmt12-best-rawtext."""
-    from qe.data import load_registered
+    """WMT12 en-es from plain files (train with post-edits, test, and the corpora wmt12-best-rawtext's
+    resources are built from), beside wmt12-best-rawtext."""
+    from qe.data import load_registered, resolve_data_dir
 
     folder = work / "wmt12-en-es" / "files"
     folder.mkdir(parents=True, exist_ok=True)
@@ -160,11 +172,27 @@ def wmt12_row(work: Path, data_dir: str | None) -> dict:
     best = json.loads((REPO / "docs" / "wmt12-table.json").read_text(encoding="utf-8"))["systems"][
         "best-rawtext"
     ]
+    corpora = wmt12_corpora(data_dir)
+    folder = work / "wmt12-en-es"
     return {
         "dataset": "wmt12-en-es",
+        "commit": git_commit(),
+        "corpora": [[str(path.relative_to(resolve_data_dir(data_dir))) for path in pair] for pair in corpora],
         "best": {"MAE": best["test"]["MAE"], "DeltaAvg": best["test"]["DeltaAvg"]},
-        "init": measure("wmt12-en-es", files, "en-es", (1.0, 5.0), work / "wmt12-en-es", light=False),
+        "init": measure("wmt12-en-es", files, "en-es", (1.0, 5.0), folder, light=False, corpora=corpora),
     }
+
+
+def wmt12_corpora(data_dir: str | None) -> list[tuple[Path, Path]]:
+    """The parallel corpora wmt12-best-rawtext's bundle reads (configs/resources-wmt12-en-es.toml), as
+    the plain files a user would name with ``--corpus SRC TGT``."""
+    import tomllib
+
+    from qe.data import resolve_data_dir
+
+    config = tomllib.loads((REPO / "configs" / "resources-wmt12-en-es.toml").read_text(encoding="utf-8"))
+    root = resolve_data_dir(data_dir)
+    return [(root / table["src"], root / table["tgt"]) for table in config["corpora"].values()]
 
 
 def summary(record: dict) -> dict:
@@ -178,6 +206,38 @@ def summary(record: dict) -> dict:
         }
         for key, row in record["rows"].items()
     }
+
+
+def markdown(record: dict) -> str:
+    """The table docs/own-data.md shows: each MLQE-PE row's test20 Pearson for ``qe init``'s default,
+    the best config and ``--light``, the default's wall time, then WMT12 beside wmt12-best-rawtext."""
+    lines = [
+        "| data (test20) | `qe init` + `qe run` | best config | gap | `--light` | time (init + run) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, row in record["rows"].items():
+        label, pair = key.split("-", 1)
+        init, gap = row["init"]["pearson"], row["init"]["pearson"] - row["best"]
+        lines.append(
+            f"| {pair} {label.upper()} | {init:.3f} | {row['best']:.3f} | {gap:+.3f} | "
+            f"{row['light']['pearson']:.3f} | {_minutes(row['init']['seconds'])} |"
+        )
+    wmt12 = record.get("wmt12")
+    if wmt12:
+        init, best = wmt12["init"], wmt12["best"]
+        lines += [
+            "",
+            "| WMT12 en-es (test, 422) | MAE | DeltaAvg | Pearson | time (init + run) |",
+            "|---|---|---|---|---|",
+            f"| `qe init` + `qe run` | {init['MAE']:.3f} | {init['DeltaAvg']:.3f} | {init['pearson']:.3f} | "
+            f"{_minutes(init['seconds'])} |",
+            f"| wmt12-best-rawtext | {best['MAE']:.3f} | {best['DeltaAvg']:.3f} | | |",
+        ]
+    return "\n".join(lines)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {round(seconds % 60):02d} s"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,9 @@
 the results' records: the feature catalogue (``qe features --list``), the MLQE-PE table
 (``docs/mlqe-table.json``) and issue 23's steps table (``docs/mlqe-steps-*.json``, the saved runs of
 ``benchmarks/mlqe_table.py --steps``), the table of what ``make demo`` prints and our rows of the WMT12
-tables (``docs/wmt12-table.json``), the family-gain table (``docs/family-gain-table.json``) and the
-ablation table (``docs/ablation-table.json``), whose runs' signatures those records keep.
+tables (``docs/wmt12-table.json``), the family-gain table (``docs/family-gain-table.json``), the
+ablation table (``docs/ablation-table.json``) and what ``qe init`` gives (``docs/init-table.json``), whose
+runs' signatures those records keep.
 
 A generated section stands between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in whichever of
 those files holds it (every name of ``SECTIONS`` in exactly one file); our WMT12 rows (``WMT12_ROWS``)
@@ -29,6 +30,7 @@ MLQE_TABLE = REPO / "docs" / "mlqe-table.json"
 WMT12_TABLE = REPO / "docs" / "wmt12-table.json"
 FAMILY_GAIN_TABLE = REPO / "docs" / "family-gain-table.json"
 ABLATION_TABLE = REPO / "docs" / "ablation-table.json"
+INIT_TABLE = REPO / "docs" / "init-table.json"
 MLQE_STEPS_TABLES = (REPO / "docs" / "mlqe-steps-da.json", REPO / "docs" / "mlqe-steps-hter.json")
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO))  # this checkout's qe, also when another one is installed
@@ -179,6 +181,12 @@ def _family_gain() -> str:
     return markdown(read(FAMILY_GAIN_TABLE))
 
 
+def _init_table() -> str:
+    from init_table import markdown
+
+    return markdown(read(INIT_TABLE))
+
+
 def _ablation() -> str:
     from qe.run.ablation import ablation_table
 
@@ -192,6 +200,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "mlqe-steps": _mlqe_steps,
     "family-gain-table": _family_gain,
     "ablation-table": _ablation,
+    "init-table": _init_table,
     "demo-table": lambda: demo_table(read(WMT12_TABLE)),
 }
 

@@ -30,6 +30,7 @@ MLQE = json.loads((REPO / "docs" / "mlqe-table.json").read_text(encoding="utf-8"
 WMT12 = json.loads((REPO / "docs" / "wmt12-table.json").read_text(encoding="utf-8"))
 FAMILY_GAIN = json.loads((REPO / "docs" / "family-gain-table.json").read_text(encoding="utf-8"))
 ABLATION = json.loads((REPO / "docs" / "ablation-table.json").read_text(encoding="utf-8"))
+INIT = json.loads((REPO / "docs" / "init-table.json").read_text(encoding="utf-8"))
 OFFICIAL = "wmt12-official-bf17"
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
@@ -145,6 +146,8 @@ def test_a_changed_number_in_a_result_table_is_put_back():
     rows = {en_de: "| en-de | **0.999** |", svr: svr[: -len("0.000 |")] + "0.111 |"}
     rows |= {family: family[: -len("0.000 |")] + "0.222 |", ablation: ablation[: -len("0.000 |")] + "0.333 |"}
     rows |= {m5p: m5p[: -len("0.000 |")] + "0.444 |"}
+    init = f"| et-en HTER | {INIT['rows']['hter-et-en']['init']['pearson']:.3f} |"
+    rows |= {init: init[: -len("0.000 |")] + "0.555 |"}
     texts = pages()
     tampered = dict(texts)
     for row, changed in rows.items():
