@@ -29,10 +29,9 @@ class SlowBody(ApiError):
         )
 
 
-class BodyDeadline:
-    """Refuses (408) a request whose body is not complete ``seconds`` after the request began, plus a
-    second per :data:`BODY_RATE` bytes received: a client trickling its body holds a connection and
-    a task for at most that long."""
+class TimedWrapper:
+    """An ASGI wrapper with a limit in ``seconds`` on each HTTP request (:meth:`http`); other scopes
+    (lifespan) pass through untouched."""
 
     def __init__(self, app: ASGIApp, seconds: float) -> None:
         self.app = app
@@ -42,6 +41,19 @@ class BodyDeadline:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one HTTP request within the limit."""
+        raise NotImplementedError
+
+
+class BodyDeadline(TimedWrapper):
+    """Refuses (408) a request whose body is not complete ``seconds`` after the request began, plus a
+    second per :data:`BODY_RATE` bytes received: a client trickling its body holds a connection and
+    a task for at most that long."""
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         loop = asyncio.get_running_loop()
         start, received, complete = loop.time(), 0, False
 
@@ -66,19 +78,12 @@ class _Stalled(Exception):
     pass
 
 
-class SendTimeout:
+class SendTimeout(TimedWrapper):
     """Ends a response whose client has not taken a piece of it for ``seconds`` (it stopped reading):
     the app stops there and the server closes the connection, so a stalled client holds neither a
     task nor a scoring worker for ever."""
 
-    def __init__(self, app: ASGIApp, seconds: float) -> None:
-        self.app = app
-        self.seconds = seconds
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         stalled = False
 
         async def send_in_time(message: Message) -> None:

@@ -9,24 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from qe.serve.deadlines import TimedWrapper
 from qe.serve.errors import error_body, refuse
 
 STREAM_TYPE = b"application/x-ndjson"  # a response of JSON lines can end with an error line
 
 
-class DrainCutoff:
+class DrainCutoff(TimedWrapper):
     """Answers a cancelled request (the drain ran out) in one JSON line instead of a traceback."""
 
-    def __init__(self, app: ASGIApp, seconds: float) -> None:
-        self.app = app
-        self.seconds = seconds
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = {"started": False, "complete": False, "lines": False}
 
         async def watched(message: Message) -> None:
