@@ -107,8 +107,8 @@ def sizes(work: Path, counts: list[int], n_jobs: int) -> dict:
     from sklearn.base import clone
     from sklearn.model_selection import KFold, cross_val_predict
 
-    from qe.commands.init_render import svr_grid
     from qe.data import load_parallel
+    from qe.doctor.init_configs import svr_grid
     from qe.features.cache import extract_cached
     from qe.features.registry import make_families
 

@@ -4,7 +4,7 @@ The files are read and checked first (line counts, labels, the declared range), 
 is one ``qe run`` accepts. By default it is the strongest config the data and this machine support
 (``qe.doctor.choice``: every family whose pieces exist offline for the pair, those reading the user's
 post-edits, NMT log-probabilities or decoder logs when given; the MLQE-PE best systems' learner, its
-members chosen on the dev split or by CV; ``qe.commands.init_render``), with a bundle config beside
+members chosen on the dev split or by CV; ``qe.doctor.init_configs``), with a bundle config beside
 it that ``qe run`` builds from the user's training split when the bundle is missing. ``--light``
 writes the quick config: ``surface`` features and an SVR, no bundle. Without ``--labels`` there is
 nothing to train: the pairs are checked and the ready multilingual model (``mlqe-da-multilingual``)
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.commands import Command, register_command
-from qe.commands.init_render import (
+from qe.doctor.init_configs import (
     WRITTEN_BY,
     Plan,
     render_bundle,
