@@ -106,6 +106,12 @@ class E5Network:
     def hidden_states(self, seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """The last layer's vectors of ``seqs`` (each 1 to ``max_tokens`` ids), padded:
         (sequences, longest, 384) float32, and the (sequences, longest) mask of real tokens."""
+        x, valid = self.embedded(seqs)
+        return self.run_layers(x, valid, 0, len(self.layers)), valid
+
+    def embedded(self, seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The embedding layer's output for ``seqs``, padded: (sequences, longest, 384) float32, and the
+        mask of real tokens (the input of layer 0)."""
         lens = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
         if len(seqs) == 0 or lens.min() < 1 or lens.max() > self.max_tokens:
             raise ValueError(f"sequences must hold 1 to {self.max_tokens} token ids")
@@ -118,10 +124,18 @@ class E5Network:
         x = dequantize(self.word[ids.ravel()]).reshape(n, width, self.hidden)
         x += self.position[:width]
         x = layernorm(x.reshape(n * width, self.hidden), *self.emb_ln, self.eps)
-        key_bias = np.where(valid, _F32(0), _F32(-np.inf))[:, None, None, :]
-        for layer in self.layers:
-            x = self._layer(x, layer, key_bias)
         return x.reshape(n, width, self.hidden), valid
+
+    def run_layers(self, x: np.ndarray, valid: np.ndarray, start: int, stop: int) -> np.ndarray:
+        """Layers ``start`` to ``stop - 1`` on the padded vectors ``x`` (the output of layer ``start - 1``,
+        or ``embedded``'s for 0) with their mask: (sequences, width, 384) float32. A caller that trains the
+        top layers runs the frozen ones once with this and keeps their output."""
+        n, width = valid.shape
+        key_bias = np.where(valid, _F32(0), _F32(-np.inf))[:, None, None, :]
+        x = np.ascontiguousarray(x, dtype=_F32).reshape(n * width, self.hidden)
+        for layer in self.layers[start:stop]:
+            x = self._layer(x, layer, key_bias)
+        return x.reshape(n, width, self.hidden)
 
     def mean_pooled(self, seqs: Sequence[Sequence[int]]) -> np.ndarray:
         """Each sequence's mean last-layer vector over all its tokens, ``<s>`` and ``</s>`` included

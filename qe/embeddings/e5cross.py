@@ -1,0 +1,370 @@
+"""A cross-encoder for sentence scores: multilingual-e5-small reading source and MT as one input
+(``<s> src </s></s> mt </s>``), mean-pooled, a regression head; its top layers fine-tuned on QE labels
+(JAX + optax AdamW, CPU), scored in numpy.
+
+The lower layers stay frozen: their output is computed once per pair in numpy (``frozen_states``) and
+shared by every setting that trains the same number of layers or fewer (a deeper cut continues from a
+shallower one's states). ``CrossTrainer.run`` trains one setting (``CrossSettings``: how many top layers,
+learning rates, head, batch size, epochs), scores the dev pairs after every epoch and keeps the epoch of
+best dev Pearson (early stopping after ``patience`` epochs without a gain). Everything random comes from
+``seed`` (head initialisation, batch order) and XLA's CPU kernels are deterministic for a given machine
+and thread count, so two runs give the same numbers. Each epoch logs its loss, dev Pearson, seconds
+(wall clock and CPU) and the process's peak memory. Needs the ``neural`` extra (JAX, optax).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import resource
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from qe.embeddings import e5jax
+from qe.embeddings.e5encoder import E5Encoder
+from qe.embeddings.e5net import E5Network
+from qe.evaluation.metrics import pearson
+from qe.infra.errors import QEInputError
+
+Split = tuple[Sequence[str], Sequence[str], Sequence[float]]
+_SORT_WINDOW = 32  # batches whose pairs are sorted by length together (less padding)
+_STATES_BUDGET = 4096  # padded tokens per numpy batch of the frozen layers
+
+
+@dataclass(frozen=True)
+class CrossSettings:
+    """One training setting; every field is chosen on dev."""
+
+    top_layers: int = 2  # the layers trained (the rest frozen)
+    lr: float = 1e-4  # the trained layers' learning rate
+    head_lr: float = 1e-3
+    hidden: int = 256  # 0: a linear head
+    batch_size: int = 32
+    max_epochs: int = 5
+    patience: int = 2
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    seed: int = 13
+
+    def __post_init__(self) -> None:
+        for name in ("top_layers", "batch_size", "max_epochs", "patience"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise QEInputError(f"{name} must be a positive integer (got {value!r})")
+        if isinstance(self.hidden, bool) or not isinstance(self.hidden, int) or not 0 <= self.hidden <= 4096:
+            raise QEInputError(f"hidden must be an integer from 0 to 4096 (got {self.hidden!r})")
+        for name in ("lr", "head_lr", "weight_decay", "clip_norm"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 10:
+                raise QEInputError(f"{name} must be a number from 0 to 10 (got {value!r})")
+
+
+@dataclass
+class CrossModel:
+    """A trained setting: its best epoch's top layers and head (numpy), the label scaling, the history
+    and the dev scores of that epoch (label units)."""
+
+    settings: CrossSettings
+    layers: list[dict[str, np.ndarray]]
+    head: dict[str, np.ndarray]
+    label_mean: float
+    label_std: float
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_epoch: int = 0
+    best_dev_pearson: float = float("nan")
+    dev_scores: np.ndarray | None = None
+
+    def score(self, encoder: E5Encoder, src: Sequence[str], mt: Sequence[str]) -> np.ndarray:
+        """Scores (label units) of (source, MT) pairs in numpy, no JAX: the encoder's network with the
+        trained top layers in place of its own, mean pooling (on ``encoder.threads`` threads), the head
+        in float64."""
+        if len(src) != len(mt):
+            raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
+        scorer = copy.copy(encoder)
+        scorer.network = with_layers(encoder.network, self.layers)
+        pooled = scorer.pooled(pair_sequences(encoder, src, mt)).astype(np.float64)
+        head = {name: value.astype(np.float64) for name, value in self.head.items()}
+        hidden = np.tanh(pooled @ head["w1"] + head["b1"]) if "w1" in head else pooled
+        return (hidden @ head["w"] + head["b"])[:, 0] * self.label_std + self.label_mean
+
+
+def with_layers(network: E5Network, top: Sequence[dict[str, np.ndarray]]) -> E5Network:
+    """A copy of ``network`` whose last ``len(top)`` layers are the trained ones (``e5jax.layer_params``
+    names), the others shared."""
+    start = len(network.layers) - len(top)
+    if start < 0:
+        raise QEInputError(f"{len(top)} trained layers but the encoder has {len(network.layers)}")
+    trained = []
+    for p in top:
+        layer = {name: np.asarray(p[name], dtype=np.float32) for name in e5jax.LAYER_ARRAYS}
+        layer["ln1"] = (np.asarray(p["ln1_g"], np.float32), np.asarray(p["ln1_b"], np.float32))
+        layer["ln2"] = (np.asarray(p["ln2_g"], np.float32), np.asarray(p["ln2_b"], np.float32))
+        trained.append(layer)
+    out = copy.copy(network)
+    out.layers = [*network.layers[:start], *trained]
+    return out
+
+
+def pair_sequences(encoder: E5Encoder, src: Sequence[str], mt: Sequence[str]) -> list[list[int]]:
+    """Each pair's token ids as one input ``<s> src </s></s> mt </s>`` (cut to the encoder's 512)."""
+    return [encoder.tokenizer.pair_ids(s, m) for s, m in zip(src, mt, strict=True)]
+
+
+def frozen_states(
+    network: E5Network,
+    seqs: Sequence[Sequence[int]],
+    stop: int,
+    *,
+    start: int = 0,
+    states: Sequence[np.ndarray] | None = None,
+    threads: int = 2,
+) -> list[np.ndarray]:
+    """The output of layer ``stop - 1`` for each sequence, (its length, 384) float32: from its token ids
+    (``start`` 0) or from ``states``, the output of layer ``start - 1``. Sequences run shortest first in
+    batches of about 4,096 padded tokens on ``threads`` threads, each with one BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    out: list[np.ndarray | None] = [None] * len(seqs)
+    batches: list[list[int]] = []
+    for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])):
+        if not batches or (len(batches[-1]) + 1) * len(seqs[i]) > _STATES_BUDGET:
+            batches.append([])
+        batches[-1].append(i)
+
+    def run(batch: list[int]) -> None:
+        if states is None:
+            x, valid = network.embedded([seqs[j] for j in batch])
+        else:
+            x, valid = _padded([states[j] for j in batch])
+        x = network.run_layers(x, valid, start, stop)
+        for row, j in enumerate(batch):
+            out[j] = x[row, : len(seqs[j])].copy()
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if threads == 1:
+            for batch in batches:
+                run(batch)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(run, batches))
+    return out  # type: ignore[return-value]
+
+
+def _padded(states: Sequence[np.ndarray], rows: int | None = None, width: int | None = None):
+    """Per-sequence vectors stacked into a zero-padded (rows, width, 384) array and its token mask; rows
+    past ``states`` hold one real (zero) token so that their attention stays defined."""
+    rows = rows or len(states)
+    width = width or max(len(s) for s in states)
+    x = np.zeros((rows, width, states[0].shape[1]), dtype=np.float32)
+    valid = np.zeros((rows, width), dtype=bool)
+    valid[len(states) :, 0] = True
+    for row, s in enumerate(states):
+        x[row, : len(s)] = s
+        valid[row, : len(s)] = True
+    return x, valid
+
+
+def _bucket(length: int) -> int:
+    """The padded width of a batch whose longest input has ``length`` tokens (few shapes to compile)."""
+    step = 16 if length <= 128 else 32 if length <= 256 else 64
+    return min(-(-length // step) * step, 512)
+
+
+def _order(lengths: np.ndarray, size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    """Batches of row numbers: shuffled (``rng``), sorted by length within windows of batches, batch
+    order shuffled again; without ``rng``, all rows sorted by length (to score a split)."""
+    if rng is None:
+        rows = np.argsort(lengths, kind="stable")
+        return [rows[i : i + size] for i in range(0, len(rows), size)]
+    rows = rng.permutation(len(lengths))
+    batches = []
+    for start in range(0, len(rows), size * _SORT_WINDOW):
+        chunk = rows[start : start + size * _SORT_WINDOW]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _optimizer(settings: CrossSettings) -> optax.GradientTransformation:
+    """AdamW with the layers' and the head's learning rates, after clipping the gradient's norm."""
+    rates = {
+        part: optax.adamw(rate, weight_decay=settings.weight_decay)
+        for part, rate in (("layers", settings.lr), ("head", settings.head_lr))
+    }
+    return optax.chain(
+        optax.clip_by_global_norm(settings.clip_norm),
+        optax.multi_transform(rates, {"layers": "layers", "head": "head"}),
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("heads", "eps"))
+def _scores(params, x, mask, *, heads: int, eps: float) -> jax.Array:
+    return e5jax.scores(params["layers"], params["head"], x, mask, heads, eps)
+
+
+@functools.partial(jax.jit, static_argnames=("settings", "heads", "eps"))
+def _step(params, state, x, mask, labels, weights, *, settings: CrossSettings, heads: int, eps: float):
+    """One AdamW step on the weighted mean squared error of a batch: new parameters, optimizer state,
+    the batch's loss."""
+
+    def loss(p):
+        errors = e5jax.scores(p["layers"], p["head"], x, mask, heads, eps) - labels
+        return (weights * errors * errors).sum() / weights.sum()
+
+    value, grads = jax.value_and_grad(loss)(params)
+    updates, state = _optimizer(settings).update(grads, state, params)
+    return optax.apply_updates(params, updates), state, value
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class CrossTrainer:
+    """Training and dev pairs prepared once for any number of settings: tokenised as one input per pair,
+    labels scaled to zero mean and unit variance, the frozen layers' output computed on first need and
+    kept per cut. ``dev_rows``: the dev rows dev Pearson is computed on (default all; e.g. without the
+    rows that repeat a training pair)."""
+
+    def __init__(
+        self,
+        train: Split,
+        dev: Split,
+        *,
+        encoder: E5Encoder | None = None,
+        dev_rows: Sequence[int] | None = None,
+        threads: int = 2,
+        log: Callable[[str], None] = print,
+    ):
+        started = time.perf_counter()
+        for name, split in (("training", train), ("dev", dev)):
+            if not len(split[0]) == len(split[1]) == len(split[2]) >= 2:
+                raise QEInputError(
+                    f"the {name} split needs at least 2 pairs, each with a source, MT and label"
+                )
+            if not np.isfinite(np.asarray(split[2], dtype=np.float64)).all():
+                raise QEInputError(f"the {name} split has a label that is not a finite number")
+        self.encoder = encoder or E5Encoder()
+        self.network = self.encoder.network
+        self.threads, self.log = threads, log
+        labels = np.asarray(train[2], dtype=np.float64)
+        self.mean, self.std = float(labels.mean()), float(labels.std()) or 1.0
+        self.scaled = ((labels - self.mean) / self.std).astype(np.float32)
+        self.dev_gold = np.asarray(dev[2], dtype=np.float64)
+        self.dev_rows = np.arange(len(self.dev_gold)) if dev_rows is None else np.asarray(dev_rows, dtype=int)
+        self.seqs = [pair_sequences(self.encoder, *split[:2]) for split in (train, dev)]
+        self.lengths = [np.array([len(s) for s in seqs]) for seqs in self.seqs]
+        self._states: dict[int, list[list[np.ndarray]]] = {}
+        seconds = time.perf_counter() - started
+        log(f"tokenised {len(train[0])} training and {len(dev[0])} dev pairs in {seconds:.1f} s")
+
+    def states(self, stop: int) -> list[list[np.ndarray]]:
+        """The output of layer ``stop - 1`` for the training and the dev pairs, continued from the
+        deepest cut already computed below it."""
+        if stop not in self._states:
+            started = time.perf_counter()
+            below = max((cut for cut in self._states if cut < stop), default=0)
+            self._states[stop] = [
+                frozen_states(
+                    self.network,
+                    seqs,
+                    stop,
+                    start=below,
+                    states=self._states[below][i] if below else None,
+                    threads=self.threads,
+                )
+                for i, seqs in enumerate(self.seqs)
+            ]
+            self.log(
+                f"ran the frozen layers {below}-{stop - 1} on {sum(map(len, self.seqs))} pairs in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
+        return self._states[stop]
+
+    def run(self, settings: CrossSettings) -> CrossModel:
+        """Train ``settings``; keep the epoch of best dev Pearson."""
+        depth = len(self.network.layers)
+        if settings.top_layers > depth:
+            raise QEInputError(f"top_layers must be at most {depth} (got {settings.top_layers})")
+        start = depth - settings.top_layers
+        train_states, dev_states = self.states(start) if start else self._embedded()
+        heads, eps = self.network.heads, float(self.network.eps)
+        params = {
+            "layers": [
+                jax.tree.map(jnp.asarray, e5jax.layer_params(self.network, i)) for i in range(start, depth)
+            ],
+            "head": e5jax.init_head(jax.random.PRNGKey(settings.seed), self.network.hidden, settings.hidden),
+        }
+        state = _optimizer(settings).init(params)
+        size = settings.batch_size
+        rng = np.random.default_rng(settings.seed)
+        result = CrossModel(settings, [], {}, self.mean, self.std)
+        for epoch in range(1, settings.max_epochs + 1):
+            started, cpu = time.perf_counter(), time.process_time()
+            losses, counts = [], []
+            for rows in _order(self.lengths[0], size, rng):
+                x, mask = _padded(
+                    [train_states[r] for r in rows], size, _bucket(int(self.lengths[0][rows].max()))
+                )
+                y = np.zeros(size, dtype=np.float32)
+                y[: len(rows)] = self.scaled[rows]
+                w = (np.arange(size) < len(rows)).astype(np.float32)
+                params, state, value = _step(
+                    params, state, x, mask.astype(np.float32), y, w, settings=settings, heads=heads, eps=eps
+                )
+                losses.append(float(value))
+                counts.append(len(rows))
+            dev_scores = self._predict(params, dev_states, size, heads, eps) * self.std + self.mean
+            dev_r = pearson(self.dev_gold[self.dev_rows], dev_scores[self.dev_rows])
+            row = {
+                "epoch": epoch,
+                "loss": float(np.average(losses, weights=counts)),
+                "dev_pearson": dev_r,
+                "seconds": time.perf_counter() - started,
+                "cpu_seconds": time.process_time() - cpu,
+                "peak_mb": _peak_mb(),
+            }
+            result.history.append(row)
+            self.log(
+                f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_r:.4f}  {row['seconds']:.1f} s "
+                f"({row['cpu_seconds']:.1f} s of CPU)  peak memory {row['peak_mb']:.0f} MB"
+            )
+            if not np.isfinite(row["loss"]):
+                raise QEInputError(
+                    f"training diverged at epoch {epoch} (lr {settings.lr}): the loss is not finite"
+                )
+            if epoch == 1 or dev_r > result.best_dev_pearson:
+                result.best_epoch, result.best_dev_pearson = epoch, dev_r
+                result.layers = [{k: np.asarray(v) for k, v in layer.items()} for layer in params["layers"]]
+                result.head = {k: np.asarray(v) for k, v in params["head"].items()}
+                result.dev_scores = dev_scores
+            elif epoch - result.best_epoch >= settings.patience:
+                break
+        self.log(f"best epoch {result.best_epoch}: dev Pearson {result.best_dev_pearson:.4f}")
+        return result
+
+    def _embedded(self) -> list[list[np.ndarray]]:
+        """Every layer trained: the embedding layer's output is the frozen part."""
+        if 0 not in self._states:
+            self._states[0] = [[self.network.embedded([s])[0][0] for s in seqs] for seqs in self.seqs]
+        return self._states[0]
+
+    def _predict(
+        self, params: dict, states: list[np.ndarray], size: int, heads: int, eps: float
+    ) -> np.ndarray:
+        """Scores (standardised units) of every pair of a split, in order."""
+        lengths = np.array([len(s) for s in states])
+        out = np.empty(len(states), dtype=np.float64)
+        for rows in _order(lengths, size, None):
+            x, mask = _padded([states[r] for r in rows], size, _bucket(int(lengths[rows].max())))
+            out[rows] = np.asarray(_scores(params, x, mask.astype(np.float32), heads=heads, eps=eps))[
+                : len(rows)
+            ]
+        return out
