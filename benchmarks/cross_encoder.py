@@ -17,8 +17,10 @@ current best system (``configs/mlqe/da-<pair>-best.toml``) is fitted on the trai
 dev; "stacked" is the two dev predictions combined by a linear regression fitted out of fold (10 folds
 over the dev rows). Dev rows that repeat a training pair are left out of every dev Pearson (as
 ``benchmarks/mlqe_table.py``). The gate passes when stacking gains at least 0.02 dev Pearson over the
-best system on one of the two pairs. ``--save FILE`` keeps every step's results (resumable: a step saved
-is not run again); the summary is printed as one JSON dict, and written to ``--summary FILE``.
+best system on one of the two pairs; beside it, each cut's stacked Pearson and the Pearson of the plain
+average of the two z-scored predictions (nothing fitted). ``--save FILE`` keeps every step's results
+(resumable: a step saved is not run again); the summary is printed as one JSON dict, and written to
+``--summary FILE``.
 """
 
 from __future__ import annotations
@@ -207,7 +209,12 @@ def summarise(record: dict, data_dir: Path) -> dict:
         chosen = max(cuts, key=lambda k: cuts[k]["dev_pearson"])
         best = np.asarray(steps["best"]["dev_pred"])[keep]
         cross = np.asarray(cuts[chosen]["dev_pred"])[keep]
+
+        def _stacked_with(k: str, best=best, keep=keep, gold=gold, cuts=cuts) -> float:
+            return stacked_dev_pearson(best, np.asarray(cuts[k]["dev_pred"])[keep], gold)
+
         stacked = stacked_dev_pearson(best, cross, gold)
+        averaged = np.corrcoef((best - best.mean()) / best.std() + (cross - cross.mean()) / cross.std(), gold)
         summary[pair] = {
             "best_system": steps["best"]["dev_pearson"],
             "cross_encoder": {k: cuts[k]["dev_pearson"] for k in sorted(cuts, key=int)},
@@ -215,6 +222,8 @@ def summarise(record: dict, data_dir: Path) -> dict:
             "cross_encoder_alone": cuts[chosen]["dev_pearson"],
             "stacked": round(stacked, 4),
             "gain": round(stacked - steps["best"]["dev_pearson"], 4),
+            "z_average": round(float(averaged[0, 1]), 4),
+            "cut_stacked": {k: round(_stacked_with(k), 4) for k in sorted(cuts, key=int)},
             "epoch_seconds": [round(row["seconds"], 1) for row in cuts[chosen]["history"]],
             "peak_mb": round(max(row["peak_mb"] for row in cuts[chosen]["history"])),
             "numpy_pairs_per_second": cuts[chosen]["numpy_pairs_per_second"],
