@@ -59,9 +59,21 @@ def test_insertions_tag_the_gap_where_they_go(pe, gaps):
     assert tags.gaps == gaps
 
 
-def test_matching_is_case_insensitive_unless_asked():
-    assert _tags("The Cat", "the cat").mt == (G, G)
-    assert _tags("The Cat", "the cat", case_sensitive=True).mt == (B, B)
+def test_alignment_is_case_insensitive_but_a_case_change_is_a_substitution():
+    # "The Cat sat" -> "the cat sat": aligned word for word case-insensitively (cost 0, no gap) ...
+    edit = align_to_post_edit(["The", "Cat", "sat"], ["the", "cat", "sat"])
+    assert (edit.mt_to_pe, edit.matched, edit.cost) == ((0, 1, 2), (True, True, True), 0)
+    assert edit_distance_matrix(["The"], ["the"])[1, 1] == 1  # the matrix itself compares as given
+    # ... but the corpus builder compares the aligned tokens as written: a case change is BAD, and a
+    # source word aligned to it is BAD like any substitution's
+    tags = _tags("The Cat sat", "the cat sat", "le chat", [(0, 0), (1, 1)])
+    assert tags.mt == (B, B, G)
+    assert tags.gaps == (G,) * 4
+    assert tags.src == (B, B)
+    # the case-insensitive alignment decides which word is the substitution: "Cat x" -> "cat" keeps Cat
+    # on cat and deletes x (case-sensitively x would take cat and Cat be deleted), so s0 is BAD, s1 OK
+    tags = _tags("Cat x", "cat", "s0 s1", [(0, 0), (1, 1)])
+    assert (tags.mt, tags.src) == ((B, B), (B, G))
 
 
 def test_empty_post_edit_and_empty_mt():

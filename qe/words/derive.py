@@ -2,8 +2,10 @@
 (WMT18-20, MLQE-PE): MT words and gaps from the shift-free TER alignment (``qe.words.align``),
 source words through a source-MT word alignment.
 
-- An MT word is BAD when it is substituted or deleted, OK when it is matched (case-insensitively, as
-  tercom by default; ``case_sensitive=True`` matches the shipped MLQE-PE tags better, see the doc).
+- An MT word is BAD when it is substituted or deleted, OK when it is matched. The alignment matches
+  words case-insensitively (tercom's default), but, as the corpus builder below compares the aligned
+  tokens as written, a word whose post-edit differs only in case is BAD too (a substitution): on
+  MLQE-PE this gives both the shipped gaps (case-insensitive structure) and the shipped MT tags.
 - A gap (2N+1 tags: gap, word, gap, ..., word, gap) is BAD when one or more post-edit words are
   inserted there.
 - A source word is BAD when it is aligned to an MT word that the post-editor substituted. This is the
@@ -28,20 +30,15 @@ from qe.words.tags import BAD, OK, SentenceTags
 
 
 def derive_tags(
-    src: list[str],
-    mt: list[str],
-    pe: list[str],
-    alignment: Iterable[tuple[int, int]],
-    case_sensitive: bool = False,
+    src: list[str], mt: list[str], pe: list[str], alignment: Iterable[tuple[int, int]]
 ) -> SentenceTags:
     """The MT-word, gap and source tags of one tokenised sentence triple; ``alignment`` holds
     0-based (source, MT) token index pairs (the data's, or any aligner's)."""
-    edit = align_to_post_edit(mt, pe, case_sensitive)
-    mt_tags = tuple(OK if ok else BAD for ok in edit.matched)
+    edit = align_to_post_edit(mt, pe)
+    same = [j >= 0 and mt[i] == pe[j] for i, j in enumerate(edit.mt_to_pe)]
+    mt_tags = tuple(OK if ok else BAD for ok in same)
     gap_tags = tuple(BAD if count else OK for count in edit.insertions)
-    substituted = {
-        i for i, (j, ok) in enumerate(zip(edit.mt_to_pe, edit.matched, strict=True)) if j >= 0 and not ok
-    }
+    substituted = {i for i, j in enumerate(edit.mt_to_pe) if j >= 0 and not same[i]}
     bad_src = {s for s, t in alignment if t in substituted}
     src_tags = tuple(BAD if s in bad_src else OK for s in range(len(src)))
     return SentenceTags(mt=mt_tags, gaps=gap_tags, src=src_tags)
