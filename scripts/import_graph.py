@@ -26,8 +26,8 @@ FLOORS: dict[str, int] = {
     # 1 config rules: rule types and predicates, the names and tables registries hand in; each section's
     # rule beside its frozen dataclass, the experiment config composed of them
     "qe.config": 1,
-    # 2 data and text: datasets, tables, a config's splits; tokenization, spaCy pipelines
-    **dict.fromkeys(("qe.data", "qe.text"), 2),
+    # 2 data and text: datasets, tables, a config's splits; tokenization, spaCy pipelines; word-level tags
+    **dict.fromkeys(("qe.data", "qe.text", "qe.words"), 2),
     # 3 parts: feature families, learners, selectors, resources and the bundle, encoders, decoder and NMT
     # readers, the numpy predictors
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),

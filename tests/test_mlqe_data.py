@@ -67,7 +67,9 @@ def test_registered_checksums_match_the_files(mlqe_dir):
                 path = mlqe_dir / "mlqe-pe" / entry.path
                 assert hashlib.sha256(path.read_bytes()).hexdigest() == entry.sha256, path
                 checked += 1
-    assert checked == 7 * 3 * 7  # src, mt, hter, pe, DA table, word-probas, NMT output
+    assert (
+        checked == 7 * 3 * 10
+    )  # src, mt, hter, pe, DA table, word-probas, NMT output, tags, source tags, alignments
 
 
 @pytest.mark.data

@@ -1,0 +1,1 @@
+"""Word-level QE data: tags, the TER alignment to a post-edit, tags derived from it, the readers."""
