@@ -1,0 +1,371 @@
+"""Features of every MT word, gap and source word of a word-level set, one matrix per kind.
+
+- **MT word**: its form (length, punctuation, number, capitalised), its place (position, relative
+  position, first, last), how often its type (lowercased) and its bigram with the previous word were
+  BAD in training (smoothed, ``qe.wordmodel.typerates``) and how often the type was seen, the same rate
+  and the punctuation flag of its left and right neighbours, whether it appears in the source, its
+  IBM1 link (``qe.wordmodel.lexicon``): linked to NULL or not, t(mt | best source word), that source
+  word's BAD rate and form, how many source words link to it the other way; number and punctuation
+  mismatches (a number or punctuation mark the source lacks).
+- **Gap**: its place, how often a gap after the word on its left (before the word on its right) was
+  BAD in training, and the rate, form and IBM1 link of the words on both sides (NaN at the edges).
+- **Source word**: its form and place, its BAD rate and how often it was seen (the log count, a
+  frequency class), whether it appears in the MT, its t(src | mt) link and the linked MT word's rate
+  and form, how many MT words link to it (and whether it is linked at all), the highest BAD rate and
+  mean link probability of those MT words, number and punctuation mismatches with the MT.
+- **Every row** also carries its sentence's lengths, length ratio, mean MT and source BAD rates, mean
+  link probabilities and share of words linked to NULL.
+
+Rates are target encodings: on the training set (:meth:`WordFeaturizer.fit_transform`) each row gets
+them from the other folds of a seeded split by sentence; a dev or test set
+(:meth:`WordFeaturizer.transform`) gets them from all of training. Missing values are NaN, which the
+gradient-boosting tagger takes as such.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from qe.infra.errors import QEInputError
+from qe.wordmodel.lexicon import Lexicon, SentenceLinks
+from qe.wordmodel.typerates import TypeRates, out_of_fold
+from qe.words.files import WordLevelData
+from qe.words.tags import BAD, TAGS
+
+KINDS = ("target", "gaps", "source")
+"""MT words, gaps, source words: the WMT20 names of the three kinds of tags."""
+
+FORM = ("length", "punct", "number", "capital")
+SENTENCE = (
+    "mt_length",
+    "src_length",
+    "length_ratio",
+    "mean_mt_rate",
+    "mean_src_rate",
+    "mean_mt_link_prob",
+    "mean_src_link_prob",
+    "mt_null_share",
+    "src_null_share",
+)
+LINKED = ("null_link", "link_prob", "linked_rate", "linked_punct", "linked_number", "linked_length")
+NAMES = {
+    "target": (
+        *FORM,
+        *("position", "relative_position", "first", "last"),
+        *("rate", "seen_log", "bigram_rate", "left_rate", "right_rate", "left_punct", "right_punct"),
+        "in_source",
+        *LINKED,
+        *("reverse_links", "number_not_in_source", "punct_not_in_source"),
+        *SENTENCE,
+    ),
+    "gaps": (
+        *("position", "relative_position", "first", "last", "after_rate", "before_rate"),
+        *(f"left_{name}" for name in ("rate", *FORM, "null_link", "link_prob")),
+        *(f"right_{name}" for name in ("rate", *FORM, "null_link", "link_prob")),
+        *SENTENCE,
+    ),
+    "source": (
+        *FORM,
+        *("position", "relative_position", "first", "last", "rate", "seen_log", "in_mt"),
+        *LINKED,
+        *("reverse_links", "aligned", "reverse_max_rate", "reverse_mean_prob"),
+        *("number_not_in_mt", "punct_not_in_mt"),
+        *SENTENCE,
+    ),
+}
+"""The column names of each kind's matrix, in order."""
+
+RATES = ("mt_word", "mt_bigram", "src_word", "gap_after", "gap_before")
+START, END = "<s>", "</s>"
+
+
+@dataclass(frozen=True)
+class FeatureTables:
+    """``tables[kind]``: one row per tag of that kind, sentences in order; ``lengths[kind][k]``: how many
+    rows sentence k has (to cut predictions back into sentences)."""
+
+    tables: dict[str, np.ndarray]
+    lengths: dict[str, np.ndarray]
+
+    def sentences(self, kind: str, values: np.ndarray) -> list[np.ndarray]:
+        """``values`` (one per row of ``kind``) cut into sentences."""
+        return np.split(np.asarray(values), np.cumsum(self.lengths[kind])[:-1])
+
+
+def tag_labels(data: WordLevelData) -> dict[str, np.ndarray]:
+    """Per kind, True for each BAD tag, flattened in row order (the tags must be present and fit)."""
+    check_tags(data)
+    return {
+        kind: np.array([tag == BAD for line in lines for tag in line], dtype=bool)
+        for kind, lines in zip(KINDS, (data.mt_tags, data.gap_tags, data.src_tags), strict=True)
+    }
+
+
+def check_tags(data: WordLevelData) -> None:
+    """Refuse (one ``QEInputError`` line) a set without its three kinds of tags, or whose tags do not
+    fit its sentences: N MT tags, N+1 gap tags, one tag per source word, OK or BAD only."""
+    lines = {"MT": data.mt_tags, "gap": data.gap_tags, "source": data.src_tags}
+    missing = [name for name, tags in lines.items() if tags is None]
+    if missing:
+        raise QEInputError(
+            f"word-level training needs MT, gap and source tags; missing: {', '.join(missing)}"
+        )
+    if len(data.mt) != len(data.src):
+        raise QEInputError(f"{len(data.src)} source sentences but {len(data.mt)} MT sentences")
+    for name, tags in lines.items():
+        if len(tags) != len(data.src):
+            raise QEInputError(f"{len(tags)} lines of {name} tags for {len(data.src)} sentences")
+    for k, (src, mt) in enumerate(zip(data.src, data.mt, strict=True)):
+        want = {"MT": len(mt), "gap": len(mt) + 1, "source": len(src)}
+        for name, tags in lines.items():
+            if len(tags[k]) != want[name]:
+                raise QEInputError(f"sentence {k + 1}: {len(tags[k])} {name} tags where {want[name]} fit")
+            unknown = next((tag for tag in tags[k] if tag not in TAGS), None)
+            if unknown is not None:
+                raise QEInputError(f"sentence {k + 1}: unknown {name} tag {str(unknown)[:40]!r}")
+
+
+class WordFeaturizer:
+    """Fitted on a tagged training set (IBM1 tables both ways, the type BAD rates); then makes the
+    feature tables of any set with the same kind of tokens."""
+
+    def __init__(self, folds: int = 5, seed: int = 0, strength: float = 2.0, iterations: int = 5) -> None:
+        if folds < 2:
+            raise QEInputError(f"cross-fitting needs at least 2 folds, not {folds}")
+        self.folds = folds
+        self.seed = seed
+        self.strength = strength
+        self.iterations = iterations
+
+    def fit_transform(self, data: WordLevelData) -> FeatureTables:
+        """Fit on ``data`` (tagged) and return its tables, its rates cross-fitted over sentence folds."""
+        labels = tag_labels(data)
+        self.lexicon_ = Lexicon.train(data.src, data.mt, self.iterations)
+        keys = _rate_keys(data)
+        targets = {name: labels[_RATE_KIND[name]] for name in RATES}
+        self.rates_ = {name: TypeRates.fit(keys[name], targets[name], self.strength) for name in RATES}
+        sentence_fold = np.random.default_rng(self.seed).permutation(len(data)) % self.folds
+        lengths = _lengths(data)
+        rates = {
+            name: out_of_fold(
+                keys[name],
+                targets[name],
+                np.repeat(sentence_fold, lengths[_RATE_KIND[name]]),
+                self.strength,
+            )
+            for name in RATES
+        }
+        return self._tables(data, rates)
+
+    def transform(self, data: WordLevelData) -> FeatureTables:
+        """The tables of ``data`` (tags not needed), rates from all of the training set."""
+        if not hasattr(self, "rates_"):
+            raise QEInputError("the word featurizer is not fitted: call fit_transform on a training set")
+        if len(data.mt) != len(data.src):
+            raise QEInputError(f"{len(data.src)} source sentences but {len(data.mt)} MT sentences")
+        keys = _rate_keys(data)
+        return self._tables(data, {name: self.rates_[name].rates(keys[name]) for name in RATES})
+
+    def _tables(self, data: WordLevelData, rates: dict[str, tuple[np.ndarray, np.ndarray]]) -> FeatureTables:
+        lengths = _lengths(data)
+        starts = {kind: np.concatenate([[0], np.cumsum(lengths[kind])]) for kind in KINDS}
+        rows: dict[str, list[np.ndarray]] = {kind: [] for kind in KINDS}
+        for k, (src, mt) in enumerate(zip(data.src, data.mt, strict=True)):
+            cut = {kind: slice(starts[kind][k], starts[kind][k + 1]) for kind in KINDS}
+            mine = {
+                name: (r[cut[_RATE_KIND[name]]], c[cut[_RATE_KIND[name]]]) for name, (r, c) in rates.items()
+            }
+            sentence = _Sentence(src, mt, self.lexicon_.links(src, mt), mine)
+            rows["target"].append(sentence.target())
+            rows["gaps"].append(sentence.gaps())
+            rows["source"].append(sentence.source())
+        tables = {
+            kind: np.concatenate(rows[kind]) if rows[kind] else np.zeros((0, len(NAMES[kind])))
+            for kind in KINDS
+        }
+        return FeatureTables(tables, lengths)
+
+
+_RATE_KIND = {
+    "mt_word": "target",
+    "mt_bigram": "target",
+    "src_word": "source",
+    "gap_after": "gaps",
+    "gap_before": "gaps",
+}
+"""The kind of tags each rate counts (and whose rows it is given to)."""
+
+
+def _lengths(data: WordLevelData) -> dict[str, np.ndarray]:
+    """Rows per sentence of each kind: N MT words, N+1 gaps, the source words."""
+    return {
+        "target": np.array([len(m) for m in data.mt], dtype=np.int64),
+        "gaps": np.array([len(m) + 1 for m in data.mt], dtype=np.int64),
+        "source": np.array([len(s) for s in data.src], dtype=np.int64),
+    }
+
+
+def _rate_keys(data: WordLevelData) -> dict[str, list[str]]:
+    """The key of each row for each rate: lowercased MT word, (previous, this) MT bigram, lowercased
+    source word, the word before a gap and the word after it (sentence edges as <s> and </s>)."""
+    keys: dict[str, list[str]] = {name: [] for name in RATES}
+    for src, mt in zip(data.src, data.mt, strict=True):
+        low = [w.lower() for w in mt]
+        padded = [START, *low, END]
+        keys["mt_word"] += low
+        keys["mt_bigram"] += [f"{a} {b}" for a, b in zip(padded[:-2], low, strict=True)]
+        keys["src_word"] += [w.lower() for w in src]
+        keys["gap_after"] += padded[:-1]
+        keys["gap_before"] += padded[1:]
+    return keys
+
+
+@lru_cache(maxsize=1 << 18)
+def _form(token: str) -> tuple[int, int, int, int]:
+    """(length, all punctuation or symbols, holds a digit, starts with a capital) of one token."""
+    punct = all(unicodedata.category(c)[0] in "PS" for c in token)
+    return len(token), int(punct), int(any(c.isdigit() for c in token)), int(token[:1].isupper())
+
+
+def _forms(tokens: list[str]) -> np.ndarray:
+    return np.array([_form(t) for t in tokens], dtype=np.float64).reshape(len(tokens), len(FORM))
+
+
+def _place(n: int) -> np.ndarray:
+    """(position, relative position, first, last) of each of n slots."""
+    position = np.arange(n, dtype=np.float64)
+    return np.column_stack([position, position / max(n - 1, 1), position == 0, position == n - 1])
+
+
+def _pick(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``values[index]`` along the first axis, NaN where ``index`` is -1 (or out of range)."""
+    values = np.asarray(values, dtype=np.float64)
+    ok = (index >= 0) & (index < len(values))
+    out = np.full((len(index), *values.shape[1:]), np.nan)
+    out[ok] = values[index[ok]]
+    return out
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean, NaN for no value (a sentence with an empty side)."""
+    return float(values.mean()) if len(values) else np.nan
+
+
+class _Sentence:
+    """One sentence's rows of the three kinds, from its tokens, IBM1 links and rates."""
+
+    def __init__(
+        self,
+        src: list[str],
+        mt: list[str],
+        links: SentenceLinks,
+        rates: dict[str, tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        self.n, self.m = len(mt), len(src)
+        self.links = links
+        self.rates = rates
+        self.mt_form, self.src_form = _forms(mt), _forms(src)
+        low_src, low_mt = [w.lower() for w in src], [w.lower() for w in mt]
+        src_types, mt_types = set(low_src), set(low_mt)
+        self.in_src = np.array([w in src_types for w in low_mt], dtype=np.float64)
+        self.in_mt = np.array([w in mt_types for w in low_src], dtype=np.float64)
+        mt_rate, src_rate = rates["mt_word"][0], rates["src_word"][0]
+        self.mt_links_in = np.bincount(links.src_to_mt[links.src_to_mt >= 0], minlength=self.n).astype(float)
+        self.src_links_in = np.bincount(links.mt_to_src[links.mt_to_src >= 0], minlength=self.m).astype(float)
+        self.common = np.array(
+            [
+                self.n,
+                self.m,
+                self.n / max(self.m, 1),
+                _mean(mt_rate),
+                _mean(src_rate),
+                _mean(links.mt_prob),
+                _mean(links.src_prob),
+                _mean(links.mt_to_src < 0),
+                _mean((links.src_to_mt < 0) & (self.src_links_in == 0)),
+            ]
+        )
+
+    def _linked(self, to: np.ndarray, prob: np.ndarray, rate: np.ndarray, form: np.ndarray) -> np.ndarray:
+        """The LINKED columns: NULL link, link probability, the linked word's rate, punct, number, length."""
+        return np.column_stack([to < 0, prob, _pick(rate, to), _pick(form[:, [1, 2, 0]], to)])
+
+    def _with_common(self, kind: str, columns: np.ndarray, rows: int) -> np.ndarray:
+        """The sentence's columns after each row's own (``rows`` fixes the shape of an empty sentence)."""
+        columns = columns.reshape(rows, len(NAMES[kind]) - len(SENTENCE))
+        return np.hstack([columns, np.tile(self.common, (rows, 1))])
+
+    def target(self) -> np.ndarray:
+        n, form, links = self.n, self.mt_form, self.links
+        rate, seen = self.rates["mt_word"]
+        before, after = np.arange(n) - 1, np.arange(n) + 1
+        columns = np.column_stack(
+            [
+                form,
+                _place(n),
+                rate,
+                np.log1p(seen),
+                self.rates["mt_bigram"][0],
+                _pick(rate, before),
+                _pick(rate, after),
+                _pick(form[:, 1], before),
+                _pick(form[:, 1], after),
+                self.in_src,
+                self._linked(links.mt_to_src, links.mt_prob, self.rates["src_word"][0], self.src_form),
+                self.mt_links_in,
+                (form[:, 2] == 1) & (self.in_src == 0),
+                (form[:, 1] == 1) & (self.in_src == 0),
+            ]
+        )
+        return self._with_common("target", columns, n)
+
+    def gaps(self) -> np.ndarray:
+        n, form, links = self.n, self.mt_form, self.links
+        rate = self.rates["mt_word"][0]
+        word = np.column_stack([rate, form, links.mt_to_src < 0, links.mt_prob]).reshape(n, 7)
+        left, right = np.arange(n + 1) - 1, np.arange(n + 1)
+        columns = np.column_stack(
+            [
+                _place(n + 1),
+                self.rates["gap_after"][0],
+                self.rates["gap_before"][0],
+                _pick(word, left),
+                _pick(word, right),
+            ]
+        )
+        return self._with_common("gaps", columns, n + 1)
+
+    def source(self) -> np.ndarray:
+        m, form, links = self.m, self.src_form, self.links
+        rate, seen = self.rates["src_word"]
+        mt_rate = self.rates["mt_word"][0]
+        linked_here = links.mt_to_src >= 0
+        reverse_max = np.full(m, np.nan)
+        reverse_prob = np.full(m, np.nan)
+        if linked_here.any():
+            to = links.mt_to_src[linked_here]
+            np.fmax.at(reverse_max, to, mt_rate[linked_here])
+            reverse_prob[self.src_links_in > 0] = 0.0
+            np.add.at(reverse_prob, to, links.mt_prob[linked_here])
+            reverse_prob /= np.maximum(self.src_links_in, 1)
+        columns = np.column_stack(
+            [
+                form,
+                _place(m),
+                rate,
+                np.log1p(seen),
+                self.in_mt,
+                self._linked(links.src_to_mt, links.src_prob, mt_rate, self.mt_form),
+                self.src_links_in,
+                (self.src_links_in > 0) | (links.src_to_mt >= 0),
+                reverse_max,
+                reverse_prob,
+                (form[:, 2] == 1) & (self.in_mt == 0),
+                (form[:, 1] == 1) & (self.in_mt == 0),
+            ]
+        )
+        return self._with_common("source", columns, m)
