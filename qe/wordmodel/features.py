@@ -18,7 +18,10 @@
 
 Rates are target encodings: on the training set (:meth:`WordFeaturizer.fit_transform`) each row gets
 them from the other folds of a seeded split by sentence; a dev or test set
-(:meth:`WordFeaturizer.transform`) gets them from all of training. Missing values are NaN, which the
+(:meth:`WordFeaturizer.transform`) gets them from all of training. The IBM1 links are cross-fitted the
+same way, though they read no tag: tables trained on a sentence link its words far more surely than
+on unseen text (en-de train: 0.3% of MT words linked to NULL, dev 18%), and a tagger fitted on such
+rows would learn a relation that dev does not show. Missing values are NaN, which the
 gradient-boosting tagger takes as such.
 """
 
@@ -159,7 +162,18 @@ class WordFeaturizer:
             )
             for name in RATES
         }
-        return self._tables(data, rates)
+        scale = self.folds / (self.folds - 1)  # counts on the other folds, to the scale of all of training
+        rates = {name: (rate, seen * scale) for name, (rate, seen) in rates.items()}
+        links = [None] * len(data)
+        for fold in range(self.folds):
+            inside = np.flatnonzero(sentence_fold == fold)
+            outside = np.flatnonzero(sentence_fold != fold)
+            lexicon = Lexicon.train(
+                [data.src[k] for k in outside], [data.mt[k] for k in outside], self.iterations
+            )
+            for k in inside.tolist():
+                links[k] = lexicon.links(data.src[k], data.mt[k])
+        return self._tables(data, rates, links)
 
     def transform(self, data: WordLevelData) -> FeatureTables:
         """The tables of ``data`` (tags not needed), rates from all of the training set."""
@@ -168,9 +182,15 @@ class WordFeaturizer:
         if len(data.mt) != len(data.src):
             raise QEInputError(f"{len(data.src)} source sentences but {len(data.mt)} MT sentences")
         keys = _rate_keys(data)
-        return self._tables(data, {name: self.rates_[name].rates(keys[name]) for name in RATES})
+        links = [self.lexicon_.links(src, mt) for src, mt in zip(data.src, data.mt, strict=True)]
+        return self._tables(data, {name: self.rates_[name].rates(keys[name]) for name in RATES}, links)
 
-    def _tables(self, data: WordLevelData, rates: dict[str, tuple[np.ndarray, np.ndarray]]) -> FeatureTables:
+    def _tables(
+        self,
+        data: WordLevelData,
+        rates: dict[str, tuple[np.ndarray, np.ndarray]],
+        links: list[SentenceLinks],
+    ) -> FeatureTables:
         lengths = _lengths(data)
         starts = {kind: np.concatenate([[0], np.cumsum(lengths[kind])]) for kind in KINDS}
         rows: dict[str, list[np.ndarray]] = {kind: [] for kind in KINDS}
@@ -179,7 +199,7 @@ class WordFeaturizer:
             mine = {
                 name: (r[cut[_RATE_KIND[name]]], c[cut[_RATE_KIND[name]]]) for name, (r, c) in rates.items()
             }
-            sentence = _Sentence(src, mt, self.lexicon_.links(src, mt), mine)
+            sentence = _Sentence(src, mt, links[k], mine)
             rows["target"].append(sentence.target())
             rows["gaps"].append(sentence.gaps())
             rows["source"].append(sentence.source())
