@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.metrics import matthews_corrcoef
+from sklearn.metrics import f1_score, matthews_corrcoef
 
 from qe.infra.errors import QEInputError
 from qe.wordmodel.features import NAMES, FeatureTables, WordFeaturizer, check_tags, tag_labels
@@ -133,6 +133,16 @@ def test_training_rates_are_cross_fitted():
     assert np.expm1(dev.tables["target"][1, column]) == pytest.approx(1.0)
 
 
+def test_training_links_are_cross_fitted():
+    # on its training row "roter" is unknown to the IBM1 tables of the other folds: linked to NULL;
+    # the tables of all of training link it to a source word
+    featurizer = WordFeaturizer(folds=2)
+    train = featurizer.fit_transform(_data(TOY))
+    column = NAMES["target"].index("null_link")
+    assert train.tables["target"][5 + 6 + 1, column] == 1.0
+    assert featurizer.transform(_data(TOY[2:3])).tables["target"][1, column] == 0.0
+
+
 def test_an_empty_mt_sentence_has_one_gap_and_no_word():
     featurizer = WordFeaturizer(folds=2)
     featurizer.fit_transform(_data(TOY))
@@ -184,6 +194,22 @@ def test_best_threshold_is_the_brute_force_maximum(seed):
     brute = max(matthews_corrcoef(bad, probability >= t) for t in np.unique(probability))
     assert mcc == pytest.approx(brute, abs=1e-12)
     assert matthews_corrcoef(bad, probability >= threshold) == pytest.approx(mcc, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_best_f1_mult_threshold_is_the_brute_force_maximum(seed):
+    rng = np.random.default_rng(seed)
+    bad = rng.random(300) < 0.25
+    probability = np.round(np.clip(bad * 0.3 + rng.random(300) * 0.7, 0, 1), 2)
+
+    def f1_mult(t):
+        return float(np.prod(f1_score(bad, probability >= t, average=None, labels=[False, True])))
+
+    threshold, value = best_threshold(bad, probability, "f1_mult")
+    assert value == pytest.approx(max(f1_mult(t) for t in np.unique(probability)), abs=1e-12)
+    assert f1_mult(threshold) == pytest.approx(value, abs=1e-12)
+    with pytest.raises(QEInputError, match="unknown threshold criterion 'auc'"):
+        best_threshold(bad, probability, "auc")
 
 
 def test_best_threshold_degenerate_cases():

@@ -7,8 +7,8 @@ refitted on all of it with that many. The split is by sentence, since rows of on
 sentence-wide features and a row split would reward memorising sentences.
 
 The threshold defaults to 0.5; :meth:`WordTagger.choose_thresholds` sets it to the value that
-maximises MCC on a tagged set, which is a choice made on that set (dev): figures measured on the
-same set afterwards are optimistic by the amount that choice fits it.
+maximises MCC (or, asked, F1-MULT) on a tagged set, which is a choice made on that set (dev): figures
+measured on the same set afterwards are optimistic by the amount that choice fits it.
 """
 
 from __future__ import annotations
@@ -18,10 +18,18 @@ import numpy as np
 from qe.infra.errors import QEInputError
 from qe.wordmodel.features import KINDS, FeatureTables
 
+CRITERIA = ("mcc", "f1_mult")
+"""What a threshold may be chosen to maximise (``qe.evaluation.wordmetrics``' definitions)."""
 
-def best_threshold(bad: np.ndarray, probability: np.ndarray) -> tuple[float, float]:
-    """(threshold, MCC) maximising MCC when rows with probability >= threshold are tagged BAD; every
-    distinct probability is tried (ties go the same way). No row, or one class only: (0.5, 0.0)."""
+
+def best_threshold(bad: np.ndarray, probability: np.ndarray, criterion: str = "mcc") -> tuple[float, float]:
+    """(threshold, criterion reached) maximising ``criterion`` (MCC or F1-MULT) when rows with
+    probability >= threshold are tagged BAD; every distinct probability is tried (ties go the same
+    way). No row, or one class only: (0.5, 0.0)."""
+    if criterion not in CRITERIA:
+        raise QEInputError(
+            f"unknown threshold criterion {criterion!r} (expected one of {', '.join(CRITERIA)})"
+        )
     bad = np.asarray(bad, dtype=bool)
     probability = np.asarray(probability, dtype=np.float64)
     if len(bad) != len(probability):
@@ -35,10 +43,15 @@ def best_threshold(bad: np.ndarray, probability: np.ndarray) -> tuple[float, flo
     fp = np.cumsum(~y)[last_of_tie].astype(np.float64)
     positives, negatives = float(y.sum()), float((~y).sum())
     fn, tn = positives - tp, negatives - fp
-    denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    mcc = np.divide(tp * tn - fp * fn, denominator, out=np.zeros_like(tp), where=denominator > 0)
-    best = int(np.argmax(mcc))
-    return float(p[last_of_tie][best]), float(mcc[best])
+    if criterion == "mcc":
+        denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        value = np.divide(tp * tn - fp * fn, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    else:
+        f1_bad = 2 * tp / (2 * tp + fp + fn)  # > 0: both classes are present
+        f1_ok = 2 * tn / (2 * tn + fn + fp)
+        value = f1_ok * f1_bad
+    best = int(np.argmax(value))
+    return float(p[last_of_tie][best]), float(value[best])
 
 
 class WordTagger:
@@ -119,12 +132,14 @@ class WordTagger:
             out[kind] = self.models_[kind].predict_proba(x)[:, 1] if len(x) else np.zeros(0)
         return out
 
-    def choose_thresholds(self, tables: FeatureTables, bad: dict[str, np.ndarray]) -> dict[str, float]:
-        """Set each kind's threshold to the one maximising MCC on this tagged set (a dev choice) and
-        return the MCC reached per kind."""
+    def choose_thresholds(
+        self, tables: FeatureTables, bad: dict[str, np.ndarray], criterion: str = "mcc"
+    ) -> dict[str, float]:
+        """Set each kind's threshold to the one maximising ``criterion`` (MCC or F1-MULT) on this
+        tagged set (a dev choice) and return the value reached per kind."""
         reached = {}
         for kind, probability in self.bad_probability(tables).items():
-            self.thresholds_[kind], reached[kind] = best_threshold(bad[kind], probability)
+            self.thresholds_[kind], reached[kind] = best_threshold(bad[kind], probability, criterion)
         return reached
 
     def predict(self, tables: FeatureTables) -> dict[str, np.ndarray]:
