@@ -143,6 +143,19 @@ def test_training_links_are_cross_fitted():
     assert featurizer.transform(_data(TOY[2:3])).tables["target"][1, column] == 0.0
 
 
+def test_values_are_cut_back_into_sentences():
+    tables = WordFeaturizer(folds=2).fit_transform(_data(TOY))
+    parts = tables.sentences("gaps", np.arange(21))
+    assert [p.tolist() for p in parts] == [
+        [0, 1, 2, 3, 4, 5],
+        [6, 7, 8, 9, 10, 11, 12],
+        [13, 14, 15, 16, 17],
+        [18, 19, 20],
+    ]
+    with pytest.raises(QEInputError, match="gaps: 20 values for 21 rows"):
+        tables.sentences("gaps", np.arange(20))
+
+
 def test_an_empty_mt_sentence_has_one_gap_and_no_word():
     featurizer = WordFeaturizer(folds=2)
     featurizer.fit_transform(_data(TOY))

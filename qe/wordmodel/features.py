@@ -96,7 +96,10 @@ class FeatureTables:
 
     def sentences(self, kind: str, values: np.ndarray) -> list[np.ndarray]:
         """``values`` (one per row of ``kind``) cut into sentences."""
-        return np.split(np.asarray(values), np.cumsum(self.lengths[kind])[:-1])
+        values, rows = np.asarray(values), int(self.lengths[kind].sum())
+        if len(values) != rows:
+            raise QEInputError(f"{kind}: {len(values)} values for {rows} rows")
+        return np.split(values, np.cumsum(self.lengths[kind])[:-1])
 
 
 def tag_labels(data: WordLevelData) -> dict[str, np.ndarray]:
