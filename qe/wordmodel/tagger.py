@@ -78,8 +78,9 @@ class WordTagger:
         self.models_, self.iterations_ = {}, {}
         for kind in KINDS:
             x, y = _rows(tables, kind), np.asarray(bad[kind], dtype=bool)
-            if len(x) != len(y):
-                raise QEInputError(f"{kind}: {len(x)} feature rows but {len(y)} tags")
+            if not len(x) == len(y) == int(tables.lengths[kind].sum()):
+                rows = int(tables.lengths[kind].sum())
+                raise QEInputError(f"{kind}: {len(x)} feature rows but {len(y)} tags and {rows} by sentence")
             if y.all() or not y.any():
                 raise QEInputError(f"{kind}: the training tags are all one class; nothing to learn")
             sentence = np.repeat(np.arange(len(tables.lengths[kind])), tables.lengths[kind])
@@ -105,14 +106,7 @@ class WordTagger:
         ``max_iter`` when the held-out part lacks a class)."""
         held_sentences = np.random.default_rng(self.seed).random(int(sentence.max()) + 1) < self.held_out
         held = held_sentences[sentence]
-        if (
-            held.all()
-            or not held.any()
-            or y[held].all()
-            or not y[held].any()
-            or y[~held].all()
-            or not y[~held].any()
-        ):
+        if len(np.unique(y[held])) < 2 or len(np.unique(y[~held])) < 2:
             return self.max_iter
         model = self._model(self.max_iter).fit(x[~held], y[~held])
         eps = 1e-12
