@@ -115,6 +115,16 @@ def test_training_is_deterministic_and_learns_and_numpy_scores_as_jax(encoder):
     assert np.abs(numpy_scores - a.dev_scores).max() < 1e-4
 
 
+@pytest.mark.slow
+def test_every_layer_can_be_trained(encoder):
+    # top_layers 12: the frozen part is the embedding layer alone; the numpy scorer replaces every layer
+    train, dev = _data(1), _data(1)
+    trainer = CrossTrainer(train, dev, encoder=encoder, threads=1, log=lambda _: None)
+    model = trainer.run(CrossSettings(top_layers=12, hidden=0, batch_size=8, max_epochs=1))
+    assert len(model.layers) == 12 and np.isfinite(model.history[0]["loss"])
+    assert np.abs(model.score(encoder, *dev[:2]) - model.dev_scores).max() < 1e-4
+
+
 def test_with_layers_replaces_only_the_top(encoder):
     net = encoder.network
     top = [e5jax.layer_params(net, 11)]

@@ -266,8 +266,8 @@ class CrossTrainer:
         log(f"tokenised {len(train[0])} training and {len(dev[0])} dev pairs in {seconds:.1f} s")
 
     def states(self, stop: int) -> list[list[np.ndarray]]:
-        """The output of layer ``stop - 1`` for the training and the dev pairs, continued from the
-        deepest cut already computed below it."""
+        """The output of layer ``stop - 1`` (of the embeddings for 0) for the training and the dev pairs,
+        continued from the deepest cut already computed below it."""
         if stop not in self._states:
             started = time.perf_counter()
             below = max((cut for cut in self._states if cut < stop), default=0)
@@ -283,7 +283,7 @@ class CrossTrainer:
                 for i, seqs in enumerate(self.seqs)
             ]
             self.log(
-                f"ran the frozen layers {below}-{stop - 1} on {sum(map(len, self.seqs))} pairs in "
+                f"ran the frozen layers below layer {stop} on {sum(map(len, self.seqs))} pairs in "
                 f"{time.perf_counter() - started:.1f} s"
             )
         return self._states[stop]
@@ -294,7 +294,7 @@ class CrossTrainer:
         if settings.top_layers > depth:
             raise QEInputError(f"top_layers must be at most {depth} (got {settings.top_layers})")
         start = depth - settings.top_layers
-        train_states, dev_states = self.states(start) if start else self._embedded()
+        train_states, dev_states = self.states(start)
         heads, eps = self.network.heads, float(self.network.eps)
         params = {
             "layers": [
@@ -349,12 +349,6 @@ class CrossTrainer:
                 break
         self.log(f"best epoch {result.best_epoch}: dev Pearson {result.best_dev_pearson:.4f}")
         return result
-
-    def _embedded(self) -> list[list[np.ndarray]]:
-        """Every layer trained: the embedding layer's output is the frozen part."""
-        if 0 not in self._states:
-            self._states[0] = [[self.network.embedded([s])[0][0] for s in seqs] for seqs in self.seqs]
-        return self._states[0]
 
     def _predict(
         self, params: dict, states: list[np.ndarray], size: int, heads: int, eps: float
