@@ -26,6 +26,7 @@ average of the two z-scored predictions (nothing fitted). ``--save FILE`` keeps 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -176,14 +177,14 @@ def gate(data_dir: Path, top_layers: list[int], epochs: int, save: Path | None) 
             dev_rows=keep,
             log=lambda message, pair=pair: _log(f"{pair}: {message}"),
         )
-        for k in sorted(todo, reverse=True):  # the deepest cut first: the shallower ones continue from it
+        for k in sorted(todo, reverse=True):  # most trained layers first: fewer continue from its frozen part
             settings = CrossSettings(top_layers=k, max_epochs=epochs)
             model = trainer.run(settings)
             started = time.perf_counter()
             numpy_scores = model.score(encoder, dev.src, dev.mt)
             seconds = time.perf_counter() - started
             steps["cross"][str(k)] = {
-                "settings": {**settings.__dict__},
+                "settings": dataclasses.asdict(settings),
                 "dev_pearson": round(model.best_dev_pearson, 4),
                 "best_epoch": model.best_epoch,
                 "history": model.history,
