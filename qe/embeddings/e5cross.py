@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import resource
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,11 +29,11 @@ import optax
 from qe.embeddings import e5jax
 from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5net import E5Network
+from qe.embeddings.training import adamw_by_part, dense_head, epoch_record, length_batches
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
 
 Split = tuple[Sequence[str], Sequence[str], Sequence[float]]
-_SORT_WINDOW = 32  # batches whose pairs are sorted by length together (less padding)
 _STATES_BUDGET = 4096  # padded tokens per numpy batch of the frozen layers
 
 
@@ -177,31 +176,10 @@ def _bucket(length: int) -> int:
     return min(-(-length // step) * step, 512)
 
 
-def _order(lengths: np.ndarray, size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
-    """Batches of row numbers: shuffled (``rng``), sorted by length within windows of batches, batch
-    order shuffled again; without ``rng``, all rows sorted by length (to score a split)."""
-    if rng is None:
-        rows = np.argsort(lengths, kind="stable")
-        return [rows[i : i + size] for i in range(0, len(rows), size)]
-    rows = rng.permutation(len(lengths))
-    batches = []
-    for start in range(0, len(rows), size * _SORT_WINDOW):
-        chunk = rows[start : start + size * _SORT_WINDOW]
-        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-        batches.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
 def _optimizer(settings: CrossSettings) -> optax.GradientTransformation:
     """AdamW with the layers' and the head's learning rates, after clipping the gradient's norm."""
-    rates = {
-        part: optax.adamw(rate, weight_decay=settings.weight_decay)
-        for part, rate in (("layers", settings.lr), ("head", settings.head_lr))
-    }
-    return optax.chain(
-        optax.clip_by_global_norm(settings.clip_norm),
-        optax.multi_transform(rates, {"layers": "layers", "head": "head"}),
-    )
+    rates = {"layers": settings.lr, "head": settings.head_lr}
+    return adamw_by_part(rates, settings.weight_decay, settings.clip_norm)
 
 
 @functools.partial(jax.jit, static_argnames=("heads", "eps"))
@@ -221,10 +199,6 @@ def _step(params, state, x, mask, labels, weights, *, settings: CrossSettings, h
     value, grads = jax.value_and_grad(loss)(params)
     updates, state = _optimizer(settings).update(grads, state, params)
     return optax.apply_updates(params, updates), state, value
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class CrossTrainer:
@@ -300,7 +274,7 @@ class CrossTrainer:
             "layers": [
                 jax.tree.map(jnp.asarray, e5jax.layer_params(self.network, i)) for i in range(start, depth)
             ],
-            "head": e5jax.init_head(jax.random.PRNGKey(settings.seed), self.network.hidden, settings.hidden),
+            "head": dense_head(jax.random.PRNGKey(settings.seed), self.network.hidden, settings.hidden),
         }
         state = _optimizer(settings).init(params)
         size = settings.batch_size
@@ -309,7 +283,7 @@ class CrossTrainer:
         for epoch in range(1, settings.max_epochs + 1):
             started, cpu = time.perf_counter(), time.process_time()
             losses, counts = [], []
-            for rows in _order(self.lengths[0], size, rng):
+            for rows in length_batches(self.lengths[0], size, rng):
                 x, mask = _padded(
                     [train_states[r] for r in rows], size, _bucket(int(self.lengths[0][rows].max()))
                 )
@@ -323,23 +297,8 @@ class CrossTrainer:
                 counts.append(len(rows))
             dev_scores = self._predict(params, dev_states, size, heads, eps) * self.std + self.mean
             dev_r = pearson(self.dev_gold[self.dev_rows], dev_scores[self.dev_rows])
-            row = {
-                "epoch": epoch,
-                "loss": float(np.average(losses, weights=counts)),
-                "dev_pearson": dev_r,
-                "seconds": time.perf_counter() - started,
-                "cpu_seconds": time.process_time() - cpu,
-                "peak_mb": _peak_mb(),
-            }
-            result.history.append(row)
-            self.log(
-                f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_r:.4f}  {row['seconds']:.1f} s "
-                f"({row['cpu_seconds']:.1f} s of CPU)  peak memory {row['peak_mb']:.0f} MB"
-            )
-            if not np.isfinite(row["loss"]):
-                raise QEInputError(
-                    f"training diverged at epoch {epoch} (lr {settings.lr}): the loss is not finite"
-                )
+            what = f"training (lr {settings.lr})"
+            result.history.append(epoch_record(epoch, losses, counts, dev_r, started, cpu, self.log, what))
             if epoch == 1 or dev_r > result.best_dev_pearson:
                 result.best_epoch, result.best_dev_pearson = epoch, dev_r
                 result.layers = [{k: np.asarray(v) for k, v in layer.items()} for layer in params["layers"]]
@@ -356,7 +315,7 @@ class CrossTrainer:
         """Scores (standardised units) of every pair of a split, in order."""
         lengths = np.array([len(s) for s in states])
         out = np.empty(len(states), dtype=np.float64)
-        for rows in _order(lengths, size, None):
+        for rows in length_batches(lengths, size, None):
             x, mask = _padded([states[r] for r in rows], size, _bucket(int(lengths[rows].max())))
             out[rows] = np.asarray(_scores(params, x, mask.astype(np.float32), heads=heads, eps=eps))[
                 : len(rows)

@@ -61,19 +61,6 @@ def head_scores(head: Params, pooled: jax.Array) -> jax.Array:
     return (hidden @ head["w"] + head["b"])[:, 0]
 
 
-def init_head(key: jax.Array, width: int, hidden: int) -> Params:
-    """A fresh head over ``width``-value pooled vectors: linear (``hidden`` 0) or one tanh layer."""
-    if hidden == 0:
-        return {"w": jnp.zeros((width, 1), jnp.float32), "b": jnp.zeros((1,), jnp.float32)}
-    k1, k2 = jax.random.split(key)
-    return {
-        "w1": jax.random.normal(k1, (width, hidden), jnp.float32) / np.sqrt(width),
-        "b1": jnp.zeros((hidden,), jnp.float32),
-        "w": jax.random.normal(k2, (hidden, 1), jnp.float32) / np.sqrt(hidden),
-        "b": jnp.zeros((1,), jnp.float32),
-    }
-
-
 def scores(
     layers: list[Params], head: Params, x: jax.Array, mask: jax.Array, heads: int, eps: float
 ) -> jax.Array:

@@ -16,7 +16,6 @@ end to end (the piece-embedding table always stays frozen). Needs the ``neural``
 from __future__ import annotations
 
 import functools
-import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,10 +29,9 @@ import optax
 from qe.embeddings import jaxnet
 from qe.embeddings.finetuned import UNFREEZE, save_finetuned, trained_names
 from qe.embeddings.model import _Tokenizer, model_id, resource_dir
+from qe.embeddings.training import adamw_by_part, epoch_record, length_batches
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
-
-_SORT_WINDOW = 32  # batches whose pairs are sorted by length together (less padding)
 
 
 @dataclass(frozen=True)
@@ -92,10 +90,6 @@ class Finetuned:
         save_finetuned(path, self.encoder, self.head, manifest)
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _bucket(length: int) -> int:
     """The padded length of a batch whose longest sentence has ``length`` pieces (few shapes to compile)."""
     if length > 256:
@@ -132,33 +126,10 @@ class _Pieces:
         return ids, lens
 
 
-def _order(pieces: _Pieces, size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
-    """Batches of row numbers: shuffled (``rng``) then sorted by length within windows of batches,
-    batch order shuffled again; without ``rng``, all rows sorted by length (to score a split)."""
-    rows = np.arange(len(pieces))
-    if rng is None:
-        rows = np.argsort(pieces.lengths, kind="stable")
-        return [rows[i : i + size] for i in range(0, len(rows), size)]
-    rows = rng.permutation(rows)
-    batches = []
-    window = size * _SORT_WINDOW
-    for start in range(0, len(rows), window):
-        chunk = rows[start : start + window]
-        chunk = chunk[np.argsort(pieces.lengths[chunk], kind="stable")]
-        batches.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
 def _optimizer(settings: Settings) -> optax.GradientTransformation:
     """AdamW with the encoder's and the head's learning rates, after clipping the gradient's norm."""
-    rates = {
-        part: optax.adamw(rate, weight_decay=settings.weight_decay)
-        for part, rate in (("encoder", settings.lr), ("head", settings.head_lr))
-    }
-    return optax.chain(
-        optax.clip_by_global_norm(settings.clip_norm),
-        optax.multi_transform(rates, {"encoder": "encoder", "head": "head"}),
-    )
+    rates = {"encoder": settings.lr, "head": settings.head_lr}
+    return adamw_by_part(rates, settings.weight_decay, settings.clip_norm)
 
 
 @functools.partial(jax.jit, static_argnames=("end_to_end", "eps"))
@@ -275,7 +246,7 @@ class Trainer:
         for epoch in range(1, settings.max_epochs + 1):
             started, cpu = time.perf_counter(), time.process_time()
             losses, counts = [], []
-            for rows in _order(self.sets[0], size, rng):
+            for rows in length_batches(self.sets[0].lengths, size, rng):
                 inputs, lens = feeds[0](rows)
                 y = np.zeros(size, dtype=np.float32)
                 y[: len(rows)] = self.scaled[rows]
@@ -286,23 +257,8 @@ class Trainer:
                 losses.append(float(value))
                 counts.append(len(rows))
             dev_r = pearson(self.dev_gold, _predict(net, params, feeds[1], self.sets[1], size))
-            row = {
-                "epoch": epoch,
-                "loss": float(np.average(losses, weights=counts)),
-                "dev_pearson": dev_r,
-                "seconds": time.perf_counter() - started,
-                "cpu_seconds": time.process_time() - cpu,
-                "peak_mb": _peak_mb(),
-            }
-            result.history.append(row)
-            self.log(
-                f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_r:.4f}  {row['seconds']:.1f} s "
-                f"({row['cpu_seconds']:.1f} s of CPU)  peak memory {row['peak_mb']:.0f} MB"
-            )
-            if not np.isfinite(row["loss"]):
-                raise QEInputError(
-                    f"fine-tuning diverged at epoch {epoch} (lr {settings.lr}): the loss is not finite"
-                )
+            what = f"fine-tuning (lr {settings.lr})"
+            result.history.append(epoch_record(epoch, losses, counts, dev_r, started, cpu, self.log, what))
             if epoch == 1 or dev_r > result.best_dev_pearson:
                 result.best_epoch, result.best_dev_pearson = epoch, dev_r
                 result.encoder = {name: np.asarray(value) for name, value in params["encoder"].items()}
@@ -362,7 +318,7 @@ def _sums_batch(
 def _predict(net: _Network, params: dict, inputs: Callable, pieces: _Pieces, size: int) -> np.ndarray:
     """Scores (standardised units) of every pair of a split, in order."""
     scores = np.empty(len(pieces), dtype=np.float64)
-    for rows in _order(pieces, size, None):
+    for rows in length_batches(pieces.lengths, size, None):
         batch_in, lens = inputs(rows)
         scores[rows] = np.asarray(net.predict(params, batch_in, lens))[: len(rows)]
     return scores

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from qe.embeddings.finetuned import LAYER_GROUPS, PAIR_WIDTH, head_input
 from qe.embeddings.model import _CNN, _NUM_CHUNKS, _ORDERS, read_weights, resource_dir
+from qe.embeddings.training import dense_head
 
 Params = dict[str, jax.Array]
 
@@ -100,13 +100,4 @@ def head_scores(head: Params, u: jax.Array, v: jax.Array) -> jax.Array:
 
 def init_head(key: jax.Array, hidden: int) -> Params:
     """A fresh head over the 2048 pair features: linear (``hidden`` 0) or one tanh layer."""
-    width = PAIR_WIDTH
-    if hidden == 0:
-        return {"w": jnp.zeros((width, 1), jnp.float32), "b": jnp.zeros((1,), jnp.float32)}
-    k1, k2 = jax.random.split(key)
-    return {
-        "w1": jax.random.normal(k1, (width, hidden), jnp.float32) / np.sqrt(width),
-        "b1": jnp.zeros((hidden,), jnp.float32),
-        "w": jax.random.normal(k2, (hidden, 1), jnp.float32) / np.sqrt(hidden),
-        "b": jnp.zeros((1,), jnp.float32),
-    }
+    return dense_head(key, PAIR_WIDTH, hidden)

@@ -1,0 +1,92 @@
+"""What the two encoder trainers (USE-M fine-tuning, ``qe.embeddings.finetune``; the e5 cross-encoder,
+``qe.embeddings.e5cross``) do alike: batches of rows sorted by length, AdamW with a learning rate per
+part of the parameters, a fresh regression head, and one epoch's record (logged, checked finite)."""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from qe.infra.errors import QEInputError
+
+SORT_WINDOW = 32
+"""Batches whose rows are sorted by length together (less padding)."""
+
+
+def length_batches(lengths: np.ndarray, size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    """Batches of row numbers: shuffled (``rng``) then sorted by length within windows of batches,
+    batch order shuffled again; without ``rng``, all rows sorted by length (to score a split)."""
+    if rng is None:
+        rows = np.argsort(lengths, kind="stable")
+        return [rows[i : i + size] for i in range(0, len(rows), size)]
+    rows = rng.permutation(len(lengths))
+    batches = []
+    for start in range(0, len(rows), size * SORT_WINDOW):
+        chunk = rows[start : start + size * SORT_WINDOW]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i : i + size] for i in range(0, len(chunk), size))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def adamw_by_part(
+    rates: Mapping[str, float], weight_decay: float, clip_norm: float
+) -> optax.GradientTransformation:
+    """AdamW with a learning rate for each top-level part of the parameters (``rates``: part -> rate),
+    after clipping the gradient's global norm."""
+    return optax.chain(
+        optax.clip_by_global_norm(clip_norm),
+        optax.multi_transform(
+            {part: optax.adamw(rate, weight_decay=weight_decay) for part, rate in rates.items()},
+            {part: part for part in rates},
+        ),
+    )
+
+
+def dense_head(key: jax.Array, width: int, hidden: int) -> dict[str, jax.Array]:
+    """A fresh regression head over ``width`` inputs: linear with zero weights (``hidden`` 0), or one
+    tanh layer of ``hidden`` units (scaled normal weights) then linear."""
+    if hidden == 0:
+        return {"w": jnp.zeros((width, 1), jnp.float32), "b": jnp.zeros((1,), jnp.float32)}
+    k1, k2 = jax.random.split(key)
+    return {
+        "w1": jax.random.normal(k1, (width, hidden), jnp.float32) / np.sqrt(width),
+        "b1": jnp.zeros((hidden,), jnp.float32),
+        "w": jax.random.normal(k2, (hidden, 1), jnp.float32) / np.sqrt(hidden),
+        "b": jnp.zeros((1,), jnp.float32),
+    }
+
+
+def epoch_record(
+    epoch: int,
+    losses: Sequence[float],
+    counts: Sequence[int],
+    dev_pearson: float,
+    started: float,
+    cpu: float,
+    log: Callable[[str], None],
+    what: str,
+) -> dict[str, float]:
+    """One epoch's record (mean training loss weighted by batch sizes, dev Pearson, wall-clock and CPU
+    seconds since ``started`` / ``cpu``, the process's peak memory), logged in one line; a loss that is
+    not finite is a ``QEInputError`` naming ``what`` diverged."""
+    row = {
+        "epoch": epoch,
+        "loss": float(np.average(losses, weights=counts)),
+        "dev_pearson": dev_pearson,
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    log(
+        f"epoch {epoch}: loss {row['loss']:.4f}  dev Pearson {dev_pearson:.4f}  {row['seconds']:.1f} s "
+        f"({row['cpu_seconds']:.1f} s of CPU)  peak memory {row['peak_mb']:.0f} MB"
+    )
+    if not np.isfinite(row["loss"]):
+        raise QEInputError(f"{what} diverged at epoch {epoch}: the loss is not finite")
+    return row
