@@ -29,7 +29,7 @@ import optax
 from qe.embeddings import e5jax
 from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5net import E5Network
-from qe.embeddings.training import adamw_by_part, dense_head, epoch_record, length_batches
+from qe.embeddings.training import adamw_by_part, check_splits, dense_head, epoch_record, length_batches
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
 
@@ -218,13 +218,7 @@ class CrossTrainer:
         log: Callable[[str], None] = print,
     ):
         started = time.perf_counter()
-        for name, split in (("training", train), ("dev", dev)):
-            if not len(split[0]) == len(split[1]) == len(split[2]) >= 2:
-                raise QEInputError(
-                    f"the {name} split needs at least 2 pairs, each with a source, MT and label"
-                )
-            if not np.isfinite(np.asarray(split[2], dtype=np.float64)).all():
-                raise QEInputError(f"the {name} split has a label that is not a finite number")
+        check_splits(train, dev)
         self.encoder = encoder or E5Encoder()
         self.network = self.encoder.network
         self.threads, self.log = threads, log

@@ -29,7 +29,7 @@ import optax
 from qe.embeddings import jaxnet
 from qe.embeddings.finetuned import UNFREEZE, save_finetuned, trained_names
 from qe.embeddings.model import _Tokenizer, model_id, resource_dir
-from qe.embeddings.training import adamw_by_part, epoch_record, length_batches
+from qe.embeddings.training import adamw_by_part, check_splits, epoch_record, length_batches
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
 
@@ -194,13 +194,7 @@ class Trainer:
         memo: dict[tuple[int, ...], np.ndarray] | None = None,
     ):
         started = time.perf_counter()
-        for name, split in (("training", train), ("dev", dev)):
-            if not len(split[0]) == len(split[1]) == len(split[2]) >= 2:
-                raise QEInputError(
-                    f"the {name} split needs at least 2 pairs, each with a source, MT and label"
-                )
-            if not np.isfinite(np.asarray(split[2], dtype=np.float64)).all():
-                raise QEInputError(f"the {name} split has a label that is not a finite number")
+        check_splits(train, dev)
         root = resources or resource_dir()
         self.log = log
         self.const, self.base, self.eps = jaxnet.base_params(root)

@@ -19,6 +19,16 @@ SORT_WINDOW = 32
 """Batches whose rows are sorted by length together (less padding)."""
 
 
+def check_splits(train: Sequence[Sequence], dev: Sequence[Sequence]) -> None:
+    """Refuse, in one line, a training or dev split (sources, translations, labels) of fewer than 2
+    pairs, of columns that differ in length, or with a label that is not a finite number."""
+    for name, split in (("training", train), ("dev", dev)):
+        if not len(split[0]) == len(split[1]) == len(split[2]) >= 2:
+            raise QEInputError(f"the {name} split needs at least 2 pairs, each with a source, MT and label")
+        if not np.isfinite(np.asarray(split[2], dtype=np.float64)).all():
+            raise QEInputError(f"the {name} split has a label that is not a finite number")
+
+
 def length_batches(lengths: np.ndarray, size: int, rng: np.random.Generator | None) -> list[np.ndarray]:
     """Batches of row numbers: shuffled (``rng``) then sorted by length within windows of batches,
     batch order shuffled again; without ``rng``, all rows sorted by length (to score a split)."""
