@@ -336,6 +336,18 @@ def test_training_pairs_are_scored_by_a_model_that_did_not_see_them(built) -> No
     assert np.array_equal(scores[len(SRC) :], full.score(NEW_SRC, NEW_MT))
 
 
+@pytest.mark.slow  # trains three toy cross-encoders again
+def test_a_second_build_writes_the_same_files_to_the_byte(built, data: Path, tmp_path: Path) -> None:
+    from qe.resources.bundle import build_bundle
+
+    bundle, _ = built
+    config = write_toml(data / "resources-xenc2.toml", bundle_config())
+    again = build_bundle(config, tmp_path / "bundle2", data_dir=data, progress=False)
+    for name in ("crossencoder.qxenc", "crossencoder.fold0.qxenc", "crossencoder.fold1.qxenc"):
+        assert (bundle.path / name).read_bytes() == (again.path / name).read_bytes()
+    assert again.signature() == bundle.signature()
+
+
 _SCORE = """
 import sys
 from qe.cli import main
