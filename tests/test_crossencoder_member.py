@@ -129,7 +129,7 @@ def _members(path: Path) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-def _write(path: Path, members: dict[str, bytes]) -> Path:
+def _write(path: Path | io.BytesIO, members: dict[str, bytes]) -> Path | io.BytesIO:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, value in members.items():
             archive.writestr(name, value)
@@ -178,6 +178,16 @@ def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
         return _manifest(members, format="qe-finetuned-encoder")
     if case == "manifest not JSON":
         return {**members, "manifest.json": b"{not json"}
+    if case == "encrypted":  # every member flagged encrypted (bit 0 of each header's flags)
+        buffer = io.BytesIO()
+        _write(buffer, members)
+        data = bytearray(buffer.getvalue())
+        for magic, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+            at = data.find(magic)
+            while at >= 0:
+                data[at + flags] |= 1
+                at = data.find(magic, at + 4)
+        return bytes(data)
     assert case == "not a zip"
     return b"PK\x03\x04 this is not a zip file"
 
@@ -198,6 +208,7 @@ HOSTILE = {
     "other format": "not a qe-cross-encoder manifest",
     "manifest not JSON": "manifest.json is not JSON",
     "not a zip": "cannot read the cross-encoder",
+    "encrypted": "is encrypted, password required",
 }
 
 

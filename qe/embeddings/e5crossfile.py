@@ -129,6 +129,8 @@ def read_cross(
         raise QEInputError(f"not a usable cross-encoder: {exc}", path) from None
     except (OSError, zipfile.BadZipFile, EOFError, ValueError, zipfile.LargeZipFile) as exc:
         raise QEInputError(f"cannot read the cross-encoder ({exc})", path) from None
+    except (NotImplementedError, RuntimeError) as exc:  # a compression method zipfile lacks, encryption
+        raise QEInputError(f"cannot read the cross-encoder ({exc})", path) from None
 
 
 def _integer(manifest: dict[str, Any], key: str, low: int, high: int) -> int:
