@@ -23,7 +23,12 @@ chose, MonoTransQuest and the goal). Issue 23 item 3: ``--systems pooled,zerosho
 default: they build eight more bundles) adds the step "+ pooling" (``<label>-pooled.toml``, one model
 over the seven pairs, each pair's dev and test20 Pearson taken from its own rows) and the zero-shot
 column (``da-<pair>-zeroshot.toml``, trained on the other six pairs) beside the NMT model's own
-``lp_mean`` Pearson on the pair. Progress goes to stderr.
+``lp_mean`` Pearson on the pair. Issue 34: ``--systems best,crossencoder,crossstacked`` (not run by
+default) adds the steps "e5 cross-encoder alone" and "features + e5 cross-encoder"
+(``<label>-<pair>-crossencoder.toml`` and ``-crossstacked.toml``, on the bundle with ``[crossencoder]``,
+whose build trains six cross-encoders: an epoch of 4 trained layers over a pair's training pairs takes
+about 3 minutes on 2 cores, so up to about 1.5 hours per bundle); a table without them renders as
+before. Progress goes to stderr.
 
     python benchmarks/mlqe_table.py [--markdown | --steps] [--labels da,hter] [--pairs ro-en,et-en]
         [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
@@ -65,12 +70,26 @@ from qe.run.persist import signature  # noqa: E402
 
 CONFIGS = REPO / "configs" / "mlqe"
 LABELS = {"da": "da", "hter": "pe"}  # table key -> config / bundle prefix
-SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked", "pooled", "zeroshot")
+SYSTEMS = (
+    "baseline",
+    "nmt",
+    "best",
+    "finetuned",
+    "stacked",
+    "pooled",
+    "zeroshot",
+    "crossencoder",
+    "crossstacked",
+)
 STEPS = {  # issue 23's steps, each a system
     "best": "features alone",
     "finetuned": "fine-tuned encoder alone",
     "stacked": "features + fine-tuned encoder",
     "pooled": "+ pooling (one model, seven pairs)",
+}
+CROSS_STEPS = {  # issue 34's steps: shown when a table holds them (older saved runs render as they did)
+    "crossencoder": "e5 cross-encoder alone",
+    "crossstacked": "features + e5 cross-encoder",
 }
 ZERO_SHOT = "zero-shot (other six pairs)"  # beside the steps, not chosen among them: no label of the pair
 MONOTRANSQUEST = {  # XLM-R fine-tuned on a GPU, test20 Pearson (issue 23; TransQuest's WMT20 tables)
@@ -246,27 +265,29 @@ def steps_markdown(table: dict) -> str:
     """Issue 23's table: per pair and target, each step's dev and test20 Pearson, the step of best dev
     Pearson (the one to report), the zero-shot Pearson (and its ratio to the chosen step's), the NMT
     model's ``lp_mean``, MonoTransQuest's test20 Pearson and the goal."""
+    steps = dict(STEPS)
+    steps |= {s: name for s, name in CROSS_STEPS.items() if any(table.get(s, {}).values())}
     lines = [
         "| pair | target | "
-        + " | ".join(f"{name} (dev / test20)" for name in STEPS.values())
+        + " | ".join(f"{name} (dev / test20)" for name in steps.values())
         + f" | chosen on dev | test20 of the chosen | {ZERO_SHOT} | NMT `lp_mean` alone"
         + " | MonoTransQuest | goal |",
-        "|---|---|" + "---|" * (len(STEPS) + 6),
+        "|---|---|" + "---|" * (len(steps) + 6),
     ]
     for pair in MLQE_PAIRS:
         for key in LABELS:
-            found = {s: m for s in STEPS if (m := system_metrics(table, pair, key, s))}
+            found = {s: m for s in steps if (m := system_metrics(table, pair, key, s))}
             if not found:
                 continue
             cells = [pair, key]
-            for step in STEPS:
+            for step in steps:
                 m = found.get(step)
                 dev = "-" if not m or m.get("dev_pearson") is None else f"{m['dev_pearson']:.3f}"
                 cells.append(f"{dev} / {m['pearson']:.3f}" if m else "")
             by_dev = {s: m["dev_pearson"] for s, m in found.items() if m.get("dev_pearson") is not None}
             chosen = max(by_dev, key=by_dev.get) if by_dev else None
             cells += [
-                STEPS[chosen] if chosen else "",
+                steps[chosen] if chosen else "",
                 f"**{found[chosen]['pearson']:.3f}**" if chosen else "",
             ]
             zero = system_metrics(table, pair, key, "zeroshot")

@@ -15,8 +15,12 @@ log-probabilities and the fine-tuned encoder): per label a bundle ``resources-<l
 encoder fine-tuned on the seven pairs' training splits pooled) and ``<label>-pooled`` (trained on
 the seven pairs, each pair's test20 reported on its own), and for DA per pair the zero-shot bundle
 ``resources-da-<pair>-zeroshot`` and system ``da-<pair>-zeroshot`` (trained on the other six pairs,
-tested on the held-out pair's test20). ``--check`` exits 1 when a written config differs from what
-this script makes.
+tested on the held-out pair's test20). Issue 34 adds a third bundle per pair and label,
+``resources-<label>-<pair>-crossencoder``: the usual members plus the e5 cross-encoder trained on the
+training labels (``[crossencoder]``, cross-fitted; its epoch and number of trained layers chosen on a
+held-out share of each model's training pairs), and two systems on it: ``crossencoder`` (its
+prediction alone, ridge) and ``crossstacked`` (``best``'s families and learner plus that prediction).
+``--check`` exits 1 when a written config differs from what this script makes.
 
     python scripts/mlqe_configs.py [--check]
 """
@@ -37,8 +41,11 @@ from qe.model.catalog import MULTILINGUAL
 OUT = Path(__file__).resolve().parents[1] / "configs" / "mlqe"
 LABELS = {"da": "mlqe-da", "pe": "mlqe-pe"}
 TARGETS = {"da": "DA z_mean", "pe": "HTER"}
-SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked")
+SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked", "crossencoder", "crossstacked")
 FINETUNED_SYSTEMS = ("finetuned", "stacked")  # on the bundle with the fine-tuned encoder
+CROSS_SYSTEMS = ("crossencoder", "crossstacked")  # on the bundle with the e5 cross-encoder
+NEURAL = {s: "finetuned" for s in FINETUNED_SYSTEMS} | {s: "crossencoder" for s in CROSS_SYSTEMS}
+"""The member (and bundle variant, family) each neural system reads."""
 OVERLAPPING_DEV = ("ne-en", "si-en", "ru-en")  # upstream dev repeats training pairs (docs/own-data.md)
 DEV_ROWS = {False: "the dev split", True: "the dev rows that do not repeat a training pair"}
 DESCRIPTIONS = {
@@ -48,6 +55,9 @@ DESCRIPTIONS = {
     "finetuned": "the USE-M encoder fine-tuned on the training labels (cross-fitted), its prediction "
     "alone, ridge",
     "stacked": "the best system's families and learner plus the fine-tuned encoder's prediction",
+    "crossencoder": "the e5 cross-encoder (source and MT read together, top layers trained on the "
+    "training labels, cross-fitted), its prediction alone, ridge",
+    "crossstacked": "the best system's families and learner plus the e5 cross-encoder's prediction",
     "pooled": "one model for the seven pairs: the NMT log-probabilities and the encoder fine-tuned on "
     "every pair's training labels (pooled, cross-fitted), ridge",
     "zeroshot": "zero-shot: the NMT log-probabilities and the encoder fine-tuned on the other six "
@@ -58,25 +68,43 @@ DESCRIPTIONS = {
 # layers trained, a linear or a 256-unit tanh head. Training every weight (unfreeze "all") gained
 # 0.007 dev Pearson on en-de for 20 to 100 times the CPU of "top" (docs/neural.md): not in the grid.
 FINETUNED = {"unfreeze": ["head", "top"], "lr": [1e-4], "hidden": [0, 256], "max_epochs": 6, "patience": 2}
+# The e5 cross-encoder: issue 34's gate setting (top 4 layers beat 2 on en-de and ro-en dev, AdamW 1e-4,
+# head 1e-3 of 256 tanh units, batches of 32, at most 5 epochs, patience 2, seed 13), the epoch now chosen
+# on a held-out tenth of each model's training pairs instead of dev (docs/neural.md).
+CROSSENCODER = {"top_layers": [4], "max_epochs": 5, "patience": 2, "holdout": 0.1}
+VARIANTS = {"finetuned": ("finetuned", FINETUNED), "crossencoder": ("crossencoder", CROSSENCODER)}
+"""A bundle variant: the member table it adds to the pair's usual members."""
+VARIANT_TEXT = {
+    "finetuned": ("the fine-tuned encoder", "and the USE-M encoder fine-tuned on its labels "),
+    "crossencoder": ("the e5 cross-encoder", "and the e5 cross-encoder trained on its labels "),
+}
 
 
-def bundle_name(label: str, pair: str, finetuned: bool = False) -> str:
+def _variant(finetuned: bool | str) -> str:
+    """``True``: "finetuned" (the older spelling), ``False``: "" (the plain bundle), else the name."""
+    return "finetuned" if finetuned is True else finetuned or ""
+
+
+def bundle_name(label: str, pair: str, finetuned: bool | str = False) -> str:
     """The bundle's name and its folder under models/resources (and its config's stem, after
-    ``resources-``)."""
-    return f"mlqe-{label}-{pair}" + ("-finetuned" if finetuned else "")
+    ``resources-``); ``finetuned``: the variant with the fine-tuned encoder (True or "finetuned") or
+    with the e5 cross-encoder ("crossencoder")."""
+    variant = _variant(finetuned)
+    return f"mlqe-{label}-{pair}" + (f"-{variant}" if variant else "")
 
 
-def bundle_config(label: str, pair: str, finetuned: bool = False) -> dict:
+def bundle_config(label: str, pair: str, finetuned: bool | str = False) -> dict:
     """LMs (source, post-edits), source n-grams, IBM1 and edits from the training split, cross-fitted
-    (with ``finetuned``: and the fine-tuned encoder)."""
+    (with a variant: and the fine-tuned encoder or the e5 cross-encoder)."""
     src, tgt = pair.split("-")
     dataset = f"{LABELS[label]}/{pair}"
     test20 = f"mlqe-pe/post-editing/{pair}-test20/test20"
-    extra = {"finetuned": dict(FINETUNED)} if finetuned else {}
+    variant = _variant(finetuned)
+    extra = {VARIANTS[variant][0]: dict(VARIANTS[variant][1])} if variant else {}
     return {
         "name": bundle_name(label, pair, finetuned),
         "description": "LMs, n-grams, IBM1"
-        + (", edit statistics and the fine-tuned encoder" if finetuned else " and edit statistics")
+        + (f", edit statistics and {VARIANT_TEXT[variant][0]}" if variant else " and edit statistics")
         + f" from the {dataset} training split, cross-fitted (5 folds)",
         "languages": {"src": src, "tgt": tgt},
         "text": {"style": "moses", "case": "lower"},
@@ -218,18 +246,18 @@ def experiment_config(label: str, pair: str, system: str) -> dict:
     elif system == "nmt":
         features = {"families": ["nmt"]}
         learner = {"name": "svr", "params": {"C": choice["nmt_C"], "epsilon": choice["epsilon"]}}
-    elif system == "finetuned":
+    elif system in ("finetuned", "crossencoder"):
         features = {
-            "families": ["finetuned"],
-            "resources": f"models/resources/{bundle_name(label, pair, True)}",
+            "families": [system],
+            "resources": f"models/resources/{bundle_name(label, pair, system)}",
         }
         learner = {"name": "ridge"}
     else:
         families, settings = best_families(label, pair)
-        stacked = system == "stacked"
+        neural = NEURAL.get(system, "")  # stacked, crossstacked: the best system plus that prediction
         features = {
-            "families": families + (["finetuned"] if stacked else []),
-            "resources": f"models/resources/{bundle_name(label, pair, stacked)}",
+            "families": families + ([neural] if neural else []),
+            "resources": f"models/resources/{bundle_name(label, pair, neural)}",
         }
         if settings:
             features["settings"] = settings
@@ -368,9 +396,10 @@ def header(lines: list[str]) -> str:
     return "".join(f"# {line}\n" if line else "#\n" for line in lines)
 
 
-def render_bundle(label: str, pair: str, finetuned: bool = False) -> str:
+def render_bundle(label: str, pair: str, finetuned: bool | str = False) -> str:
     name = bundle_name(label, pair, finetuned)
-    what = "and the USE-M encoder fine-tuned on its labels " if finetuned else ""
+    variant = _variant(finetuned)
+    what = VARIANT_TEXT[variant][1] if variant else ""
     return header(
         [
             f"Resources of MLQE-PE {pair} ({TARGETS[label]}) {what}from its own training split alone,",
@@ -391,7 +420,7 @@ def render_experiment(label: str, pair: str, system: str) -> str:
         "Written by scripts/mlqe_configs.py (edit that, not this file).",
     ]
     if "resources" in config["features"]:
-        bundle = bundle_name(label, pair, system in FINETUNED_SYSTEMS).removeprefix("mlqe-")
+        bundle = bundle_name(label, pair, NEURAL.get(system, "")).removeprefix("mlqe-")
         lines.append(f"qe resources build configs/mlqe/resources-{bundle}.toml   (once)")
     lines.append(
         f"qe run configs/mlqe/{label}-{pair}-{system}.toml --output-dir runs/mlqe-{label}-{pair}-{system}"
@@ -406,6 +435,9 @@ def written() -> dict[Path, str]:
         for pair in MLQE_PAIRS:
             files[OUT / f"resources-{label}-{pair}.toml"] = render_bundle(label, pair)
             files[OUT / f"resources-{label}-{pair}-finetuned.toml"] = render_bundle(label, pair, True)
+            files[OUT / f"resources-{label}-{pair}-crossencoder.toml"] = render_bundle(
+                label, pair, "crossencoder"
+            )
             if (label, pair) in CHOICES:
                 for system in SYSTEMS:
                     files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)

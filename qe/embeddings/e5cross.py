@@ -19,7 +19,8 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +28,7 @@ import numpy as np
 import optax
 
 from qe.embeddings import e5jax
+from qe.embeddings.e5crossfile import pair_sequences, save_cross, with_layers
 from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5net import E5Network
 from qe.embeddings.training import adamw_by_part, check_splits, dense_head, epoch_record, length_batches
@@ -35,6 +37,8 @@ from qe.infra.errors import QEInputError
 
 Split = tuple[Sequence[str], Sequence[str], Sequence[float]]
 _STATES_BUDGET = 4096  # padded tokens per numpy batch of the frozen layers
+_KEPT_HISTORY = ("epoch", "loss", "dev_pearson")  # a saved curve leaves the timings out
+__all__ = ["CrossModel", "CrossSettings", "CrossTrainer", "frozen_states", "pair_sequences", "with_layers"]
 
 
 @dataclass(frozen=True)
@@ -93,27 +97,23 @@ class CrossModel:
         hidden = np.tanh(pooled @ head["w1"] + head["b1"]) if "w1" in head else pooled
         return (hidden @ head["w"] + head["b"])[:, 0] * self.label_std + self.label_mean
 
-
-def with_layers(network: E5Network, top: Sequence[dict[str, np.ndarray]]) -> E5Network:
-    """A copy of ``network`` whose last ``len(top)`` layers are the trained ones (``e5jax.layer_params``
-    names), the others shared."""
-    start = len(network.layers) - len(top)
-    if start < 0:
-        raise QEInputError(f"{len(top)} trained layers but the encoder has {len(network.layers)}")
-    trained = []
-    for p in top:
-        layer = {name: np.asarray(p[name], dtype=np.float32) for name in e5jax.LAYER_ARRAYS}
-        layer["ln1"] = (np.asarray(p["ln1_g"], np.float32), np.asarray(p["ln1_b"], np.float32))
-        layer["ln2"] = (np.asarray(p["ln2_g"], np.float32), np.asarray(p["ln2_b"], np.float32))
-        trained.append(layer)
-    out = copy.copy(network)
-    out.layers = [*network.layers[:start], *trained]
-    return out
-
-
-def pair_sequences(encoder: E5Encoder, src: Sequence[str], mt: Sequence[str]) -> list[list[int]]:
-    """Each pair's token ids as one input ``<s> src </s></s> mt </s>`` (cut to the encoder's 512)."""
-    return [encoder.tokenizer.pair_ids(s, m) for s, m in zip(src, mt, strict=True)]
+    def save(self, path: str | Path, encoder: E5Encoder, languages: Sequence[str] = ()) -> None:
+        """The model file (``qe.embeddings.e5crossfile``, ``.qxenc``): arrays and a manifest, no code;
+        the training curve without its timings, so the same model gives the same bytes."""
+        manifest = {
+            "base_model": encoder.model_id,
+            "head_hidden": self.settings.hidden,
+            "label_mean": self.label_mean,
+            "label_std": self.label_std,
+            "languages": list(languages),
+            "training": {
+                "settings": asdict(self.settings),
+                "best_epoch": self.best_epoch,
+                "dev_pearson": self.best_dev_pearson,
+                "history": [{key: row[key] for key in _KEPT_HISTORY} for row in self.history],
+            },
+        }
+        save_cross(path, self.layers, self.head, manifest)
 
 
 def frozen_states(
@@ -205,7 +205,11 @@ class CrossTrainer:
     """Training and dev pairs prepared once for any number of settings: tokenised as one input per pair,
     labels scaled to zero mean and unit variance, the frozen layers' output computed on first need and
     kept per cut. ``dev_rows``: the dev rows dev Pearson is computed on (default all; e.g. without the
-    rows that repeat a training pair)."""
+    rows that repeat a training pair). ``memo``: frozen states to share with other trainers over the same
+    encoder (cut -> token ids -> state), e.g. the full and fold models of a bundle: a pair already in it
+    at a cut is not run again, the others run from the deepest cut that holds them all (the states of
+    one input differ by float32 rounding with the batch it ran in, so a shared memo can move scores by
+    that much against fresh trainers)."""
 
     def __init__(
         self,
@@ -216,6 +220,7 @@ class CrossTrainer:
         dev_rows: Sequence[int] | None = None,
         threads: int = 2,
         log: Callable[[str], None] = print,
+        memo: dict[int, dict[tuple[int, ...], np.ndarray]] | None = None,
     ):
         started = time.perf_counter()
         check_splits(train, dev)
@@ -230,12 +235,15 @@ class CrossTrainer:
         self.seqs = [pair_sequences(self.encoder, *split[:2]) for split in (train, dev)]
         self.lengths = [np.array([len(s) for s in seqs]) for seqs in self.seqs]
         self._states: dict[int, list[list[np.ndarray]]] = {}
+        self._memo = memo
         seconds = time.perf_counter() - started
         log(f"tokenised {len(train[0])} training and {len(dev[0])} dev pairs in {seconds:.1f} s")
 
     def states(self, stop: int) -> list[list[np.ndarray]]:
         """The output of layer ``stop - 1`` (of the embeddings for 0) for the training and the dev pairs,
-        continued from the deepest cut already computed below it."""
+        continued from the deepest cut already computed below it (through the shared ``memo`` if any)."""
+        if stop not in self._states and self._memo is not None:
+            self._states[stop] = self._shared_states(stop, self._memo)
         if stop not in self._states:
             started = time.perf_counter()
             below = max((cut for cut in self._states if cut < stop), default=0)
@@ -255,6 +263,34 @@ class CrossTrainer:
                 f"{time.perf_counter() - started:.1f} s"
             )
         return self._states[stop]
+
+    def _shared_states(
+        self, stop: int, memo: dict[int, dict[tuple[int, ...], np.ndarray]]
+    ) -> list[list[np.ndarray]]:
+        """``states(stop)`` through ``memo``: only the inputs it lacks at ``stop`` run."""
+        kept = memo.setdefault(stop, {})
+        keys = [[tuple(s) for s in seqs] for seqs in self.seqs]
+        missing = list(dict.fromkeys(key for split in keys for key in split if key not in kept))
+        if missing:
+            started = time.perf_counter()
+            below = max(
+                (cut for cut, known in memo.items() if 0 < cut < stop and all(k in known for k in missing)),
+                default=0,
+            )
+            computed = frozen_states(
+                self.network,
+                missing,
+                stop,
+                start=below,
+                states=[memo[below][k] for k in missing] if below else None,
+                threads=self.threads,
+            )
+            kept.update(zip(missing, computed, strict=True))
+            self.log(
+                f"ran the frozen layers below layer {stop} on {len(missing)} pairs in "
+                f"{time.perf_counter() - started:.1f} s ({sum(map(len, keys)) - len(missing)} shared)"
+            )
+        return [[kept[key] for key in split] for split in keys]
 
     def run(self, settings: CrossSettings) -> CrossModel:
         """Train ``settings``; keep the epoch of best dev Pearson."""

