@@ -25,7 +25,7 @@ import numpy as np
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.infra.errors import QEInputError
 from qe.infra.io import sha256_file
-from qe.resources.bundle.kinds.finetuned import corpus_labels
+from qe.resources.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
 from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.resources.bundle.sections import BundleConfig
 
@@ -66,28 +66,9 @@ RULE = Fields(
 
 def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path) -> dict[str, Any]:
     """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
-    corpus's folds, which the models follow)."""
-    corpora = config.corpora
-    fitted = [name for name, corpus in corpora.items() if corpus.is_qe and corpus.cross_fit]
-    table = dict(given)
-    name = table.setdefault("corpus", fitted[0] if fitted else "")
-    if name not in fitted:
-        raise QEInputError(
-            f"[crossencoder] learns from the cross-fitted QE training corpus (a [corpora.NAME] with "
-            f"dataset = ... or src / mt files, and cross_fit), not {name or 'none'!r}: a model that "
-            "saw a training pair's label must not score it",
-            config_path,
-        )
-    if ("labels" in table) == bool(corpora[name].dataset_names):
-        raise QEInputError(
-            "[crossencoder] labels = FILE goes with a QE corpus from files (one label per line); "
-            f"a registered dataset brings its own (corpus {name!r})",
-            config_path,
-        )
-    for field, default in DEFAULTS.items():
-        table.setdefault(field, default)
+    corpus's folds, which the models follow); each number of top layers once."""
+    table = labelled_corpus_table(MEMBER, config, given, config_path, DEFAULTS)
     table["top_layers"] = list(dict.fromkeys(table["top_layers"]))
-    table["folds"] = corpora[name].cross_fit
     return table
 
 

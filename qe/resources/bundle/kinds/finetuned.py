@@ -73,33 +73,43 @@ RULE = Fields(
 )
 
 
-def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path) -> dict[str, Any]:
-    """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
-    corpus's folds, which the models follow)."""
-    from qe.embeddings.finetuned import MAX_HIDDEN
-
+def labelled_corpus_table(
+    section: str, config: BundleConfig, given: ConfigTable, config_path: Path, defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """A member table that learns from labels (``[finetuned]``, ``[crossencoder]``): its corpus is the
+    cross-fitted QE training corpus (the first one by default), a ``labels`` file only with a corpus from
+    files; ``defaults`` filled and the corpus's folds, which the models follow, added."""
     corpora = config.corpora
     fitted = [name for name, corpus in corpora.items() if corpus.is_qe and corpus.cross_fit]
     table = dict(given)
     name = table.setdefault("corpus", fitted[0] if fitted else "")
     if name not in fitted:
         raise QEInputError(
-            f"[finetuned] learns from the cross-fitted QE training corpus (a [corpora.NAME] with "
+            f"[{section}] learns from the cross-fitted QE training corpus (a [corpora.NAME] with "
             f"dataset = ... or src / mt files, and cross_fit), not {name or 'none'!r}: a model that "
             "saw a training pair's label must not score it",
             config_path,
         )
     if ("labels" in table) == bool(corpora[name].dataset_names):
         raise QEInputError(
-            "[finetuned] labels = FILE goes with a QE corpus from files (one label per line); "
+            f"[{section}] labels = FILE goes with a QE corpus from files (one label per line); "
             f"a registered dataset brings its own (corpus {name!r})",
             config_path,
         )
-    for field, default in DEFAULTS.items():
+    for field, default in defaults.items():
         table.setdefault(field, default)
+    table["folds"] = corpora[name].cross_fit
+    return table
+
+
+def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path) -> dict[str, Any]:
+    """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
+    corpus's folds, which the models follow)."""
+    from qe.embeddings.finetuned import MAX_HIDDEN
+
+    table = labelled_corpus_table(MEMBER, config, given, config_path, DEFAULTS)
     if max(table["hidden"]) > MAX_HIDDEN:
         raise QEInputError(f"[finetuned] hidden: a head of at most {MAX_HIDDEN} units", config_path)
-    table["folds"] = corpora[name].cross_fit
     return table
 
 
