@@ -33,13 +33,12 @@ from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5net import LAYER_ARRAYS, LAYER_NAMES, E5Network
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
-from qe.predictors.check import BadModel, check_array, check_number
+from qe.predictors.check import BadModel, check_array, check_number, read_manifest
 
 FORMAT = "qe-cross-encoder"
 VERSION = 1
 SUFFIX = ".qxenc"
 MAX_HIDDEN = 4096
-MAX_MANIFEST = 1 << 20
 _NPY_HEADER = 1024  # an .npy member may exceed its data by at most this (format header)
 _F4 = np.dtype("<f4")
 
@@ -144,18 +143,7 @@ def _read(archive: zipfile.ZipFile, encoder: E5Encoder) -> tuple[dict, list, dic
     infos = {info.filename: info for info in archive.infolist()}
     if len(infos) != len(archive.infolist()):
         raise BadModel("a member name appears twice")
-    if "manifest.json" not in infos or infos["manifest.json"].file_size > MAX_MANIFEST:
-        raise BadModel("no manifest.json of at most 1 MB")
-    try:
-        manifest = json.loads(archive.read("manifest.json"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise BadModel(f"manifest.json is not JSON ({exc})") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != FORMAT
-        or manifest.get("version") != VERSION
-    ):
-        raise BadModel(f"manifest.json is not a {FORMAT} manifest of version {VERSION}")
+    manifest = read_manifest(archive, FORMAT, VERSION)
     check_number(manifest.get("label_mean"), "label_mean")
     check_number(manifest.get("label_std"), "label_std", low=1e-12)
     network = encoder.network

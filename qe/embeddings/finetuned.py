@@ -23,7 +23,7 @@ import numpy as np
 from qe.embeddings.model import DIM, UseModel, model_id, read_weights, resource_dir
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
-from qe.predictors.check import BadModel, check_array, check_number
+from qe.predictors.check import BadModel, check_array, check_number, read_manifest
 
 FORMAT = "qe-finetuned-encoder"
 VERSION = 1
@@ -46,7 +46,6 @@ UNFREEZE: dict[str, tuple[str, ...]] = {
 """Which layer groups a fine-tuning setting trains (the piece-embedding table always stays frozen)."""
 PAIR_WIDTH = 4 * DIM
 MAX_HIDDEN = 4096
-MAX_MANIFEST = 1 << 20
 _NPY_HEADER = 1024  # an .npy member may exceed its data by at most this (format header)
 _F4 = np.dtype("<f4")
 
@@ -119,18 +118,7 @@ def read_finetuned(
 
 def _read(archive: zipfile.ZipFile, resources: Path | None) -> tuple[dict, dict, dict]:
     infos = {info.filename: info for info in archive.infolist()}
-    if "manifest.json" not in infos or infos["manifest.json"].file_size > MAX_MANIFEST:
-        raise BadModel("no manifest.json of at most 1 MB")
-    try:
-        manifest = json.loads(archive.read("manifest.json"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise BadModel(f"manifest.json is not JSON ({exc})") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != FORMAT
-        or manifest.get("version") != VERSION
-    ):
-        raise BadModel(f"manifest.json is not a {FORMAT} manifest of version {VERSION}")
+    manifest = read_manifest(archive, FORMAT, VERSION)
     check_number(manifest.get("label_mean"), "label_mean")
     check_number(manifest.get("label_std"), "label_std", low=1e-12)
     hidden = manifest.get("head_hidden")

@@ -4,7 +4,9 @@ must have been read or declared inert, so nothing in the file reaches a computat
 
 from __future__ import annotations
 
+import json
 import math
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,6 +128,25 @@ def check_array(
     if finite and not np.isfinite(value).all():
         raise BadModel(f"{what} holds NaN or infinite values")
     return value
+
+
+MAX_MANIFEST = 1 << 20
+"""The largest ``manifest.json`` a model archive may hold (1 MB)."""
+
+
+def read_manifest(archive: zipfile.ZipFile, fmt: str, version: int) -> dict[str, Any]:
+    """The ``manifest.json`` of a model archive: at most 1 MB, JSON, a dict naming ``fmt`` and ``version``
+    (``BadModel`` otherwise); its other fields are the caller's to check."""
+    info = next((i for i in archive.infolist() if i.filename == "manifest.json"), None)
+    if info is None or info.file_size > MAX_MANIFEST:
+        raise BadModel("no manifest.json of at most 1 MB")
+    try:
+        manifest = json.loads(archive.read("manifest.json"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise BadModel(f"manifest.json is not JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt or manifest.get("version") != version:
+        raise BadModel(f"manifest.json is not a {fmt} manifest of version {version}")
+    return manifest
 
 
 def check_number(value: Any, what: str, low: float = -math.inf, high: float = math.inf) -> float:
