@@ -204,8 +204,9 @@ def test_a_sentence_is_translated_as_if_it_came_first():
     engine = Apertium("eng-spa", use_cache=False)
     assert engine.translate([NEW_CLASS, AFTER, NEW_CLASS, AFTER]) == [cli_one(NEW_CLASS), alone] * 2
     (pipeline,) = mt2._PIPELINES.values()
-    assert pipeline.tagger_restarts == 1  # a new tagger after the sentence that changed the old one
-    # (each distinct sentence is sent once per call)
+    # (each distinct sentence is sent once per call) a new tagger after the chunk it spoke in, and
+    # after the sentence that changed it when each sentence of the chunk was sent again alone
+    assert pipeline.tagger_restarts == 2
     assert engine.translate([AFTER]) == [alone]
 
 

@@ -133,3 +133,56 @@ def test_gradient_boosting_cycles_are_refused_when_the_model_loads(tmp_path):
     _rewrite_array(tmp_path / "m.skops", "nodes", loop)
     with pytest.raises(QEInputError, match="cycle"):
         QEModel.load(tmp_path / "m.skops")
+
+
+def _random_tree(rng: np.random.Generator, depth: int):
+    """A random tree in pre-order (children after their parent), some splits sending NaN left."""
+    from qe.predictors.trees import checked_tree
+
+    feature, threshold, left, right, leaf, value, missing = [], [], [], [], [], [], []
+
+    def grow(level: int) -> int:
+        index = len(leaf)
+        for column in (feature, threshold, left, right, leaf, value, missing):
+            column.append(0)
+        if level == depth or rng.random() < 0.25:
+            leaf[index], value[index] = True, rng.normal()
+            return index
+        feature[index], threshold[index] = rng.integers(3), rng.normal()
+        missing[index] = rng.random() < 0.5
+        left[index] = grow(level + 1)
+        right[index] = grow(level + 1)
+        return index
+
+    grow(0)
+    arrays = [np.array(column) for column in (feature, threshold, left, right, leaf, value, missing)]
+    names = ("feature", "threshold", "left", "right", "leaf", "value", "missing_left")
+    arrays[4], arrays[6] = arrays[4].astype(bool), arrays[6].astype(bool)
+    return checked_tree("a random tree", 3, **dict(zip(names, arrays, strict=True)))
+
+
+def test_trees_walked_together_reach_the_leaves_each_tree_reaches_alone():
+    """``Forest.leaf_values`` (every tree a step at a time) against ``Tree.leaves`` tree by tree, on
+    trees of different depths (a leaf alone among them) and rows with missing values."""
+    from qe.predictors.trees import Forest
+
+    rng = np.random.default_rng(11)
+    trees = [_random_tree(rng, depth) for depth in (0, 1, 3, 6, 9, 9, 12)]
+    rows = rng.normal(size=(400, 3))
+    rows[::5, 0] = np.nan
+    rows[::7, 2] = np.nan
+    alone = np.column_stack([tree.value[tree.leaves(rows)] for tree in trees])
+    assert np.array_equal(Forest.of(trees).leaf_values(rows), alone)
+    assert Forest.of(trees).leaf_values(rows[:0]).shape == (0, len(trees))
+
+
+def test_a_cumulative_sum_adds_in_loop_order():
+    from qe.predictors.trees import added_in_order
+
+    values = np.random.default_rng(1).normal(scale=1e6, size=(50, 300)) * np.logspace(-8, 8, 300)
+    start = np.full(50, 0.1)
+    looped = start.copy()
+    for column in values.T:
+        looped += column
+    assert np.array_equal(added_in_order(start, values), looped)
+    assert not np.array_equal(values.sum(axis=1) + 0.1, looped)  # the plain sum rounds differently

@@ -128,7 +128,7 @@ def frozen_states(
     """The output of layer ``stop - 1`` for each sequence, (its length, 384) float32: from its token ids
     (``start`` 0) or from ``states``, the output of layer ``start - 1``. Sequences run shortest first in
     batches of about 4,096 padded tokens on ``threads`` threads, each with one BLAS thread."""
-    from threadpoolctl import threadpool_limits
+    from qe.infra.workers import blas_threads
 
     out: list[np.ndarray | None] = [None] * len(seqs)
     batches: list[list[int]] = []
@@ -146,7 +146,7 @@ def frozen_states(
         for row, j in enumerate(batch):
             out[j] = x[row, : len(seqs[j])].copy()
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         if threads == 1:
             for batch in batches:
                 run(batch)

@@ -235,7 +235,7 @@ class CrossEncoderModel:
     def pooled(self, src: Sequence[str], mt: Sequence[str]) -> np.ndarray:
         """Each pair's mean-pooled last-layer vector (float32), every pair run alone with one BLAS
         thread, pairs on the encoder's ``threads`` at once: a vector depends on its pair alone."""
-        from threadpoolctl import threadpool_limits
+        from qe.infra.workers import blas_threads
 
         if len(src) != len(mt):
             raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
@@ -245,7 +245,7 @@ class CrossEncoderModel:
         def run(row: int) -> None:
             out[row] = self.network.mean_pooled([seqs[row]])[0]
 
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             if self.encoder.threads == 1 or len(seqs) < 2:
                 for row in range(len(seqs)):
                     run(row)

@@ -81,7 +81,7 @@ class E5Encoder:
         """Mean-pooled last-layer vectors (not normalised) in input order. The sequences run shortest
         first in batches of at most ``token_budget`` padded tokens, on ``threads`` threads, each batch
         with one BLAS thread: a vector does not depend on the number of threads."""
-        from threadpoolctl import threadpool_limits
+        from qe.infra.workers import blas_threads
 
         out = np.empty((len(seqs), DIM), dtype=np.float32)
         batches: list[list[int]] = []
@@ -93,7 +93,7 @@ class E5Encoder:
         def run(batch: list[int]) -> None:
             out[batch] = self.network.mean_pooled([seqs[j] for j in batch])
 
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             if self.threads == 1 or len(batches) == 1:
                 for batch in batches:
                     run(batch)

@@ -21,6 +21,7 @@ import numpy as np
 from qe.embeddings.cache import VectorCache, default_cache_dir, sentence_key
 from qe.embeddings.model import DIM, UseModel, model_id, resource_dir
 from qe.infra.errors import QEInputError
+from qe.infra.io import disk_caches_allowed
 
 LANGUAGES = tuple("ar de en es fr it ja ko nl pl pt ru th tr zh zh-TW".split())  # noqa: SIM905
 """The languages the package lists as covered (its README); a region subtag (pt-BR) is accepted."""
@@ -77,7 +78,8 @@ class SentenceEncoder:
     ``n_jobs`` worker processes (loky) encode when there are at least ``min_parallel`` sentences
     to compute, each with ``blas_threads`` BLAS threads; fewer run in this process, where starting
     workers would cost more than it saves. ``cache_dir=None`` means ``default_cache_dir()``;
-    ``use_cache=False`` neither reads nor writes the cache.
+    ``use_cache=False`` (or a process where ``qe.infra.io.disk_caches_allowed()`` is false) neither reads
+    nor writes the cache.
     """
 
     def __init__(
@@ -133,7 +135,8 @@ class SentenceEncoder:
         distinct = list(dict.fromkeys(sentences))
         vectors: dict[str, np.ndarray] = {}
         keys: dict[str, bytes] = {}
-        if self.use_cache and distinct:
+        use_cache = self.use_cache and disk_caches_allowed()
+        if use_cache and distinct:
             keys = {text: sentence_key(self.model_id, text) for text in distinct}
             found = self.cache.get(list(keys.values()))
             vectors = {text: found[keys[text]] for text in distinct if keys[text] in found}
@@ -141,7 +144,7 @@ class SentenceEncoder:
         if missing:
             computed = self._compute(missing)
             vectors.update(zip(missing, computed, strict=True))
-            if self.use_cache:
+            if use_cache:
                 self.cache.put({keys[text]: vector for text, vector in zip(missing, computed, strict=True)})
         if not sentences:
             return np.empty((0, DIM), dtype=np.float32)

@@ -220,10 +220,10 @@ class UseModel:
     # ---------- public ----------
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text, in order."""
-        from threadpoolctl import threadpool_limits
+        from qe.infra.workers import blas_threads
 
         out = np.empty((len(texts), DIM), dtype=np.float32)
-        with threadpool_limits(limits=self.blas_threads, user_api="blas"):
+        with blas_threads(self.blas_threads):
             group: list[list[int]] = []
             n_tokens = first = 0
             for i, text in enumerate(texts):

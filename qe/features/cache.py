@@ -36,7 +36,7 @@ from qe.data.digest import text_digest
 from qe.features.base import FeatureFamily, Pairs
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
-from qe.infra.io import atomic_write, cache_root
+from qe.infra.io import atomic_write, cache_root, disk_caches_allowed
 from qe.text.processing import TEXT_VERSION
 
 log = logging.getLogger(__name__)
@@ -166,6 +166,7 @@ def extract_cached(
     names = [family.name for family in families]
     if len(set(names)) != len(names):
         raise QEInputError(f"a feature family is listed twice: {', '.join(names)}")
+    use_cache = use_cache and disk_caches_allowed()
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if data_hash is None:
         data_hash = text_digest(pairs.ids, pairs.src, pairs.mt, pairs.extra).cache_key() if use_cache else ""

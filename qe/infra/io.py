@@ -247,6 +247,22 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+_disk_caches = True
+
+
+def allow_disk_caches(allowed: bool) -> None:
+    """Whether this process may keep what it computes from texts on disk (the sentence-vector and
+    translation caches). A server turns them off: nothing a client sent, nor anything made from it,
+    is written to the file system (and its disk does not fill with one-off requests)."""
+    global _disk_caches
+    _disk_caches = bool(allowed)
+
+
+def disk_caches_allowed() -> bool:
+    """False in a process that called ``allow_disk_caches(False)`` (a ``qe serve`` worker)."""
+    return _disk_caches
+
+
 def cache_root() -> Path:
     """The root of qe's caches (datasets, tokens, features, vectors, translations, tokenizer specs):
     ``$QE_CACHE_DIR`` when set and not empty, else ``~/.cache/qe``."""

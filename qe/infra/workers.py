@@ -87,6 +87,41 @@ def exit_with_parent_everywhere() -> None:
     register_parallel_backend("loky", ParentBoundLokyBackend)
 
 
+# ====================================================================== BLAS threads
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+_blas_controller: Any = None
+
+
+def one_blas_thread_for_good() -> None:
+    """This process runs one BLAS / OpenMP thread from now on: the libraries already loaded are told
+    so, and the environment tells those loaded later (a library reads it when it loads; threadpoolctl
+    reaches only the loaded ones, so limiting before numpy is imported does nothing)."""
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = "1"
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return
+    threadpool_limits(1)
+
+
+def blas_threads(limit: int) -> contextlib.AbstractContextManager:
+    """A context in which the BLAS libraries run ``limit`` threads. The libraries are looked up once per
+    process: threadpoolctl scans every loaded library each time it is asked (about 2 ms with spaCy
+    loaded), which a per-request call would pay every time."""
+    global _blas_controller
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return contextlib.nullcontext()
+    if _blas_controller is None:
+        import numpy  # noqa: F401 - its BLAS must be loaded before the libraries are looked up
+
+        _blas_controller = ThreadpoolController()
+    return _blas_controller.limit(limits=limit, user_api="blas")
+
+
 # ====================================================================== one level of parallelism
 
 

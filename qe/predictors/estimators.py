@@ -14,7 +14,7 @@ import numpy as np
 
 from qe.predictors.check import F8, I4, BadModel, PlainObject, check_array, check_object
 from qe.predictors.rank_vote import rank_average
-from qe.predictors.trees import hgb_tree, m5p_tree, sklearn_tree
+from qe.predictors.trees import Forest, added_in_order, hgb_tree, m5p_tree, sklearn_tree
 
 Predict = Callable[[np.ndarray], np.ndarray]
 Builder = Callable[[PlainObject, int], Predict]
@@ -368,12 +368,11 @@ def _forest(tree_class: str) -> Builder:
             raise BadModel(f"a {obj.name} without trees")
         obj.inert("estimator", "estimator_", "oob_prediction_", "oob_score_", "_sample_weight")
 
+        forest = Forest.of(trees)
+
         def predict(X: np.ndarray) -> np.ndarray:
             narrow = _check_finite(X, allow_nan=True).astype(np.float32)
-            total = np.zeros(X.shape[0])
-            for tree in trees:
-                total += tree.value[tree.leaves(narrow)]
-            return total / len(trees)
+            return added_in_order(np.zeros(X.shape[0]), forest.leaf_values(narrow)) / len(trees)
 
         return predict
 
@@ -415,11 +414,13 @@ def _hist_gradient_boosting(obj: PlainObject, n: int) -> Predict:
     baseline = float(obj.array("_baseline_prediction", F8, (1, 1), finite=True)[0, 0])
     obj.inert("_feature_subsample_rng", "train_score_", "validation_score_", "_random_seed")
 
+    forest = Forest.of(trees) if trees else None
+
     def predict(X: np.ndarray) -> np.ndarray:
         raw = np.full(X.shape[0], baseline)
         X = _check_finite(X, allow_nan=True)
-        for tree in trees:
-            raw += tree.value[tree.leaves(X)]
+        if forest is not None:
+            raw = added_in_order(raw, forest.leaf_values(X))
         return raw if inverse is None else inverse(raw)
 
     return predict

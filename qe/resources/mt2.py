@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.infra.errors import QEInputError
-from qe.infra.io import atomic_write, cache_root, parse_bounded
+from qe.infra.io import atomic_write, cache_root, disk_caches_allowed, parse_bounded
 from qe.infra.memo import make_room
 
 MEMO_SENTENCES = 200_000
@@ -82,6 +82,8 @@ MLQE-PE's; a code not listed here is not checked against the declared languages.
 
 SENTINEL = "Qesentinelzx"
 """Closes every batch; an unknown word that Apertium passes through unchanged."""
+CHUNK = 4
+"""Sentences sent to a pipeline together (see ``_Pipeline._chunk``)."""
 TAGGER = "apertium-tagger"
 """The stage whose state outlives a sentence (see ``_Pipeline``)."""
 
@@ -267,12 +269,14 @@ class _Pipeline:
         first, last = self.groups[0], self.groups[-1]
         return self._start(f"exec {self._tagger_script}", first.stdout, last.stdin, self._tagger_stderr)
 
-    def _renew_tagger_if_it_spoke(self) -> None:
-        """After a sentence: a new tagger if this one reported a new ambiguity class (or anything)."""
-        if len(self.groups) == 3 and os.fstat(self._tagger_stderr.fileno()).st_size != self._heard:
-            _kill_group(self.groups[1])
-            self.groups[1] = self._start_tagger()
-            self.tagger_restarts += 1
+    def _tagger_spoke(self) -> bool:
+        """Whether the tagger wrote anything (a new ambiguity class) since it was started."""
+        return len(self.groups) == 3 and os.fstat(self._tagger_stderr.fileno()).st_size != self._heard
+
+    def _renew_tagger(self) -> None:
+        _kill_group(self.groups[1])
+        self.groups[1] = self._start_tagger()
+        self.tagger_restarts += 1
 
     def alive(self) -> bool:
         return self.pid == os.getpid() and all(group.poll() is None for group in self.groups)
@@ -290,22 +294,39 @@ class _Pipeline:
     def translate(self, streams: list[str], timeout: float) -> list[str]:
         """Raw output streams for deformatted ``streams``, one each; a sentinel closes the call and
         must come back unchanged."""
+        streams = [*streams, deformat(SENTINEL)]
         outputs: list[str] = []
         try:
-            for stream in [*streams, deformat(SENTINEL)]:
-                outputs.append(self._one(stream, timeout, done=len(outputs)))
-                self._renew_tagger_if_it_spoke()
+            for begin in range(0, len(streams), CHUNK):
+                outputs += self._chunk(streams[begin : begin + CHUNK], timeout, done=len(outputs))
             if reformat(outputs[-1]).strip() != SENTINEL:
                 message = "outputs out of step with inputs (the sentinel came back changed)"
-                raise _PipeFailure(message, len(streams))
+                raise _PipeFailure(message, len(streams) - 1)
         except _PipeFailure:
             self.kill()
             raise
         return outputs[:-1]
 
-    def _one(self, stream: str, timeout: float, done: int) -> str:
-        """The output of one sentence (``done`` sentences of the call are back)."""
-        payload = (stream + "\x00").encode("utf-8")
+    def _chunk(self, streams: list[str], timeout: float, done: int) -> list[str]:
+        """The outputs of a few sentences sent together (the stages then work on them at once). Should
+        the tagger speak meanwhile, one of them changed its state and a later one may differ from its
+        translation alone: a new tagger, and each sentence sent again on its own, a new tagger after
+        any it spoke on (so each output is the one its sentence gives alone)."""
+        if len(streams) > 1:
+            outputs = self._exchange(streams, timeout, done)
+            if not self._tagger_spoke():
+                return outputs
+            self._renew_tagger()
+        outputs = []
+        for stream in streams:
+            outputs += self._exchange([stream], timeout, done + len(outputs))
+            if self._tagger_spoke():
+                self._renew_tagger()
+        return outputs
+
+    def _exchange(self, streams: list[str], timeout: float, done: int) -> list[str]:
+        """Send ``streams`` and read their outputs (``done`` sentences of the call are back)."""
+        payload = "".join(stream + "\x00" for stream in streams).encode("utf-8")
 
         def write() -> None:  # in a thread, so a full output pipe cannot block us while we feed it
             with contextlib.suppress(OSError, ValueError):
@@ -316,30 +337,32 @@ class _Pipeline:
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
         try:
-            return self._read_one(timeout, done)
+            return self._read(len(streams), timeout, done)
         except _PipeFailure:
             self.kill()  # also unblocks the writer
             raise
         finally:
             writer.join()
 
-    def _read_one(self, timeout: float, done: int) -> str:
+    def _read(self, count: int, timeout: float, done: int) -> list[str]:
+        """``count`` null-terminated outputs, and nothing after them."""
         assert self.stdout is not None
         fd = self.stdout.fileno()
+        outputs: list[bytes] = []
         buffer = b""
-        while b"\x00" not in buffer:
+        while len(outputs) < count:
             ready, _, _ = select.select([fd], [], [], timeout)
             if not ready:
-                raise _PipeFailure(f"no output for {timeout:g} s", done)
+                raise _PipeFailure(f"no output for {timeout:g} s", done + len(outputs))
             data = os.read(fd, 1 << 16)
             if not data:
                 status, detail = self._exit_status(within=1.0), self.stderr_tail()
-                raise _PipeFailure(status + (f": {detail}" if detail else ""), done)
-            buffer += data
-        output, _, rest = buffer.partition(b"\x00")
-        if rest:
-            raise _PipeFailure("more outputs than inputs", done)
-        return output.decode("utf-8", "replace")
+                raise _PipeFailure(status + (f": {detail}" if detail else ""), done + len(outputs))
+            *complete, buffer = (buffer + data).split(b"\x00")
+            outputs += complete
+        if len(outputs) > count or buffer:
+            raise _PipeFailure("more outputs than inputs", done + count)
+        return [output.decode("utf-8", "replace") for output in outputs]
 
     def _exit_status(self, within: float) -> str:
         """How the first group that ended did, looked at without reaping it (its process group stays
@@ -466,6 +489,10 @@ class Apertium:
 
     # -- the cache ---------------------------------------------------------------------------
 
+    def _use_cache(self) -> bool:
+        """Read and write the disk cache: asked for, and allowed in this process (not in a server)."""
+        return self.use_cache and disk_caches_allowed()
+
     @property
     def cache_path(self) -> Path:
         """The cache folder of this pair and installed data version: one JSON file per batch written."""
@@ -553,11 +580,11 @@ class Apertium:
             except UnicodeEncodeError as exc:
                 raise QEInputError(f"sentence {index} is not valid Unicode ({exc.reason})") from None
         if self._memo is None:
-            self._memo = self._load_cache() if self.use_cache else {}
+            self._memo = self._load_cache() if self._use_cache() else {}
         todo = {key: s for key, s in zip(keys, sentences, strict=True) if key not in self._memo}
         if todo:
             fresh = dict(zip(todo, self._run(list(todo.values())), strict=True))
-            if self.use_cache:
+            if self._use_cache():
                 self._save_cache(fresh)
             found = [fresh[key] if key in fresh else self._memo[key] for key in keys]
             make_room(self._memo, MEMO_SENTENCES, adding=len(fresh))  # the cache file keeps them

@@ -37,14 +37,7 @@ def serve_forever(
     from qe.infra.workers import exit_with_parent
 
     exit_with_parent(parent_pid)
-    from threadpoolctl import threadpool_limits
-
-    # One BLAS thread, as `qe predict` scores: a pool per worker spins on every small product and, on
-    # a busy machine, took four times the CPU of the whole one-pair request (--workers scales instead).
-    threadpool_limits(1)
-    from qe.infra.memo import cap_memos
-
-    cap_memos(memo_entries)
+    prepare_worker_process(memo_entries)
     try:
         from qe.serve.served import ServedModel
 
@@ -64,6 +57,19 @@ def serve_forever(
         except (EOFError, OSError):  # the parent closed the pipe (shutdown) or died
             return
         conn.send(answer_all(models, request))
+
+
+def prepare_worker_process(memo_entries: int | None) -> None:
+    """What a worker process sets before it loads a model: one BLAS thread, as `qe predict` scores (a
+    pool per worker spins on every small product; ``--workers`` scales instead), no disk cache of
+    anything made from the requests' texts, and every per-word memo capped at ``memo_entries``."""
+    from qe.infra.io import allow_disk_caches
+    from qe.infra.memo import cap_memos
+    from qe.infra.workers import one_blas_thread_for_good
+
+    one_blas_thread_for_good()
+    allow_disk_caches(False)
+    cap_memos(memo_entries)
 
 
 def answer_all(models: dict[str, Any], requests: list[tuple]) -> list[tuple]:

@@ -48,7 +48,7 @@ from typing import Literal
 
 from qe.config.rules import register_names
 from qe.infra.errors import QEInputError
-from qe.infra.io import atomic_write, cache_root
+from qe.infra.io import atomic_write, cache_root, disk_caches_allowed
 from qe.infra.memo import make_room
 
 Style = Literal["moses", "moses-aggressive", "wmt12"]
@@ -403,6 +403,7 @@ def tokenize_corpus(
     ``cache_dir`` (default ``default_cache_dir()``), named by ``corpus_key``.
     """
     sentences = list(sentences)
+    use_cache = use_cache and disk_caches_allowed()
     path = Path(cache_dir or default_cache_dir()) / f"{corpus_key(sentences, config)}.tok"
     if use_cache and path.is_file():
         lines = path.read_text(encoding="utf-8").split("\n")
