@@ -2,16 +2,16 @@
 
 MLQE-PE ships, per pair and split, the MT in the NMT model's subword pieces (``word-probas/mt.*``,
 BPE with ``@@`` continuation marks, or SentencePiece with ``▁`` word starts) and one natural-log
-probability per piece plus one for ``</s>`` (``word-probas/word_probas.*``; every line of the seven
-pairs holds exactly one value more than pieces). The word-level MT (``post-editing/*.mt``) is the
+probability per piece plus one for ``</s>`` (``word-probas/word_probas.*``; every train and dev line
+of the seven pairs holds exactly one value more than pieces). The word-level MT (``post-editing/*.mt``) is the
 same translation tokenized differently: Moses escapes in the pieces (``&quot;``, ``&apos;``,
 ``@-@`` for an inner hyphen) and, for en-zh, another Chinese segmentation (``柏@@ 格@@ 林`` against
 ``柏 格林``). Pieces are therefore mapped to words by *character offsets*: both sides are reduced
 to their characters without spaces, piece marks dropped and escapes unescaped, and a word takes
 every piece that covers one of its characters (a piece straddling two words goes to both). When
-the two character strings still differ (the NMT output and the word-level MT are not the same
-text: ru-en has 22 such lines), they are aligned with ``difflib`` and a word whose characters match
-no piece has no value (NaN features).
+the two character strings still differ (the NMT output and the word-level MT are not the same text:
+25 lines of ru-en's train and dev; en-zh train line 6778 ends in a dangling ``@@``), they are aligned
+with ``difflib`` and a word whose characters match no piece has no value (NaN features).
 
 :func:`read_word_probas` reads and checks a pair of files (line counts equal, one value per piece
 plus one, each value a finite log-probability); the first fault is one ``QEInputError`` naming file
