@@ -5,8 +5,12 @@ and F1-MULT (with F1-OK, F1-BAD and 95% bootstrap intervals over sentences) for 
 the threshold that maximises F1-MULT on dev; and the timings (features: fitting on train and
 extracting train and dev; training: the three classifiers, their iteration counts chosen on held-out
 training sentences; prediction: dev tags per second). test20 is not read. One JSON dict on stdout.
+The NMT model's log-probabilities (``qe.wordmodel.nmtprobs``, MLQE-PE's ``word-probas`` files) are
+features unless ``--no-nmt``; each pair's entry says whether they were used and how well their pieces
+matched the word-level MT (``nmt_mapping``, train and dev).
 
     OMP_NUM_THREADS=1 python benchmarks/word_table.py [--pairs en-de,en-zh] [--data-dir DIR] [--seed 0]
+        [--no-nmt]
 
 The dev figures at the dev-chosen threshold are optimistic by what that one choice fits dev.
 """
@@ -23,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qe.evaluation.wordmetrics import bootstrap_intervals, word_scores
 from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels
+from qe.wordmodel.nmtprobs import load_word_logprobs
 from qe.wordmodel.tagger import WordTagger, best_threshold
 from qe.words.files import load_word_level
 from qe.words.tags import BAD, OK
@@ -52,13 +57,16 @@ def _at(tables, kind: str, gold: list, probability, threshold: float) -> dict:
     }
 
 
-def run_pair(pair: str, data_dir: str | None, seed: int) -> dict:
-    """Train on train, threshold on dev, score dev: one pair's entry of the table."""
+def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True) -> dict:
+    """Train on train, threshold on dev, score dev: one pair's entry of the table (with the NMT
+    log-probability features unless ``nmt`` is False)."""
     train, dev = load_word_level(pair, "train", data_dir), load_word_level(pair, "dev", data_dir)
     started = time.perf_counter()
+    train_nmt = load_word_logprobs(pair, "train", train.mt, data_dir) if nmt else None
+    dev_nmt = load_word_logprobs(pair, "dev", dev.mt, data_dir) if nmt else None
     featurizer = WordFeaturizer(seed=seed)
-    train_tables = featurizer.fit_transform(train)
-    dev_tables = featurizer.transform(dev)
+    train_tables = featurizer.fit_transform(train, train_nmt)
+    dev_tables = featurizer.transform(dev, dev_nmt)
     features_s = time.perf_counter() - started
     started = time.perf_counter()
     tagger = WordTagger(seed=seed).fit(train_tables, tag_labels(train))
@@ -69,7 +77,9 @@ def run_pair(pair: str, data_dir: str | None, seed: int) -> dict:
     predict_s = time.perf_counter() - started
     tagger.choose_thresholds(dev_tables, dev_bad, "mcc")
     predicted = tagger.predict(dev_tables)
-    out: dict = {"split": "dev", "threshold_chosen_on": "dev (max MCC)"}
+    out: dict = {"split": "dev", "threshold_chosen_on": "dev (max MCC)", "nmt_features": nmt}
+    if train_nmt is not None and dev_nmt is not None:
+        out["nmt_mapping"] = {"train": train_nmt.stats.as_dict(), "dev": dev_nmt.stats.as_dict()}
     for kind in KINDS:
         gold = _lines(dev_tables, kind, dev_bad[kind])
         by_f1_mult, _ = best_threshold(dev_bad[kind], probability[kind], "f1_mult")
@@ -96,8 +106,11 @@ def main() -> None:
     parser.add_argument("--pairs", default="en-de,en-zh", help="comma-separated MLQE-PE pairs")
     parser.add_argument("--data-dir")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-nmt", action="store_true", help="without the NMT log-probability features")
     args = parser.parse_args()
-    result = {pair: run_pair(pair, args.data_dir, args.seed) for pair in args.pairs.split(",")}
+    result = {
+        pair: run_pair(pair, args.data_dir, args.seed, not args.no_nmt) for pair in args.pairs.split(",")
+    }
     print(json.dumps(result, indent=1))
 
 

@@ -15,6 +15,14 @@
   mean link probability of those MT words, number and punctuation mismatches with the MT.
 - **Every row** also carries its sentence's lengths, length ratio, mean MT and source BAD rates, mean
   link probabilities and share of words linked to NULL.
+- **NMT log-probabilities** (optional, ``nmt=`` a ``qe.wordmodel.nmtprobs.WordLogprobs``; columns
+  ``NMT_NAMES`` after all the others, absent without it): an MT word's sum, lowest and mean piece
+  log-probability, its piece count, the rank of its mean within the sentence (0 the least likely,
+  relative), its mean less the sentence's, and its neighbours' mean and lowest; a gap's neighbours'
+  mean and lowest (the ``</s>`` value right of the last gap); a source word's linked MT word's mean
+  and lowest, and the lowest and mean of the MT words linked to it; every row, the sentence's mean
+  and lowest piece log-probability and that of ``</s>``. How unsure the model was of a word is the
+  strongest glass-box sign that it is wrong (Fomicheva et al., TACL 2020).
 
 Rates are target encodings: on the training set (:meth:`WordFeaturizer.fit_transform`) each row gets
 them from the other folds of a seeded split by sentence; a dev or test set
@@ -35,6 +43,7 @@ import numpy as np
 
 from qe.infra.errors import QEInputError
 from qe.wordmodel.lexicon import Lexicon, SentenceLinks
+from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.wordmodel.typerates import TypeRates, out_of_fold
 from qe.words.files import WordLevelData
 from qe.words.tags import BAD, TAGS
@@ -80,7 +89,25 @@ NAMES = {
         *SENTENCE,
     ),
 }
-"""The column names of each kind's matrix, in order."""
+"""The column names of each kind's matrix, in order (without NMT log-probabilities)."""
+
+NMT_SENTENCE = ("nmt_sentence_mean", "nmt_sentence_min", "nmt_eos")
+NMT_NAMES = {
+    "target": (
+        *("nmt_sum", "nmt_min", "nmt_mean", "nmt_pieces", "nmt_rank", "nmt_mean_vs_sentence"),
+        *("left_nmt_mean", "left_nmt_min", "right_nmt_mean", "right_nmt_min"),
+        *NMT_SENTENCE,
+    ),
+    "gaps": ("left_nmt_mean", "left_nmt_min", "right_nmt_mean", "right_nmt_min", *NMT_SENTENCE),
+    "source": ("linked_nmt_mean", "linked_nmt_min", "reverse_nmt_min", "reverse_nmt_mean", *NMT_SENTENCE),
+}
+"""The columns appended to each kind's matrix when NMT log-probabilities are given, in order."""
+
+
+def column_names(kind: str, nmt: bool = False) -> tuple[str, ...]:
+    """The column names of a kind's matrix, with or without the NMT log-probability columns."""
+    return (*NAMES[kind], *NMT_NAMES[kind]) if nmt else NAMES[kind]
+
 
 RATES = ("mt_word", "mt_bigram", "src_word", "gap_after", "gap_before")
 START, END = "<s>", "</s>"
@@ -147,9 +174,13 @@ class WordFeaturizer:
         self.strength = strength
         self.iterations = iterations
 
-    def fit_transform(self, data: WordLevelData) -> FeatureTables:
-        """Fit on ``data`` (tagged) and return its tables, its rates cross-fitted over sentence folds."""
+    def fit_transform(self, data: WordLevelData, nmt: WordLogprobs | None = None) -> FeatureTables:
+        """Fit on ``data`` (tagged) and return its tables, its rates cross-fitted over sentence folds;
+        with ``nmt`` (its MT words' log-probabilities) the NMT columns too, and every later set must
+        then bring its own."""
         labels = tag_labels(data)
+        _check_nmt(data, nmt)
+        self.nmt_ = nmt is not None
         self.lexicon_ = Lexicon.train(data.src, data.mt, self.iterations)
         keys = _rate_keys(data)
         targets = {name: labels[_RATE_KIND[name]] for name in RATES}
@@ -176,23 +207,37 @@ class WordFeaturizer:
             )
             for k in inside.tolist():
                 links[k] = lexicon.links(data.src[k], data.mt[k])
-        return self._tables(data, rates, links)
+        return self._tables(data, rates, links, nmt)
 
-    def transform(self, data: WordLevelData) -> FeatureTables:
-        """The tables of ``data`` (tags not needed), rates from all of the training set."""
+    def transform(self, data: WordLevelData, nmt: WordLogprobs | None = None) -> FeatureTables:
+        """The tables of ``data`` (tags not needed), rates from all of the training set; ``nmt``
+        exactly when the featurizer was fitted with NMT log-probabilities."""
         if not hasattr(self, "rates_"):
             raise QEInputError("the word featurizer is not fitted: call fit_transform on a training set")
         if len(data.mt) != len(data.src):
             raise QEInputError(f"{len(data.src)} source sentences but {len(data.mt)} MT sentences")
+        fitted_with_nmt = getattr(self, "nmt_", False)
+        if (nmt is not None) != fitted_with_nmt:
+            raise QEInputError(
+                "the word featurizer was fitted "
+                + (
+                    "with NMT log-probabilities: give them"
+                    if fitted_with_nmt
+                    else "without NMT log-probabilities"
+                )
+            )
+        _check_nmt(data, nmt)
         keys = _rate_keys(data)
         links = [self.lexicon_.links(src, mt) for src, mt in zip(data.src, data.mt, strict=True)]
-        return self._tables(data, {name: self.rates_[name].rates(keys[name]) for name in RATES}, links)
+        rates = {name: self.rates_[name].rates(keys[name]) for name in RATES}
+        return self._tables(data, rates, links, nmt)
 
     def _tables(
         self,
         data: WordLevelData,
         rates: dict[str, tuple[np.ndarray, np.ndarray]],
         links: list[SentenceLinks],
+        nmt: WordLogprobs | None,
     ) -> FeatureTables:
         lengths = _lengths(data)
         starts = {kind: np.concatenate([[0], np.cumsum(lengths[kind])]) for kind in KINDS}
@@ -203,12 +248,15 @@ class WordFeaturizer:
                 name: (r[cut[_RATE_KIND[name]]], c[cut[_RATE_KIND[name]]]) for name, (r, c) in rates.items()
             }
             sentence = _Sentence(src, mt, links[k], mine)
-            rows["target"].append(sentence.target())
-            rows["gaps"].append(sentence.gaps())
-            rows["source"].append(sentence.source())
+            made = {"target": sentence.target(), "gaps": sentence.gaps(), "source": sentence.source()}
+            if nmt is not None:
+                extra = _nmt_columns(nmt.words[k], nmt.sentence[k], links[k], len(src))
+                made = {kind: np.hstack([made[kind], extra[kind]]) for kind in KINDS}
+            for kind in KINDS:
+                rows[kind].append(made[kind])
+        width = {kind: len(column_names(kind, nmt is not None)) for kind in KINDS}
         tables = {
-            kind: np.concatenate(rows[kind]) if rows[kind] else np.zeros((0, len(NAMES[kind])))
-            for kind in KINDS
+            kind: np.concatenate(rows[kind]) if rows[kind] else np.zeros((0, width[kind])) for kind in KINDS
         }
         return FeatureTables(tables, lengths)
 
@@ -221,6 +269,58 @@ _RATE_KIND = {
     "gap_before": "gaps",
 }
 """The kind of tags each rate counts (and whose rows it is given to)."""
+
+
+def _check_nmt(data: WordLevelData, nmt: WordLogprobs | None) -> None:
+    """Refuse NMT log-probabilities that do not fit the set: one line per sentence, one row per MT word."""
+    if nmt is None:
+        return
+    if len(nmt.words) != len(data.mt) or len(nmt.sentence) != len(data.mt):
+        raise QEInputError(
+            f"NMT log-probabilities for {len(nmt.words)} sentences, the set has {len(data.mt)}"
+        )
+    for k, (table, words) in enumerate(zip(nmt.words, data.mt, strict=True)):
+        if len(table) != len(words):
+            raise QEInputError(
+                f"sentence {k + 1}: NMT log-probabilities for {len(table)} MT words, the MT has {len(words)}"
+            )
+
+
+def _nmt_columns(
+    words: np.ndarray, sentence: np.ndarray, links: SentenceLinks, m: int
+) -> dict[str, np.ndarray]:
+    """One sentence's NMT columns of each kind (``NMT_NAMES``) from its words' (sum, min, mean,
+    pieces) and its (mean, min, eos) log-probabilities."""
+    n = len(words)
+    words = np.asarray(words, dtype=np.float64).reshape(n, 4)
+    mean, low = words[:, 2], words[:, 1]
+    rank = np.full(n, np.nan)
+    known = np.flatnonzero(~np.isnan(mean))
+    rank[known[np.argsort(mean[known], kind="stable")]] = np.arange(len(known)) / max(len(known) - 1, 1)
+    pair = np.column_stack([mean, low])
+    common = np.asarray(sentence, dtype=np.float64)
+    before, after = np.arange(n) - 1, np.arange(n) + 1
+    target = np.column_stack(
+        [words, rank, mean - common[0], _pick(pair, before).reshape(n, 2), _pick(pair, after).reshape(n, 2)]
+    )
+    eos = np.array([[common[2], common[2]]])
+    gaps = np.hstack([_pick(pair, np.arange(n + 1) - 1).reshape(n + 1, 2), np.vstack([pair, eos])])
+    reverse_min, reverse_sum = np.full(m, np.nan), np.full(m, np.nan)
+    reverse_count = np.zeros(m)
+    linked = (links.mt_to_src >= 0) & ~np.isnan(mean)
+    if linked.any():
+        to = links.mt_to_src[linked]
+        np.fmin.at(reverse_min, to, low[linked])
+        reverse_sum[np.unique(to)] = 0.0
+        np.add.at(reverse_sum, to, mean[linked])
+        np.add.at(reverse_count, to, 1.0)
+    source = np.column_stack(
+        [_pick(pair, links.src_to_mt).reshape(m, 2), reverse_min, reverse_sum / np.maximum(reverse_count, 1)]
+    )
+    return {
+        kind: np.hstack([table.reshape(rows, -1), np.tile(common, (rows, 1))])
+        for kind, table, rows in (("target", target, n), ("gaps", gaps, n + 1), ("source", source, m))
+    }
 
 
 def _lengths(data: WordLevelData) -> dict[str, np.ndarray]:
