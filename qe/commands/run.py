@@ -26,7 +26,9 @@ COMMAND = register_command(
         name="run",
         help="train on the training split (choices by CV), evaluate on test, write a run directory",
         description="Run an experiment config: writes config.toml, signature.txt, metrics.json, "
-        "predictions.tsv and model.skops to the output directory.",
+        "predictions.tsv and model.skops to the output directory. A word-level config (a [words] table, "
+        "configs/mlqe/en-de-words.toml) trains the word tagger instead: config.toml, signature.txt, "
+        "metrics.json (dev, and test when given, word-level figures) and model.qwords (docs/word-level.md).",
         arguments=arguments,
         handler=lambda args: run(args),  # defined below
     )
@@ -34,6 +36,10 @@ COMMAND = register_command(
 
 
 def run(args: argparse.Namespace) -> int:
+    from qe.run.words import is_word_config
+
+    if is_word_config(args.config):
+        return run_words(args)
     from qe.evaluation.metrics import HEADLINE_METRICS
     from qe.run.against import summary_table
     from qe.run.config import apply_overrides, load_config
@@ -53,6 +59,28 @@ def run(args: argparse.Namespace) -> int:
     print(f"cv ({cv['folds']}-fold on train): " + "  ".join(f"{m} {cv[m]:.3f}" for m in HEADLINE_METRICS))
     if "test" in metrics:
         print(summary_table(config, metrics))
+    print(f"signature: {metrics['signature']}")
+    print(f"run directory: {args.output_dir}")
+    return 0
+
+
+def run_words(args: argparse.Namespace) -> int:
+    """A word-level config (a ``[words]`` table): train the word tagger, write model.qwords and metrics."""
+    from qe.run.words import run_words as train_words
+    from qe.run.words import summary
+
+    with naming(args.config):
+        metrics = train_words(
+            args.config,
+            args.output_dir,
+            overwrite=args.overwrite,
+            data_dir=args.data_dir,
+            progress=not args.quiet,
+        )
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+        return 0
+    print(summary(metrics))
     print(f"signature: {metrics['signature']}")
     print(f"run directory: {args.output_dir}")
     return 0

@@ -50,6 +50,7 @@ _KIND_FILES = {
         "metrics.json",
         "predictions.tsv",
         "model.skops",
+        "model.qwords",
         "model.txt",
         "selection.json",
         "report.md",

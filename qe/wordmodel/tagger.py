@@ -13,6 +13,8 @@ measured on the same set afterwards are optimistic by the amount that choice fit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from qe.infra.errors import QEInputError
@@ -73,10 +75,18 @@ class WordTagger:
         self.min_samples_leaf = min_samples_leaf
         self.held_out = held_out
 
-    def fit(self, tables: FeatureTables, bad: dict[str, np.ndarray]) -> WordTagger:
-        """One classifier per kind on its rows; ``bad[kind]`` is True for each BAD row."""
+    def fit(
+        self,
+        tables: FeatureTables,
+        bad: dict[str, np.ndarray],
+        progress: Callable[[str], object] | None = None,
+    ) -> WordTagger:
+        """One classifier per kind on its rows; ``bad[kind]`` is True for each BAD row (``progress``
+        is called with each kind before its classifier is fitted)."""
         self.models_, self.iterations_ = {}, {}
         for kind in KINDS:
+            if progress is not None:
+                progress(kind)
             x, y = _rows(tables, kind), np.asarray(bad[kind], dtype=bool)
             if not len(x) == len(y) == int(tables.lengths[kind].sum()):
                 rows = int(tables.lengths[kind].sum())

@@ -1,0 +1,36 @@
+"""A word-level run's config (``qe run`` with a ``[words]`` table): its rule. Checks across keys (a
+dataset or files, NMT files in every split or none) are ``qe.run.words``'."""
+
+from __future__ import annotations
+
+from qe.config.rules import SEED, Bool, Fields, Int, Number, Str, Text
+
+SPLIT_ROLES = ("src", "mt", "tags", "source_tags", "post_edits", "alignments", "nmt_tokens", "nmt_logprobs")
+"""The files of one split of a user's own data: tokenised source and MT, and the WMT ``.tags`` (gaps and
+MT words interleaved) with ``.source_tags``, or post-edits to derive them from; source-MT alignments
+(for deriving source tags; IBM1 links otherwise); the NMT pieces and their log-probabilities."""
+
+SPLIT_FILES = Fields({role: Text() for role in SPLIT_ROLES}, required=("src", "mt"))
+
+WORDS = Fields(
+    {
+        "dataset": Text(),
+        "nmt": Bool(),
+        "threshold": Str(("mcc", "f1_mult")),
+        "max_train_sentences": Int(1),
+        "folds": Int(2, 20),
+        "max_iter": Int(1, 5000),
+        "learning_rate": Number(0, 1, open_low=True),
+        "max_leaf_nodes": Int(2, 4096),
+        "min_samples_leaf": Int(1),
+        "train": SPLIT_FILES,
+        "dev": SPLIT_FILES,
+        "test": SPLIT_FILES,
+    }
+)
+"""``[words]``: a registered ``dataset`` (``mlqe-pe/<pair>``: train and dev, ``nmt`` for its NMT
+log-probabilities) or ``[words.train]`` and ``[words.dev]`` files (``[words.test]`` optional); the
+threshold criterion chosen on dev; the featurizer's folds and the tagger's settings."""
+
+WORD_RUN = Fields({"name": Text(), "description": Str(), "seed": SEED, "words": WORDS}, required=("words",))
+"""A word-level run config: a name, a description, a seed and its ``[words]`` table."""
