@@ -83,6 +83,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse (exit 2) instead of warning when lines are in another script than the model's "
         "languages or hold only emoji / symbols (warnings look at the first chunk; --strict at every one)",
     )
+    parser.add_argument(
+        "--words",
+        action="store_true",
+        help="tag words OK/BAD instead of scoring sentences: --model is a word model (model.qwords of qe run "
+        "with a [words] config); --src and --mt are tokenized, tokens separated by whitespace as in "
+        "MLQE-PE's files; writes JSONL, one object per pair: id, mt_tags, mt_bad_probability, gap_tags, "
+        "gap_bad_probability (N+1 gaps, not interleaved), src_tags, src_bad_probability; "
+        "--nmt-tokens and --nmt-logprobs exactly when the model was trained with them",
+    )
     add_input_options(parser)
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -198,10 +207,44 @@ class RankedScoresSink(AppendSink):
         self.partial.unlink()
 
 
+def run_words(args: argparse.Namespace) -> int:
+    """``qe predict --words``: tag each pair's words with a word model, JSONL out (atomically)."""
+    from qe.infra.errors import QEInputError
+    from qe.wordmodel.tagging import tag_files
+
+    given = given_inputs(args)
+    others = sorted(set(given) - {"nmt_tokens", "nmt_logprobs"})
+    if others:
+        flag = "--" + others[0].replace("_", "-")
+        raise QEInputError(f"{flag} is not read by a word model (only --nmt-tokens and --nmt-logprobs)")
+    streaming = args.jobs != 1 or args.backend != "loky" or args.scheduler or args.resume or args.chunk_size
+    if args.format != "tsv" or args.resources is not None or streaming:
+        raise QEInputError(
+            "--words writes JSONL from one process: --format, --resources, --jobs, --backend, --scheduler, "
+            "--chunk-size and --resume do not apply"
+        )
+    if args.out is not None:
+        check_output_file(args.out, [args.model, args.src, args.mt, *given.values()])
+    lines = tag_files(args.model, args.src, args.mt, given.get("nmt_tokens"), given.get("nmt_logprobs"))
+    if args.out is None:
+        for line in lines:
+            sys.stdout.write(line)
+        return 0
+    with atomic_write(args.out) as handle:
+        handle.writelines(lines)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from qe.features.registry import check_line_inputs, check_unread_inputs
     from qe.model.scoring import ScoringContext
 
+    if args.words:
+        return run_words(args)
+    if Path(args.model).suffix == ".qwords":
+        from qe.infra.errors import QEInputError
+
+        raise QEInputError("is a word model: tag words with qe predict --words", args.model)
     given = given_inputs(args)
     if args.out is not None:
         check_output_file(args.out, [args.model, args.src, args.mt, *given.values()])
