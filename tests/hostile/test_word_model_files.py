@@ -1,0 +1,284 @@
+"""Hostile word model files (``.qwords``, issue 32) and word-level training files. The format is new
+on branch word-cli (main 0a37473 has no word model file to attack), so these cases are written with it:
+what a stranger's file could do to ``qe predict --words`` had the reader trusted it. A tree whose child
+index leaves its array or points back up (a walk out of bounds, or one that never ends), NaN or infinite
+leaf values, a threshold outside [0, 1], a member missing, changed without its hash, named ``../x.npy``,
+compressed or declared 1 TB, a manifest that is not JSON or nests 100,000 deep, arrays of the wrong
+dtype or shape, an IBM1 entry outside its vocabulary: each is refused with one line naming the model
+file, exit 2, before any pair is tagged. Tags files with a wrong count on a line or an unknown tag stop
+``qe run`` in one line naming the file and line (``qe.words.files``; also tests/test_word_tags.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qe.cli import main
+from qe.wordmodel.features import WordFeaturizer, tag_labels
+from qe.wordmodel.modelfile import save_word_model
+from qe.wordmodel.tagger import WordTagger
+from qe.words.files import WordLevelData
+from tests.helpers import write_lines
+
+WORDS = [
+    "the",
+    "a",
+    "house",
+    "cat",
+    "dog",
+    "red",
+    "blue",
+    "runs",
+    "sleeps",
+    ",",
+    ".",
+    "big",
+    "small",
+    "old",
+    "new",
+]
+
+
+def toy(n: int, seed: int) -> WordLevelData:
+    """``n`` random sentences whose words "red" and "old" are BAD (and the gaps before them)."""
+    rng = np.random.default_rng(seed)
+    src, mt, mt_tags, gap_tags, src_tags = [], [], [], [], []
+    for _ in range(n):
+        s = [str(w) for w in rng.choice(WORDS, rng.integers(3, 9))]
+        m = [w.upper() if w in ("house", "cat") else w for w in s]
+        bad = ["BAD" if w in ("red", "old") else "OK" for w in m]
+        src.append(s)
+        mt.append(m)
+        mt_tags.append(tuple(bad))
+        gap_tags.append(tuple(["OK", *bad]))
+        src_tags.append(tuple(bad))
+    return WordLevelData(src, mt, mt_tags, gap_tags, src_tags)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    train = toy(200, 0)
+    featurizer = WordFeaturizer()
+    tagger = WordTagger(max_iter=5, min_samples_leaf=5).fit(
+        featurizer.fit_transform(train), tag_labels(train)
+    )
+    path = tmp_path_factory.mktemp("hostile-words") / "model.qwords"
+    save_word_model(path, featurizer, tagger, {})
+    return path
+
+
+def npy(value: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, value, version=(1, 0), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def array(data: bytes) -> np.ndarray:
+    return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False).copy()
+
+
+Change = Callable[[dict[str, bytes], dict], None]
+
+
+def tampered(model: Path, out: Path, change: Change, *, rehash: bool = True, compress: bool = False) -> Path:
+    """``model`` with ``change(members, manifest)`` applied; with ``rehash`` the manifest is rewritten to
+    match the changed members (an attacker who edits both), else it is left as it was."""
+    with zipfile.ZipFile(model) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(members.pop("manifest.json"))
+    before = dict(members)
+    change(members, manifest)
+    if rehash:
+        for name, data in members.items():
+            if before.get(name) != data and name in manifest["members"]:
+                value = array(data)
+                manifest["members"][name] = {
+                    "dtype": value.dtype.str,
+                    "shape": list(value.shape),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "size": len(data),
+                }
+    text = members.pop("manifest.json", None) or json.dumps(manifest).encode()
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(out, "w", method) as archive:
+        archive.writestr("manifest.json", text)
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out
+
+
+def edit(name: str, how: Callable[[np.ndarray], np.ndarray]) -> Change:
+    def change(members: dict[str, bytes], manifest: dict) -> None:
+        member = f"{name}.npy"
+        members[member] = npy(how(array(members[member])))
+
+    return change
+
+
+def at(index: int, value, dtype=None) -> Callable[[np.ndarray], np.ndarray]:
+    def how(values: np.ndarray) -> np.ndarray:
+        values = values.astype(dtype or values.dtype)
+        values[index] = value
+        return values
+
+    return how
+
+
+def manifest_edit(how: Callable[[dict], None]) -> Change:
+    return lambda members, manifest: how(manifest)
+
+
+def refused(model: Path, tmp_path: Path, capsys, pattern: str) -> None:
+    src = write_lines(tmp_path / "s.txt", ["the red cat runs .", "a dog ."])
+    mt = write_lines(tmp_path / "m.txt", ["the red CAT runs .", "a dog ."])
+    out = tmp_path / "tags.jsonl"
+    args = [
+        "predict",
+        "--words",
+        "--model",
+        str(model),
+        "--src",
+        str(src),
+        "--mt",
+        str(mt),
+        "--out",
+        str(out),
+    ]
+    code = main(args)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert str(model) in err and pattern in err, err
+    assert not out.exists()
+
+
+def _deep(members: dict[str, bytes], manifest: dict) -> None:
+    members["manifest.json"] = b"[" * 100_000 + b"]" * 100_000
+
+
+def _not_json(members: dict[str, bytes], manifest: dict) -> None:
+    members["manifest.json"] = b"{'format': 'qe-word-model',"
+
+
+def _missing(members: dict[str, bytes], manifest: dict) -> None:
+    del members["gaps_value.npy"]
+
+
+def _dotdot(members: dict[str, bytes], manifest: dict) -> None:
+    members["../evil.npy"] = members["gaps_value.npy"]
+    manifest["members"]["../evil.npy"] = manifest["members"]["gaps_value.npy"]
+
+
+def _huge(members: dict[str, bytes], manifest: dict) -> None:
+    manifest["members"]["target_value.npy"]["size"] = 10**12
+    manifest["members"]["target_value.npy"]["shape"] = [10**11]
+
+
+def _threshold(value: float) -> Change:
+    return manifest_edit(lambda m: m["kinds"]["source"].__setitem__("threshold", value))
+
+
+CASES = {
+    "child index out of range": (edit("target_left", at(0, 10**6)), {}, "outside the nodes after its parent"),
+    "negative child index": (edit("target_right", at(0, -5)), {}, "outside the nodes after its parent"),
+    "a tree with a cycle": (edit("target_left", at(0, 0)), {}, "(a cycle?)"),  # the root its own child
+    "split on a feature outside": (edit("gaps_feature", at(0, 999)), {}, "splits on a feature outside"),
+    "NaN leaf value": (edit("source_value", at(-1, np.nan)), {}, "NaN or infinite leaf value"),
+    "infinite leaf value": (edit("source_value", at(-1, np.inf)), {}, "NaN or infinite leaf value"),
+    "threshold above 1": (_threshold(1.5), {}, "kinds.source.threshold = 1.5 is out of range"),
+    "threshold below 0": (_threshold(-0.1), {}, "kinds.source.threshold = -0.1 is out of range"),
+    "threshold NaN": (_threshold(float("nan")), {}, "kinds.source.threshold"),
+    "member missing": (_missing, {}, "missing: gaps_value.npy"),
+    "member changed, hash not": (
+        edit("gaps_value", at(0, 5.0)),
+        {"rehash": False},
+        "does not match its sha256",
+    ),
+    "member named ../evil.npy": (_dotdot, {}, "is not a plain .npy name"),
+    "declared 1 TB": (_huge, {}, "is not a size of at most"),
+    "compressed member": (lambda members, manifest: None, {"compress": True}, "is compressed"),
+    "manifest not JSON": (_not_json, {}, "manifest.json is not JSON"),
+    "manifest 100,000 deep": (_deep, {}, "manifest.json is not JSON"),
+    "wrong dtype": (edit("target_feature", lambda v: v.astype("<f8")), {}, "is an array of <f8, not <i8"),
+    "float32 array": (edit("target_value", lambda v: v.astype("<f4")), {}, "dtype is not one of"),
+    "wrong shape": (edit("target_threshold", lambda v: v[:-1]), {}, "has shape"),
+    "tree sizes that do not add up": (edit("gaps_sizes", at(0, 10**6)), {}, "has shape"),
+    "IBM1 entry outside its vocabulary": (edit("s2t_cols", at(0, 10**6)), {}, "outside its vocabularies"),
+    "IBM1 probability above 1": (edit("t2s_probs", at(0, 2.0)), {}, "outside [0, 1]"),
+    "rate counts bad > seen": (edit("rate_mt_word_bad", at(0, 10**6)), {}, "0 <= bad <= seen"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_hostile_word_model_is_refused_in_one_line(case, model_file, tmp_path, capsys):
+    change, options, pattern = CASES[case]
+    bad = tampered(model_file, tmp_path / "bad.qwords", change, **options)
+    refused(bad, tmp_path, capsys, pattern)
+
+
+def test_a_file_that_is_no_zip_is_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.qwords"
+    bad.write_bytes(b"\x80\x04 not a zip" * 100)
+    refused(bad, tmp_path, capsys, "cannot read the word model")
+
+
+def test_the_untouched_model_tags(model_file, tmp_path):
+    """The cases' model itself loads and tags: each refusal comes from its one change."""
+    src = write_lines(tmp_path / "s.txt", ["the red cat runs ."])
+    mt = write_lines(tmp_path / "m.txt", ["the red CAT runs ."])
+    out = tmp_path / "tags.jsonl"
+    assert (
+        main(
+            [
+                "predict",
+                "--words",
+                "--model",
+                str(model_file),
+                "--src",
+                str(src),
+                "--mt",
+                str(mt),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    row = json.loads(out.read_text())
+    probability = row["mt_bad_probability"]
+    assert probability[1] > probability[0] and len(row["gap_tags"]) == 6  # "red" is BAD in training
+
+
+@pytest.mark.parametrize(
+    ("tags", "line", "pattern"),
+    [
+        ("OK OK OK OK OK OK OK\nOK OK OK OK OK\n", 2, "5 tags where 2N+1 = 7"),
+        ("OK OK OK OK OK OK OK\nOK OK OK ok OK OK OK\n", 2, "unknown tag 'ok'"),
+    ],
+)
+def test_training_tags_with_a_wrong_count_or_an_unknown_tag(tmp_path, capsys, tags, line, pattern):
+    for split in ("train", "dev"):
+        write_lines(tmp_path / f"{split}.src", ["a b c", "d e f"])
+        write_lines(tmp_path / f"{split}.mt", ["x y z", "u v w"])
+        write_lines(tmp_path / f"{split}.source_tags", ["OK OK OK", "OK BAD OK"])
+        (tmp_path / f"{split}.tags").write_text(tags)
+    config = tmp_path / "words.toml"
+    config.write_text(
+        "".join(
+            f'[words.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\ntags = "{s}.tags"\n'
+            f'source_tags = "{s}.source_tags"\n'
+            for s in ("train", "dev")
+        )
+    )
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"train.tags:{line}" in err and pattern in err
+    assert not (tmp_path / "run").exists()
