@@ -13,6 +13,16 @@ matched the word-level MT (``nmt_mapping``, train and dev).
         [--no-nmt]
 
 The dev figures at the dev-chosen threshold are optimistic by what that one choice fits dev.
+
+The test20 table (issue 32's must-show) comes from the command line itself: ``--test20 --save FILE``
+runs ``qe run configs/mlqe/<pair>-words.toml`` for each pair (train on train, thresholds on dev, test20
+scored once at the end; resumable: a pair already in FILE is kept) and records each run's metrics.json
+(dev and test20 figures, thresholds, signature, training time); ``--from FILE`` prints the record's
+test20 figures as one JSON dict ``{pair: {"target": {"mcc", "f1_mult"}, "gaps": {...}, "source":
+{...}}}``.
+
+    OMP_NUM_THREADS=1 python benchmarks/word_table.py --test20 --pairs all --save docs/word-table.json
+    python benchmarks/word_table.py --from docs/word-table.json
 """
 
 from __future__ import annotations
@@ -20,17 +30,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-from qe.evaluation.wordmetrics import bootstrap_intervals, word_scores
-from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels
-from qe.wordmodel.nmtprobs import load_word_logprobs
-from qe.wordmodel.tagger import WordTagger, best_threshold
-from qe.words.files import load_word_level
-from qe.words.tags import BAD, OK
+from qe.evaluation.wordmetrics import bootstrap_intervals, word_scores  # noqa: E402
+from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels  # noqa: E402
+from qe.wordmodel.nmtprobs import load_word_logprobs  # noqa: E402
+from qe.wordmodel.tagger import WordTagger, best_threshold  # noqa: E402
+from qe.words.files import load_word_level  # noqa: E402
+from qe.words.tags import BAD, OK  # noqa: E402
+
+PAIRS = ("en-de", "en-zh", "et-en", "ne-en", "ro-en", "ru-en", "si-en")
 
 
 def _figures(gold: list, pred: list, seed: int) -> dict:
@@ -101,16 +115,55 @@ def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True) -> di
     return out
 
 
+def test20_record(pairs: list[str], save: Path, data_dir: str | None) -> dict:
+    """Each pair's ``qe run configs/mlqe/<pair>-words.toml`` metrics, saved to ``save`` after each pair."""
+    from qe.run.words import run_words
+
+    record = json.loads(save.read_text()) if save.is_file() else {}
+    for pair in pairs:
+        if pair in record:
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            started = time.perf_counter()
+            metrics = run_words(
+                REPO / "configs" / "mlqe" / f"{pair}-words.toml", Path(folder) / "run", data_dir=data_dir
+            )
+            metrics["wall_s"] = round(time.perf_counter() - started, 1)
+        record[pair] = metrics
+        save.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def test20_table(record: dict) -> dict:
+    """The test20 MCC and F1-MULT of each pair and kind."""
+    return {
+        pair: {
+            kind: {key: round(entry["test"][kind][key], 4) for key in ("mcc", "f1_mult")} for kind in KINDS
+        }
+        for pair, entry in record.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", default="en-de,en-zh", help="comma-separated MLQE-PE pairs")
+    parser.add_argument("--pairs", default="en-de,en-zh", help="comma-separated MLQE-PE pairs, or all")
     parser.add_argument("--data-dir")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-nmt", action="store_true", help="without the NMT log-probability features")
+    parser.add_argument("--test20", action="store_true", help="the test20 record through qe run (--save)")
+    parser.add_argument("--save", type=Path, help="with --test20: the record to write (and resume)")
+    parser.add_argument("--from", dest="source", type=Path, help="print a saved record's test20 table")
     args = parser.parse_args()
-    result = {
-        pair: run_pair(pair, args.data_dir, args.seed, not args.no_nmt) for pair in args.pairs.split(",")
-    }
+    pairs = list(PAIRS) if args.pairs == "all" else args.pairs.split(",")
+    if args.source is not None:
+        print(json.dumps(test20_table(json.loads(args.source.read_text())), indent=1))
+        return
+    if args.test20:
+        if args.save is None:
+            parser.error("--test20 needs --save FILE")
+        print(json.dumps(test20_table(test20_record(pairs, args.save, args.data_dir)), indent=1))
+        return
+    result = {pair: run_pair(pair, args.data_dir, args.seed, not args.no_nmt) for pair in pairs}
     print(json.dumps(result, indent=1))
 
 

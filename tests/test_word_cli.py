@@ -40,14 +40,17 @@ def run_dir(data_dir, tmp_path_factory):
 
 
 @pytest.mark.data
-def test_a_word_run_writes_its_directory(run_dir):
+def test_a_word_run_writes_its_directory(run_dir, data_dir):
     names = {p.name for p in run_dir.iterdir()}
     assert {"config.toml", "signature.txt", "metrics.json", "model.qwords", ".qe-output"} == names
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["level"] == "word" and metrics["train_sentences"] == 300 and "test" not in metrics
+    assert metrics["level"] == "word" and metrics["train_sentences"] == 300
     for kind in ("target", "gaps", "source"):
-        assert set(metrics["dev"][kind]) == {"mcc", "f1_ok", "f1_bad", "f1_mult", "tags"}
+        for split in ("dev", "test"):  # a dataset run scores MLQE-PE's test20 as its test
+            assert set(metrics[split][kind]) == {"mcc", "f1_ok", "f1_bad", "f1_mult", "tags"}
         assert 0 <= metrics["thresholds"][kind] <= 1
+    tokens = sum(len(line.split()) for line in mlqe(data_dir, "test20", "mt").open())
+    assert metrics["test"]["target"]["tags"] == tokens and metrics["test"]["gaps"]["tags"] == tokens + 1000
     assert metrics["dev"]["target"]["mcc"] > 0.1
     assert (run_dir / "signature.txt").read_text().startswith("words|data:mlqe-pe/en-de@")
     assert not load_word_model(run_dir / "model.qwords").nmt

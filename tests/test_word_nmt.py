@@ -19,6 +19,7 @@ from qe.wordmodel.nmtprobs import (
     word_logprobs,
 )
 from qe.words.files import WordLevelData
+from tests.helpers.words import lettered
 
 # --- the mapping, by hand ----------------------------------------------------------------------------
 
@@ -120,24 +121,12 @@ def test_a_line_count_differing_from_the_mt_is_refused(tmp_path):
 
 # --- the featurizer's columns ------------------------------------------------------------------------
 
-B, G = "BAD", "OK"
 TOY = [
     ("the house is red .", "das Haus ist rot .", "GGGBG", "GGGGGG", "GGGBG"),
     ("the car is 3 years old", "das Auto ist 4 Jahre alt", "GGGBGG", "GGGGGGG", "GGGBGG"),
     ("a red car .", "ein roter Wagen .", "GGBG", "GGBGG", "GGBG"),
     ("the house", "das Haus", "GG", "GGG", "GG"),
 ]
-
-
-def _data(rows) -> WordLevelData:
-    tag = {"B": B, "G": G}
-    return WordLevelData(
-        src=[r[0].split() for r in rows],
-        mt=[r[1].split() for r in rows],
-        mt_tags=[tuple(tag[c] for c in r[2]) for r in rows],
-        gap_tags=[tuple(tag[c] for c in r[3]) for r in rows],
-        src_tags=[tuple(tag[c] for c in r[4]) for r in rows],
-    )
 
 
 def _nmt(data: WordLevelData):
@@ -149,7 +138,7 @@ def _nmt(data: WordLevelData):
 
 
 def test_columns_with_and_without_the_logprobs():
-    data = _data(TOY)
+    data = lettered(TOY)
     plain = WordFeaturizer(folds=2).fit_transform(data)
     featurizer = WordFeaturizer(folds=2)
     with_nmt = featurizer.fit_transform(data, _nmt(data))
@@ -158,7 +147,7 @@ def test_columns_with_and_without_the_logprobs():
         assert with_nmt.tables[kind].shape[1] == len(NAMES[kind]) + len(NMT_NAMES[kind])
         # the columns of today come first and are unchanged
         np.testing.assert_array_equal(with_nmt.tables[kind][:, : len(NAMES[kind])], plain.tables[kind])
-    dev = _data(TOY[:1])  # das Haus ist rot . : -0.1 -0.2 -0.3 -0.4 -0.5, sentence mean -0.3
+    dev = lettered(TOY[:1])  # das Haus ist rot . : -0.1 -0.2 -0.3 -0.4 -0.5, sentence mean -0.3
     tables = featurizer.transform(dev, _nmt(dev))
     names = column_names("target", nmt=True)
     row = {name: tables.tables["target"][:, k] for k, name in enumerate(names)}
@@ -196,14 +185,14 @@ def test_source_columns_by_hand():
 
 
 def test_featurizer_refuses_logprobs_that_do_not_fit():
-    data = _data(TOY)
+    data = lettered(TOY)
     featurizer = WordFeaturizer(folds=2)
     featurizer.fit_transform(data, _nmt(data))
     with pytest.raises(QEInputError, match="fitted with NMT log-probabilities: give them"):
         featurizer.transform(data)
-    other = _data(TOY[1:2])
+    other = lettered(TOY[1:2])
     with pytest.raises(QEInputError, match="sentence 1: NMT log-probabilities for 5 MT words, the MT has 6"):
-        featurizer.transform(other, _nmt(_data(TOY[:1])))
+        featurizer.transform(other, _nmt(lettered(TOY[:1])))
     plain = WordFeaturizer(folds=2)
     plain.fit_transform(data)
     with pytest.raises(QEInputError, match="fitted without NMT log-probabilities"):

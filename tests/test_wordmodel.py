@@ -13,21 +13,7 @@ from qe.wordmodel.features import NAMES, FeatureTables, WordFeaturizer, check_ta
 from qe.wordmodel.tagger import WordTagger, best_threshold
 from qe.wordmodel.typerates import TypeRates, out_of_fold
 from qe.words.files import WordLevelData
-
-B, G = "BAD", "OK"
-
-
-def _data(rows: list[tuple[str, str, str, str, str]]) -> WordLevelData:
-    """(src, mt, MT tags, gap tags, source tags), tags one letter each: B or G."""
-    tag = {"B": B, "G": G}
-    return WordLevelData(
-        src=[r[0].split() for r in rows],
-        mt=[r[1].split() for r in rows],
-        mt_tags=[tuple(tag[c] for c in r[2]) for r in rows],
-        gap_tags=[tuple(tag[c] for c in r[3]) for r in rows],
-        src_tags=[tuple(tag[c] for c in r[4]) for r in rows],
-    )
-
+from tests.helpers.words import B, G, lettered
 
 TOY = [
     ("the house is red .", "das Haus ist rot .", "GGGBG", "GGGGGG", "GGGBG"),
@@ -81,7 +67,7 @@ def test_rates_refuse_mismatched_lengths():
 
 
 def test_feature_tables_have_one_row_per_tag_and_the_named_columns():
-    data = _data(TOY)
+    data = lettered(TOY)
     tables = WordFeaturizer(folds=2).fit_transform(data)
     assert tables.lengths["target"].tolist() == [5, 6, 4, 2]
     assert tables.lengths["gaps"].tolist() == [6, 7, 5, 3]
@@ -94,7 +80,7 @@ def test_feature_tables_have_one_row_per_tag_and_the_named_columns():
 
 def test_features_of_a_sentence_by_hand():
     featurizer = WordFeaturizer(folds=2)
-    featurizer.fit_transform(_data(TOY))
+    featurizer.fit_transform(lettered(TOY))
     tables = featurizer.transform(WordLevelData(src=[["the", "3", "house"]], mt=[["Das", "3", "Haus", "!"]]))
     row = {name: tables.tables["target"][:, k] for k, name in enumerate(NAMES["target"])}
     assert row["length"].tolist() == [3, 1, 4, 1]
@@ -123,13 +109,13 @@ def test_features_of_a_sentence_by_hand():
 
 def test_training_rates_are_cross_fitted():
     # "roter" occurs once in training: its own training row must not see it (seen 0), dev sees it once
-    data = _data(TOY)
+    data = lettered(TOY)
     featurizer = WordFeaturizer(folds=2)
     train = featurizer.fit_transform(data)
     column = NAMES["target"].index("seen_log")
     roter = 5 + 6 + 1  # sentence 3, word 1
     assert train.tables["target"][roter, column] == 0.0
-    dev = featurizer.transform(_data(TOY[2:3]))
+    dev = featurizer.transform(lettered(TOY[2:3]))
     assert np.expm1(dev.tables["target"][1, column]) == pytest.approx(1.0)
 
 
@@ -137,14 +123,14 @@ def test_training_links_are_cross_fitted():
     # on its training row "roter" is unknown to the IBM1 tables of the other folds: linked to NULL;
     # the tables of all of training link it to a source word
     featurizer = WordFeaturizer(folds=2)
-    train = featurizer.fit_transform(_data(TOY))
+    train = featurizer.fit_transform(lettered(TOY))
     column = NAMES["target"].index("null_link")
     assert train.tables["target"][5 + 6 + 1, column] == 1.0
-    assert featurizer.transform(_data(TOY[2:3])).tables["target"][1, column] == 0.0
+    assert featurizer.transform(lettered(TOY[2:3])).tables["target"][1, column] == 0.0
 
 
 def test_values_are_cut_back_into_sentences():
-    tables = WordFeaturizer(folds=2).fit_transform(_data(TOY))
+    tables = WordFeaturizer(folds=2).fit_transform(lettered(TOY))
     parts = tables.sentences("gaps", np.arange(21))
     assert [p.tolist() for p in parts] == [
         [0, 1, 2, 3, 4, 5],
@@ -158,7 +144,7 @@ def test_values_are_cut_back_into_sentences():
 
 def test_an_empty_mt_sentence_has_one_gap_and_no_word():
     featurizer = WordFeaturizer(folds=2)
-    featurizer.fit_transform(_data(TOY))
+    featurizer.fit_transform(lettered(TOY))
     tables = featurizer.transform(WordLevelData(src=[["the", "house"], []], mt=[[], ["Haus"]]))
     assert tables.lengths["target"].tolist() == [0, 1]
     assert tables.lengths["gaps"].tolist() == [1, 2]
@@ -177,7 +163,7 @@ def test_an_empty_mt_sentence_has_one_gap_and_no_word():
     ],
 )
 def test_hostile_training_sets_are_one_clear_line(change, message):
-    base = _data(TOY)
+    base = lettered(TOY)
     data = WordLevelData(
         **{**{f: getattr(base, f) for f in ("src", "mt", "mt_tags", "gap_tags", "src_tags")}, **change}
     )
@@ -190,7 +176,7 @@ def test_hostile_training_sets_are_one_clear_line(change, message):
 
 def test_unfitted_or_badly_set_featurizer_refuses():
     with pytest.raises(QEInputError, match="not fitted"):
-        WordFeaturizer().transform(_data(TOY))
+        WordFeaturizer().transform(lettered(TOY))
     with pytest.raises(QEInputError, match="at least 2 folds"):
         WordFeaturizer(folds=1)
 

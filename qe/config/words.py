@@ -28,7 +28,7 @@ WORDS = Fields(
         "test": SPLIT_FILES,
     }
 )
-"""``[words]``: a registered ``dataset`` (``mlqe-pe/<pair>``: train and dev, ``nmt`` for its NMT
+"""``[words]``: a registered ``dataset`` (``mlqe-pe/<pair>``: train, dev and test20, ``nmt`` for its NMT
 log-probabilities) or ``[words.train]`` and ``[words.dev]`` files (``[words.test]`` optional); the
 threshold criterion chosen on dev; the featurizer's folds and the tagger's settings."""
 

@@ -3,11 +3,11 @@
 when given) with the WMT20 word-level figures, and write the run directory: ``config.toml`` (resolved),
 ``signature.txt``, ``metrics.json`` and ``model.qwords`` (``qe.wordmodel.modelfile``).
 
-The data is MLQE-PE (``dataset = "mlqe-pe/<pair>"``, its train and dev splits, the NMT
-log-probabilities with ``nmt = true``) or a user's own files (``[words.train]``, ``[words.dev]``,
-``[words.test]``: ``src``, ``mt`` and ``tags`` + ``source_tags``, or ``post_edits`` alone, from which
-the tags are derived with ``qe.words.derive``, through ``alignments`` when given, else through IBM1
-links trained on the training split). Progress lines go to stderr.
+The data is MLQE-PE (``dataset = "mlqe-pe/<pair>"``: its train and dev splits, and test20 scored once
+at the end, the NMT log-probabilities with ``nmt = true``) or a user's own files (``[words.train]``,
+``[words.dev]``, ``[words.test]``: ``src``, ``mt`` and ``tags`` + ``source_tags``, or ``post_edits``
+alone, from which the tags are derived with ``qe.words.derive``, through ``alignments`` when given,
+else through IBM1 links trained on the training split). Progress lines go to stderr.
 """
 
 from __future__ import annotations
@@ -134,11 +134,11 @@ def load_splits(config: dict[str, Any], data_dir: str | Path | None, progress: b
     splits: dict[str, Split] = {}
     if "dataset" in words:
         pair = words["dataset"].removeprefix("mlqe-pe/")
-        for name in ("train", "dev"):
-            _say(progress, f"reading {words['dataset']} {name}")
-            data = load_word_level(pair, name, data_dir)
-            nmt = load_word_logprobs(pair, name, data.mt, data_dir) if words.get("nmt", False) else None
-            splits[name] = Split(data, nmt, {"dataset": words["dataset"], "split": name, **data.files})
+        for name, split in (("train", "train"), ("dev", "dev"), ("test", "test20")):
+            _say(progress, f"reading {words['dataset']} {split}")
+            data = load_word_level(pair, split, data_dir)
+            nmt = load_word_logprobs(pair, split, data.mt, data_dir) if words.get("nmt", False) else None
+            splits[name] = Split(data, nmt, {"dataset": words["dataset"], "split": split, **data.files})
     else:
         for name in ("train", "dev", "test"):
             if name not in words:
