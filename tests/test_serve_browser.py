@@ -1,6 +1,8 @@
 """The page of ``qe serve`` in a real browser (Debian's headless Chromium driven by Selenium): paste five
 pairs, score, read the table and compare it with ``qe predict``; sort; set the bands; filter; download
-TSV and JSON. ``QE_SERVE_SCREENSHOT=docs/serve.png`` also writes docs/serve.md's screenshot (en-es model).
+TSV and JSON; with a word model, the BAD words and gaps marked where ``/v1/words`` says.
+``QE_SERVE_SCREENSHOT=docs/serve.png`` also writes docs/serve.md's screenshots (en-es model; and
+``docs/serve-words.png`` beside it, a small en-de word model).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.helpers.serve import Server, qe_predict_scores, serving
+from tests.helpers.serve import Server, en_de, qe_predict_scores, serving, word_model
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -69,6 +71,12 @@ def browser(downloads: Path) -> Iterator:
 @pytest.fixture(scope="module")
 def server(surface_model: Path) -> Iterator[Server]:
     with serving([surface_model]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def words_server(data_dir, tmp_path_factory) -> Iterator[Server]:
+    with serving([word_model(tmp_path_factory.mktemp("words"))]) as running:
         yield running
 
 
@@ -214,3 +222,87 @@ def test_screenshot_for_the_serve_page(browser, data_dir):
         browser.execute_script("for (const t of document.querySelectorAll('textarea')) t.scrollTo(0, 0);")
         browser.set_window_size(1280, 1500)
         browser.save_screenshot(os.environ["QE_SERVE_SCREENSHOT"])
+
+
+def _tag_pasted(driver, url: str, pairs: list[tuple[str, str]]) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+    assert "word model" in driver.find_element(By.ID, "model-info").text
+    driver.find_element(By.ID, "src").send_keys("\n".join(s for s, _ in pairs))
+    driver.find_element(By.ID, "mt").send_keys("\n".join(m for _, m in pairs))
+    driver.find_element(By.ID, "score").click()
+    _wait(driver, lambda d: d.find_element(By.ID, "status").text.startswith("Tagged"))
+
+
+def _word_pairs(data_dir: Path, start: int, n: int) -> list[tuple[str, str]]:
+    src, mt = en_de(data_dir, "dev", "src"), en_de(data_dir, "dev", "mt")
+    return list(zip(src[start : start + n], mt[start : start + n], strict=True))
+
+
+@pytest.mark.data
+def test_a_word_model_highlights_the_bad_words_and_gaps(browser, words_server, data_dir):
+    from selenium.webdriver.common.by import By
+
+    pairs = _word_pairs(data_dir, 0, 6)
+    _tag_pasted(browser, words_server.url, pairs)
+    assert browser.find_element(By.ID, "results").get_attribute("hidden") is not None  # no score table
+    status, body = words_server.call(
+        "POST", "/v1/words", {"model": "words-en-de", "pairs": [{"src": s, "mt": m} for s, m in pairs]}
+    )
+    assert status == 200
+    shown = browser.find_elements(By.CSS_SELECTOR, "#word-pairs .word-pair")
+    assert len(shown) == len(pairs)
+    bad_words = bad_gaps = 0
+    for li, result, (src, mt) in zip(shown, body["results"], pairs, strict=True):
+        for side, tokens, tags, probabilities in (
+            ("src", src.split(), result["src_tags"], result["src_bad_probability"]),
+            ("mt", mt.split(), result["mt_tags"], result["mt_bad_probability"]),
+        ):
+            spans = li.find_elements(By.CSS_SELECTOR, f".line.{side} .tok")
+            assert [span.text for span in spans] == tokens
+            assert ["bad" in span.get_attribute("class").split() for span in spans] == [
+                t == "BAD" for t in tags
+            ]
+            for span, tag, p in zip(spans, tags, probabilities, strict=True):
+                assert span.get_attribute("title") == f"{tag}: BAD probability {p:.3f}"
+        gaps = li.find_elements(By.CSS_SELECTOR, ".line.mt .gap")
+        assert [int(g.get_attribute("data-gap")) for g in gaps] == list(range(len(mt.split()) + 1))
+        marked = [int(g.get_attribute("data-gap")) for g in gaps if "bad" in g.get_attribute("class").split()]
+        assert marked == [k for k, tag in enumerate(result["gap_tags"]) if tag == "BAD"]
+        assert all(g.text == "‸" for g in gaps if "bad" in g.get_attribute("class").split())
+        bad_words += result["mt_tags"].count("BAD")
+        bad_gaps += len(marked)
+    assert bad_words > 0
+    assert f"{bad_words} of " in browser.find_element(By.ID, "words-shown").text
+    assert f"{bad_gaps} BAD gaps" in browser.find_element(By.ID, "words-shown").text
+    assert browser.find_element(By.ID, "status").text == "Tagged 6 pairs with words-en-de"
+
+
+@pytest.mark.data
+def test_a_word_request_refused_is_shown_as_its_one_line(browser, words_server):
+    from selenium.webdriver.common.by import By
+
+    _tag_pasted(browser, words_server.url, [("The house .", "Das Haus .")])
+    browser.execute_script(
+        "arguments[0].value = arguments[1]", browser.find_element(By.ID, "mt"), " ".join(["a"] * 2001)
+    )
+    browser.find_element(By.ID, "score").click()
+    _wait(browser, lambda d: d.find_element(By.ID, "error").text)
+    assert (
+        browser.find_element(By.ID, "error").text
+        == "pairs[0].mt: 2,001 tokens, more than the 2,000 a word model tags"
+    )
+
+
+@pytest.mark.data
+@pytest.mark.skipif(
+    not os.environ.get("QE_SERVE_SCREENSHOT"), reason="set QE_SERVE_SCREENSHOT=docs/serve.png"
+)
+def test_screenshot_for_the_word_tags(browser, words_server, data_dir):
+    """The small en-de word model on six MLQE-PE dev pairs, beside docs/serve.png as serve-words.png."""
+    _tag_pasted(browser, words_server.url, _word_pairs(data_dir, 0, 6))
+    browser.execute_script("for (const t of document.querySelectorAll('textarea')) t.scrollTo(0, 0);")
+    browser.set_window_size(1280, 1250)
+    browser.save_screenshot(str(Path(os.environ["QE_SERVE_SCREENSHOT"]).with_name("serve-words.png")))

@@ -1,5 +1,6 @@
 """The HTTP side of ``qe serve`` (FastAPI): the page at ``/``, ``GET /healthz`` and ``/readyz``, and the
-versioned JSON API (``GET /v1/models``, ``POST /v1/score``, ``POST /v1/batch``, ``/v1/openapi.json``).
+versioned JSON API (``GET /v1/models``, ``POST /v1/score``, ``POST /v1/batch``, ``POST /v1/words`` for
+word models, ``/v1/openapi.json``).
 
 Requests are checked here (types, limits, model names from the server's own list, text) and scored by
 the worker pool; every refusal is ``{"error": "one line"}`` with 400 / 401 / 403 / 404 / 408 / 413 / 422 /
@@ -30,10 +31,17 @@ from qe.serve.deadlines import BodyDeadline, SendTimeout
 from qe.serve.errors import ApiError, one_line, too_large
 from qe.serve.guards import AllowedHosts, BearerToken, CorsPolicy, SameOrigin
 from qe.serve.middleware import DeclaredLength, SecurityHeaders
-from qe.serve.pairs import check_pair, in_body, read_body, validation_error
+from qe.serve.pairs import check_pair, check_tokens, in_body, read_body, validation_error
 from qe.serve.pool import Unavailable, WorkerPool
 from qe.serve.responses import ClosingStreamingResponse
-from qe.serve.schemas import ErrorResponse, ModelsResponse, ScoreResponse, score_request
+from qe.serve.schemas import (
+    ErrorResponse,
+    ModelsResponse,
+    ScoreResponse,
+    WordsResponse,
+    score_request,
+    words_request,
+)
 from qe.serve.settings import Settings
 from qe.serve.stopping import DrainCutoff
 
@@ -68,7 +76,7 @@ class StrictJSONRequest(Request):
             body = await self.body()
             state = self.app.state
             self._json = await anyio.to_thread.run_sync(
-                read_body, body, state.max_pairs, state.body_keys, limiter=state.parsers
+                read_body, body, state.max_pairs, state.body_keys[self.url.path], limiter=state.parsers
             )
         return self._json
 
@@ -100,12 +108,16 @@ def create_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     app.state.max_pairs = settings.limits.pairs
     app.state.parsers = anyio.CapacityLimiter(PARSERS)
     api = Api(settings, pool)
-    app.state.body_keys = tuple(api.score_request.model_fields)
+    app.state.body_keys = {
+        "/v1/score": tuple(api.score_request.model_fields),
+        "/v1/words": tuple(api.words_request.model_fields),
+    }
     _add_error_handlers(app, api)
     _add_page_and_health(app, pool)
     _add_models_route(app, api)
     _add_score_route(app, api)
     _add_batch_route(app, api)
+    _add_words_route(app, api)
     _add_middleware(app, api)
     return app
 
@@ -117,6 +129,7 @@ class Api:
     def __init__(self, settings: Settings, pool: WorkerPool) -> None:
         self.settings, self.pool, self.limits = settings, pool, settings.limits
         self.score_request = score_request(settings.limits.pairs)
+        self.words_request = words_request(settings.limits.pairs)
         bearer = HTTPBearer(auto_error=False, description="the token in the server's --token-file")
 
         def declare_token(
@@ -131,12 +144,17 @@ class Api:
         """The most bytes a request body to ``path`` may hold."""
         return self.limits.upload_bytes if path == "/v1/batch" else self.limits.body_bytes
 
-    def served(self, name: str) -> dict[str, Any]:
-        """The served model called ``name`` (404 when there is none)."""
+    def served(self, name: str, words: bool = False) -> dict[str, Any]:
+        """The served model called ``name`` (404 when there is none), of the kind the route takes
+        (``words``: a word model, for ``/v1/words``; else a sentence model): 422 for the other kind."""
         model = self.pool.models.get(name)
         if model is None:  # the name given is the client's text: not quoted back
             known = ", ".join(self.pool.models)
             raise ApiError(404, f"model: the name given is not served here (served: {known})")
+        if words and model.get("kind") != "words":
+            raise ApiError(422, f"model: {model['name']} scores sentences (POST /v1/score or /v1/batch)")
+        if not words and model.get("kind") == "words":
+            raise ApiError(422, f"model: {model['name']} is a word model (tag words with POST /v1/words)")
         return model
 
     async def scored(self, request: tuple) -> tuple:
@@ -265,6 +283,43 @@ def _add_score_route(app: FastAPI, api: Api) -> None:
                 "signature": model["signature"],
                 "results": [_ordered(result) for result in results],
                 "clipped": clipped,
+            }
+        )
+
+
+def _add_words_route(app: FastAPI, api: Api) -> None:
+    """``POST /v1/words``: pairs in a JSON body, each pair's word tags in one JSON answer."""
+    limits = api.limits
+    WordsRequest = api.words_request
+
+    @app.post(
+        "/v1/words",
+        response_model=None,
+        dependencies=api.guarded,
+        responses={200: {"model": WordsResponse}, **ERRORS},
+        max_body_size=limits.body_bytes,
+    )
+    async def words(body: WordsRequest) -> JSONResponse:  # type: ignore[valid-type]
+        """Tag each pair's MT words, gaps and source words OK / BAD with a word model, as `qe predict
+        --words` does: tokens are the texts split at whitespace; results in input order, with ids."""
+        model = api.served(body.model, words=True)
+        checked = []
+        for k, pair in enumerate(body.pairs):
+            where = in_body(k)
+            checked.append(check_pair(pair, where, model, limits.chars))
+            for field in ("src", "mt"):
+                check_tokens(checked[-1][1 if field == "src" else 2], where(field), model["max_tokens"])
+        src, mt = [c[1] for c in checked], [c[2] for c in checked]
+        _, results, _ = await api.scored((model["name"], src, mt, {}, 0, ""))
+        for index, (result, (pair_id, *_)) in enumerate(zip(results, checked, strict=True)):
+            result["index"] = index
+            result["id"] = index if pair_id is None else pair_id
+        return JSONResponse(
+            {
+                "model": model["name"],
+                "signature": model["signature"],
+                "thresholds": model["thresholds"],
+                "results": [_ordered(result) for result in results],
             }
         )
 

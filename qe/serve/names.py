@@ -14,6 +14,9 @@ from qe.model.catalog import model_argument
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A served model's name: what ``"model"`` in a request must equal (a file's stem for a path)."""
 
+WORDS_SUFFIX = ".qwords"
+"""A word model's file (``qe run`` with a ``[words]`` config): served through ``POST /v1/words``."""
+
 REQUEST = "<request>"
 """The "file" a request's texts are read from, for the families' messages: line N is pair N - 1."""
 
@@ -25,15 +28,20 @@ class ModelEntry:
     name: str
     path: Path
 
+    @property
+    def words(self) -> bool:
+        """Whether it is a word model (tags words) rather than a sentence model (scores pairs)."""
+        return self.path.suffix == WORDS_SUFFIX
+
 
 def resolve_model(text: str) -> ModelEntry:
     """``--model``'s value as a served model: a ready-made model's name
     (:func:`qe.model.catalog.model_argument`: its built file, ``MODELS/NAME.skops``) or a model file, served
-    under its file name without ``.skops``."""
+    under its file name without ``.skops`` (a sentence model) or ``.qwords`` (a word model)."""
     path = model_argument(text)
     if not path.is_file():
         raise QEInputError("model file not found" if not path.exists() else "is not a model file", path)
-    name = path.name.removesuffix(".skops")
+    name = path.name.removesuffix(".skops") if path.suffix != WORDS_SUFFIX else path.stem
     if not NAME.fullmatch(name):
         raise QEInputError(
             "a served model's file name must be letters, digits, '.', '_' or '-' (it is the name "

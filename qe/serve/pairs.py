@@ -145,6 +145,14 @@ def check_text(value: str, where: str, limit: int) -> str:
     return value
 
 
+def check_tokens(value: str, where: str, limit: int) -> None:
+    """A word model's text holds at most ``limit`` tokens (split at whitespace); else 422 naming
+    ``where``."""
+    count = len(value.split())
+    if count > limit:
+        raise ApiError(422, f"{where}: {count:,} tokens, more than the {limit:,} a word model tags")
+
+
 def parse_pair(value: Any, where: Where) -> Pair:
     """A pair from a JSONL line or TSV row, checked by the same model as ``/v1/score``'s pairs."""
     try:

@@ -33,6 +33,23 @@ def score_request(max_pairs: int) -> type[BaseModel]:
     return ScoreRequest
 
 
+def words_request(max_pairs: int) -> type[BaseModel]:
+    """The ``POST /v1/words`` body (a word model's name and the pairs), with this server's limit on
+    pairs per request."""
+
+    class WordsRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+        model: str = Field(description="a word model's name from GET /v1/models (kind: words)")
+        pairs: list[Pair] = Field(
+            min_length=1,
+            max_length=max_pairs,
+            description="src and mt tokenized, tokens separated by whitespace (as MLQE-PE's files are)",
+        )
+
+    return WordsRequest
+
+
 class Unusual(BaseModel):
     feature: str
     definition: str
@@ -69,8 +86,33 @@ class ScoreResponse(BaseModel):
     clipped: int = Field(description="how many scores were clipped to the training label range")
 
 
+class WordResult(BaseModel):
+    index: int = Field(description="the pair's 0-based position in the request")
+    id: str | int
+    mt_tags: list[str] = Field(description="OK or BAD, one per MT token (tokens split at whitespace)")
+    mt_bad_probability: list[float]
+    gap_tags: list[str] = Field(
+        description="N+1 for N MT tokens: before the first token, between tokens, after the last"
+    )
+    gap_bad_probability: list[float]
+    src_tags: list[str] = Field(description="one per source token")
+    src_bad_probability: list[float]
+
+
+class WordsResponse(BaseModel):
+    model: str
+    signature: str | None
+    thresholds: dict[str, float] = Field(
+        description="per kind (target, gaps, source): a token is BAD when its probability reaches it"
+    )
+    results: list[WordResult] = Field(description="one per pair, in input order")
+
+
 class ModelInfo(BaseModel):
     name: str
+    kind: str = Field(
+        "sentences", description="sentences: scored by /v1/score and /v1/batch; words: tagged by /v1/words"
+    )
     languages: dict[str, str | None]
     label: Label
     signature: str | None
@@ -80,6 +122,8 @@ class ModelInfo(BaseModel):
     family_max_chars: int | None
     features: int
     training_statistics: bool
+    thresholds: dict[str, float] | None = Field(None, description="a word model's BAD threshold per kind")
+    max_tokens: int | None = Field(None, description="a word model's limit on tokens in a source or MT text")
 
 
 class ModelsResponse(BaseModel):

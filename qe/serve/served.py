@@ -110,6 +110,7 @@ class ServedModel:
         """What ``GET /v1/models`` shows of the model (no file paths)."""
         return {
             "name": self.name,
+            "kind": "sentences",
             "languages": self.context.languages,
             "label": self.label.as_json(),
             "signature": self.context.signature,

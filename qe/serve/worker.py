@@ -39,9 +39,7 @@ def serve_forever(
     exit_with_parent(parent_pid)
     prepare_worker_process(memo_entries)
     try:
-        from qe.serve.served import ServedModel
-
-        models = {entry.name: ServedModel(entry) for entry in entries}
+        models = {entry.name: load_served(entry) for entry in entries}
         for model in models.values():
             model.warm_up()
     except QEInputError as exc:
@@ -57,6 +55,17 @@ def serve_forever(
         except (EOFError, OSError):  # the parent closed the pipe (shutdown) or died
             return
         conn.send(answer_all(models, request))
+
+
+def load_served(entry: ModelEntry) -> Any:
+    """A served model: a word model (``.qwords``, ``qe.serve.servedwords``) or a sentence model."""
+    if entry.words:
+        from qe.serve.servedwords import ServedWordModel
+
+        return ServedWordModel(entry)
+    from qe.serve.served import ServedModel
+
+    return ServedModel(entry)
 
 
 def prepare_worker_process(memo_entries: int | None) -> None:

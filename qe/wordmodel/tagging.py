@@ -80,10 +80,11 @@ def _block(
     return part, nmt
 
 
-def tag_lines(
+def tag_rows(
     model: WordModel, data: WordLevelData, nmt: WordLogprobs | None, model_path: str | Path = ""
-) -> Iterator[str]:
-    """One JSON line per pair (see the module docstring), in input order."""
+) -> Iterator[dict[str, object]]:
+    """One object per pair (see the module docstring), in input order; ``qe serve`` answers with the
+    same objects. A probability that is not finite is refused naming ``model_path`` (the model's doing)."""
     for start in range(0, len(data), BLOCK):
         part, part_nmt = _block(data, nmt, slice(start, start + BLOCK))
         tables, probability = model.tag(part, part_nmt)
@@ -99,7 +100,15 @@ def tag_lines(
                 threshold = model.thresholds[kind]
                 row[f"{FIELDS[kind]}_tags"] = [BAD if p >= threshold else OK for p in values.tolist()]
                 row[f"{FIELDS[kind]}_bad_probability"] = values.tolist()
-            yield json.dumps(row, allow_nan=False) + "\n"
+            yield row
+
+
+def tag_lines(
+    model: WordModel, data: WordLevelData, nmt: WordLogprobs | None, model_path: str | Path = ""
+) -> Iterator[str]:
+    """One JSON line per pair (see the module docstring), in input order."""
+    for row in tag_rows(model, data, nmt, model_path):
+        yield json.dumps(row, allow_nan=False) + "\n"
 
 
 def tag_files(

@@ -270,3 +270,46 @@ def deleted_files_open(pid: int) -> list[str]:
             if target.endswith(" (deleted)"):
                 found.append(target)
     return found
+
+
+WORDS_CONFIG = """name = "words-serve"
+seed = 1
+
+[words]
+dataset = "mlqe-pe/en-de"
+max_train_sentences = 300
+max_iter = 40
+"""
+
+
+def en_de(data_dir: Path, split: str, suffix: str) -> list[str]:
+    """MLQE-PE en-de post-editing lines (tokenized) of ``split`` (train, dev, test20)."""
+    path = data_dir / "mlqe-pe" / "post-editing" / f"en-de-{split}" / f"{split}.{suffix}"
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def word_model(root: Path) -> Path:
+    """A small word model (``qe run`` with a ``[words]`` config: 300 en-de training sentences, 40
+    iterations; a few seconds), served as ``words-en-de``. Needs QE_DATA_DIR."""
+    from qe.cli import main
+
+    config = write_lines(root / "words.toml", WORDS_CONFIG.splitlines())
+    assert main(["run", str(config), "--output-dir", str(root / "run"), "--quiet"]) == 0
+    model = root / "words-en-de.qwords"
+    model.write_bytes((root / "run" / "model.qwords").read_bytes())
+    return model
+
+
+def qe_predict_words(model: Path, pairs: list[dict[str, str]], folder: Path) -> list[dict[str, Any]]:
+    """The JSON lines `qe predict --words` writes for the pairs (src / mt written into ``folder``)."""
+    src = write_lines(folder / "words-src.txt", [p["src"] for p in pairs])
+    mt = write_lines(folder / "words-mt.txt", [p["mt"] for p in pairs])
+    argv = ["predict", "--words", "--model", str(model), "--src", str(src), "--mt", str(mt)]
+    result = subprocess.run(
+        [sys.executable, "-m", "qe", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
+    return [json.loads(line) for line in result.stdout.splitlines()]

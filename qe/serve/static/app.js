@@ -1,6 +1,7 @@
 // The qe page: paste or upload pairs, score them through /v1/batch (streamed, with progress), then a
 // sortable, filterable table with score bands the user sets, a histogram, downloads, and each
-// segment's most unusual features. Plain JavaScript, no library, nothing loaded from elsewhere; every
+// segment's most unusual features; with a word model (kind "words"), each pair's MT and source with
+// the BAD words highlighted and the BAD gaps marked (/v1/words). Plain JavaScript, no library, nothing loaded from elsewhere; every
 // text from the server or the user goes into the page as text (textContent), never as HTML.
 "use strict";
 
@@ -72,6 +73,12 @@ function selectModel(name) {
   state.model = state.models.find((m) => m.name === name) || null;
   if (!state.model) return;
   const m = state.model;
+  $("results").hidden = true;
+  $("words").hidden = true;
+  if (isWordModel()) {
+    selectWordModel(m);
+    return;
+  }
   const langs = m.languages && m.languages.src ? `${m.languages.src} → ${m.languages.tgt}; ` : "";
   const label = m.label.kind || "score";
   const direction = m.label.direction || "direction unknown";
@@ -86,7 +93,23 @@ function selectModel(name) {
   const op = higherIsBetter() ? "≥" : "≤";
   $("good-op").textContent = op;
   $("light-op").textContent = op;
+  $("results").hidden = !state.rows.length;
   if (state.rows.length) render();
+}
+
+function isWordModel() {
+  return !!state.model && state.model.kind === "words";
+}
+
+function selectWordModel(m) {
+  const langs = m.languages && m.languages.src ? `${m.languages.src} → ${m.languages.tgt}; ` : "";
+  const t = m.thresholds || {};
+  const info = $("model-info");
+  info.textContent =
+    `${langs}word model: tags MT words, gaps and source words OK / BAD (BAD at probability ≥ ` +
+    `${fmt(t.target)} MT, ${fmt(t.gaps)} gaps, ${fmt(t.source)} source)`;
+  info.title = m.signature || "";
+  if (state.wordRows && state.wordRows.length) renderWords();
 }
 
 function higherIsBetter() {
@@ -176,6 +199,10 @@ async function score() {
     showError(err.message);
     return;
   }
+  if (isWordModel()) {
+    await tagWords(input.rows);
+    return;
+  }
   state.rows = input.rows.map((row, index) => Object.assign({ index: index, score: null, unusual: null }, row));
   state.clipped = 0;
   const progress = $("progress");
@@ -242,6 +269,106 @@ async function readResults(response, progress) {
   const clipped = done.clipped ? ` (${done.clipped} clipped to the training label range)` : "";
   setStatus(`Scored ${done.pairs} pairs with ${state.model.name}${clipped}`);
   render();
+}
+
+// ------------------------------------------------------------------ word tags
+
+async function tagWords(rows) {
+  const model = state.model;
+  $("score").disabled = true;
+  setStatus(`tagging ${rows.length} pairs…`);
+  try {
+    const pairs = rows.map((r) => ({ id: r.id, src: r.src, mt: r.mt }));
+    const response = await fetch("/v1/words", {
+      method: "POST",
+      headers: authHeaders({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ model: model.name, pairs: pairs }),
+    });
+    const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
+    if (!response.ok) {
+      if (response.status === 401) $("token-box").hidden = false;
+      throw new Error(body.error);
+    }
+    state.wordRows = body.results.map((result) => Object.assign({ src: rows[result.index].src, mt: rows[result.index].mt }, result));
+    renderWords();
+    setStatus(`Tagged ${state.wordRows.length} pairs with ${model.name}`);
+  } catch (err) {
+    showError(err.message);
+    setStatus("");
+  } finally {
+    $("score").disabled = false;
+  }
+}
+
+function probabilityText(p) {
+  return typeof p === "number" ? p.toFixed(3) : "unknown";
+}
+
+function token(text, tag, probability) {
+  const span = document.createElement("span");
+  span.className = tag === "BAD" ? "tok bad" : "tok";
+  span.textContent = text;
+  span.title = `${tag || "untagged"}: BAD probability ${probabilityText(probability)}`;
+  return span;
+}
+
+function gap(k, tag, probability) {
+  const span = document.createElement("span");
+  span.className = tag === "BAD" ? "gap bad" : "gap";
+  span.dataset.gap = k;
+  span.textContent = tag === "BAD" ? "‸" : " ";
+  span.title = `gap ${k}: ${tag === "BAD" ? "a word is missing here" : "OK"} (BAD probability ${probabilityText(probability)})`;
+  return span;
+}
+
+function wordLine(label, className) {
+  const p = document.createElement("p");
+  p.className = "line " + className;
+  const side = document.createElement("span");
+  side.className = "side";
+  side.textContent = label;
+  p.appendChild(side);
+  return p;
+}
+
+function renderWords() {
+  const list = $("word-pairs");
+  const fresh = document.createElement("ol");
+  fresh.id = "word-pairs";
+  let bad = 0;
+  let gaps = 0;
+  for (const row of state.wordRows) {
+    const li = document.createElement("li");
+    li.className = "word-pair";
+    li.dataset.index = row.index;
+    const id = document.createElement("span");
+    id.className = "id";
+    id.textContent = `#${row.index + 1} (id ${row.id})`;
+    li.appendChild(id);
+    const src = wordLine("Source", "src");
+    row.src.split(/\s+/).filter((t) => t).forEach((t, k) => {
+      if (k) src.appendChild(document.createTextNode(" "));
+      src.appendChild(token(t, row.src_tags[k], row.src_bad_probability[k]));
+      src.lastChild.dataset.token = k;
+    });
+    const mt = wordLine("MT", "mt");
+    const words = row.mt.split(/\s+/).filter((t) => t);
+    words.forEach((t, k) => {
+      mt.appendChild(gap(k, row.gap_tags[k], row.gap_bad_probability[k]));
+      mt.appendChild(token(t, row.mt_tags[k], row.mt_bad_probability[k]));
+      mt.lastChild.dataset.token = k;
+    });
+    mt.appendChild(gap(words.length, row.gap_tags[words.length], row.gap_bad_probability[words.length]));
+    bad += row.mt_tags.filter((t) => t === "BAD").length;
+    gaps += row.gap_tags.filter((t) => t === "BAD").length;
+    li.appendChild(src);
+    li.appendChild(mt);
+    fresh.appendChild(li);
+  }
+  list.replaceWith(fresh);
+  const words = state.wordRows.reduce((n, r) => n + r.mt_tags.length, 0);
+  $("words-shown").textContent = `${state.wordRows.length} pairs: ${bad} of ${words} MT words BAD, ${gaps} BAD gaps`;
+  $("words").hidden = false;
 }
 
 // ------------------------------------------------------------------ bands, table, histogram
