@@ -15,6 +15,7 @@ from qe.cli import main
 from qe.wordmodel.modelfile import load_word_model
 from qe.words.files import read_word_level
 from tests.helpers import write_lines
+from tests.helpers.words import predict_words_args
 
 SMALL = """
 name = "words-small"
@@ -62,23 +63,7 @@ def test_predict_words_writes_the_models_tags(run_dir, data_dir, tmp_path):
     mt = write_lines(tmp_path / "m.txt", mlqe(data_dir, "dev", "mt").read_text().splitlines()[:50])
     out = tmp_path / "tags.jsonl"
     model_path = run_dir / "model.qwords"
-    assert (
-        main(
-            [
-                "predict",
-                "--words",
-                "--model",
-                str(model_path),
-                "--src",
-                str(src),
-                "--mt",
-                str(mt),
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main(predict_words_args(model_path, src, mt, out)) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     data = read_word_level(src, mt)
     model = load_word_model(model_path)
@@ -130,9 +115,7 @@ def test_predict_words_refuses_bad_input_in_one_line(run_dir, tmp_path, capsys, 
     mt = write_lines(tmp_path / "m.txt", mt_text)
     out = tmp_path / "tags.jsonl"
     model = run_dir / "model.qwords"
-    code = main(
-        ["predict", "--words", "--model", str(model), "--src", str(src), "--mt", str(mt), "--out", str(out)]
-    )
+    code = main(predict_words_args(model, src, mt, out))
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert where in err and message in err and "Traceback" not in err
@@ -145,16 +128,7 @@ def test_predict_words_refuses_nmt_inputs_the_model_does_not_read(run_dir, tmp_p
     mt = write_lines(tmp_path / "m.txt", ["Ein Satz ."])
     pieces = write_lines(tmp_path / "p.txt", ["Ein Satz ."])
     logprobs = write_lines(tmp_path / "l.txt", ["-0.1 -0.2 -0.3 -0.4"])
-    args = [
-        "predict",
-        "--words",
-        "--model",
-        str(run_dir / "model.qwords"),
-        "--src",
-        str(src),
-        "--mt",
-        str(mt),
-    ]
+    args = predict_words_args(run_dir / "model.qwords", src, mt)
     assert main([*args, "--nmt-tokens", str(pieces), "--nmt-logprobs", str(logprobs)]) == 2
     assert "without NMT log-probabilities" in capsys.readouterr().err
     assert main([*args, "--format", "wmt12"]) == 2

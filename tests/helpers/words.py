@@ -3,6 +3,8 @@ letter a tag, ``B`` for BAD and ``G`` for OK."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from qe.words.files import WordLevelData
 
 B, G = "BAD", "OK"
@@ -18,3 +20,9 @@ def lettered(rows: list[tuple[str, str, str, str, str]]) -> WordLevelData:
         gap_tags=[tuple(tag[c] for c in r[3]) for r in rows],
         src_tags=[tuple(tag[c] for c in r[4]) for r in rows],
     )
+
+
+def predict_words_args(model: Path, src: Path, mt: Path, out: Path | None = None) -> list[str]:
+    """``qe predict --words`` arguments (for ``qe.cli.main``), writing to ``out`` when given."""
+    args = ["predict", "--words", "--model", str(model), "--src", str(src), "--mt", str(mt)]
+    return [*args, "--out", str(out)] if out is not None else args

@@ -27,6 +27,7 @@ from qe.wordmodel.modelfile import save_word_model
 from qe.wordmodel.tagger import WordTagger
 from qe.words.files import WordLevelData
 from tests.helpers import write_lines
+from tests.helpers.words import predict_words_args
 
 WORDS = [
     "the",
@@ -140,19 +141,7 @@ def refused(model: Path, tmp_path: Path, capsys, pattern: str) -> None:
     src = write_lines(tmp_path / "s.txt", ["the red cat runs .", "a dog ."])
     mt = write_lines(tmp_path / "m.txt", ["the red CAT runs .", "a dog ."])
     out = tmp_path / "tags.jsonl"
-    args = [
-        "predict",
-        "--words",
-        "--model",
-        str(model),
-        "--src",
-        str(src),
-        "--mt",
-        str(mt),
-        "--out",
-        str(out),
-    ]
-    code = main(args)
+    code = main(predict_words_args(model, src, mt, out))
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
@@ -235,23 +224,7 @@ def test_the_untouched_model_tags(model_file, tmp_path):
     src = write_lines(tmp_path / "s.txt", ["the red cat runs ."])
     mt = write_lines(tmp_path / "m.txt", ["the red CAT runs ."])
     out = tmp_path / "tags.jsonl"
-    assert (
-        main(
-            [
-                "predict",
-                "--words",
-                "--model",
-                str(model_file),
-                "--src",
-                str(src),
-                "--mt",
-                str(mt),
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main(predict_words_args(model_file, src, mt, out)) == 0
     row = json.loads(out.read_text())
     probability = row["mt_bad_probability"]
     assert probability[1] > probability[0] and len(row["gap_tags"]) == 6  # "red" is BAD in training
