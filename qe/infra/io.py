@@ -251,9 +251,10 @@ _disk_caches = True
 
 
 def allow_disk_caches(allowed: bool) -> None:
-    """Whether this process may keep what it computes from texts on disk (the sentence-vector and
-    translation caches). A server turns them off: nothing a client sent, nor anything made from it,
-    is written to the file system (and its disk does not fill with one-off requests)."""
+    """Whether this process may keep what it computes from texts on disk (the sentence-vector,
+    translation, token and feature caches). A server turns them off: nothing a client sent, nor
+    anything made from it, is written to the file system (and its disk does not fill with one-off
+    requests)."""
     global _disk_caches
     _disk_caches = bool(allowed)
 

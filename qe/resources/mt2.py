@@ -225,15 +225,16 @@ class _PipeFailure(Exception):
 
 
 class _Pipeline:
-    """One running pair mode in null-flush mode, fed one sentence at a time.
+    """One running pair mode in null-flush mode, fed ``CHUNK`` sentences at a time.
 
     The mode runs as three process groups joined by pipes: the stages before the tagger, the tagger
     (with ``-d``: it reports each new ambiguity class on stderr), the stages after it. Apertium's HMM
     tagger replaces its class for unknown words whenever it meets an ambiguity class its model does
     not know, and keeps the replacement for every later sentence, so a translation depended on the
     sentences sent before it. A sentence after which the tagger spoke is followed by a new tagger (about
-    5 ms; the other stages stay), so every sentence is translated as if it were the first one: what
-    ``apertium -u PAIR`` gives for a file holding just that sentence.
+    5 ms; the other stages stay), and a chunk it spoke in is sent again a sentence at a time, so every
+    sentence is translated as if it were the first one: what ``apertium -u PAIR`` gives for a file
+    holding just that sentence.
     """
 
     def __init__(self, script: str, env: dict[str, str]):
@@ -274,6 +275,7 @@ class _Pipeline:
         return len(self.groups) == 3 and os.fstat(self._tagger_stderr.fileno()).st_size != self._heard
 
     def _renew_tagger(self) -> None:
+        """A new tagger in place of this one (the other stages stay)."""
         _kill_group(self.groups[1])
         self.groups[1] = self._start_tagger()
         self.tagger_restarts += 1
