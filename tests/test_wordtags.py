@@ -22,7 +22,8 @@ from qe.resources.bundle import ResourceBundle
 N = 40
 SRC = [f"s{i} the cat" for i in range(N)]
 MT = [f"m{i} die katze" for i in range(N)]
-NEW_SRC, NEW_MT = ["s3 the dog", "the cat"], ["m5 der hund", "die katze"]
+NEW_SRC = ["s3 the dog", "the cat", "a cat", "s7 the the cat"]
+NEW_MT = ["m5 der hund", "die katze", "eine katze", "m2 die die katze"]
 
 
 def _tag(bad: bool) -> str:
@@ -79,6 +80,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_lines(root / "train.source_tags", [_source_tags(i) for i in range(N)])
     write_lines(root / "new.src", NEW_SRC)
     write_lines(root / "new.mt", NEW_MT)
+    write_lines(root / "train.labels", [f"{(i % 2 + (i % 3 == 0)) / 3:.4f}" for i in range(N)])
+    write_lines(root / "new.labels", ["0.5", "0.0", "0.2", "0.9"])
     return root
 
 
@@ -158,6 +161,29 @@ def test_bad_wordtags_tables_are_one_line(tmp_path: Path, change: dict, words: s
     with pytest.raises(QEInputError, match=words) as caught:
         read_bundle_config(write_toml(tmp_path / "bad.toml", config))
     assert "\n" not in str(caught.value)
+
+
+def test_run_and_predict_end_to_end(built: ResourceBundle, data: Path, tmp_path: Path, capsys) -> None:
+    files = {"train": "train", "test": "new"}
+    config = {
+        "name": "wt-run",
+        "data": {
+            split: {kind: str(data / f"{stem}.{kind}") for kind in ("src", "mt", "labels")}
+            for split, stem in files.items()
+        },
+        "features": {"families": ["wordtags"], "resources": str(built.path)},
+        "learner": {"name": "ridge"},
+        "cv": {"folds": 2},
+    }
+    run = tmp_path / "run"
+    assert main(["run", str(write_toml(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
+    assert built.signature() in (run / "signature.txt").read_text()
+    expected = [float(line.split("\t")[1]) for line in (run / "predictions.tsv").read_text().splitlines()[1:]]
+    out = tmp_path / "scores.tsv"
+    args = ["predict", "--model", str(run / "model.skops"), "--src", str(data / "new.src")]
+    assert main([*args, "--mt", str(data / "new.mt"), "--out", str(out), "--quiet"]) == 0
+    scores = [float(line.split("\t")[1]) for line in out.read_text().splitlines()[1:]]
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-9)
 
 
 # ---------------------------------------------------------------------- hostile bundles
