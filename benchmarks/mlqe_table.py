@@ -28,7 +28,9 @@ default) adds the steps "e5 cross-encoder alone" and "features + e5 cross-encode
 (``<label>-<pair>-crossencoder.toml`` and ``-crossstacked.toml``, on the bundle with ``[crossencoder]``,
 whose build trains six cross-encoders: an epoch of 4 trained layers over a pair's training pairs takes
 about 3 minutes on 2 cores, so up to about 1.5 hours per bundle); a table without them renders as
-before. Progress goes to stderr.
+before. Issue 32 step 6: ``--labels hter --systems best,wordstacked`` adds "features + word tags"
+(``pe-<pair>-wordstacked.toml``: the best system plus the ``wordtags`` family, on the bundle with
+``[wordtags]``, whose build trains six word taggers). Progress goes to stderr.
 
     python benchmarks/mlqe_table.py [--markdown | --steps] [--labels da,hter] [--pairs ro-en,et-en]
         [--systems best,finetuned,stacked] [--data-dir DIR] [--configs DIR]
@@ -80,6 +82,7 @@ SYSTEMS = (
     "zeroshot",
     "crossencoder",
     "crossstacked",
+    "wordstacked",
 )
 STEPS = {  # issue 23's steps, each a system
     "best": "features alone",
@@ -90,6 +93,7 @@ STEPS = {  # issue 23's steps, each a system
 CROSS_STEPS = {  # issue 34's steps: shown when a table holds them (older saved runs render as they did)
     "crossencoder": "e5 cross-encoder alone",
     "crossstacked": "features + e5 cross-encoder",
+    "wordstacked": "features + word tags",  # issue 32 step 6 (HTER only)
 }
 ZERO_SHOT = "zero-shot (other six pairs)"  # beside the steps, not chosen among them: no label of the pair
 MONOTRANSQUEST = {  # XLM-R fine-tuned on a GPU, test20 Pearson (issue 23; TransQuest's WMT20 tables)
@@ -453,6 +457,8 @@ def main() -> None:
             continue
         if system == "zeroshot" and key != "da":
             continue  # zero-shot configs are written for DA (issue 23)
+        if system == "wordstacked" and key != "hter":
+            continue  # word tags come with the post-edits: HTER only (issue 32 step 6)
         config = ready_config(args.configs / f"{LABELS[key]}-{pair}-{system}.toml", args)
         metrics, lp_mean, seconds = run_system(config)
         if system == "zeroshot":  # one pooled test: the held-out pair's (its own lp_mean beside it)

@@ -20,6 +20,9 @@ tested on the held-out pair's test20). Issue 34 adds a third bundle per pair and
 training labels (``[crossencoder]``, cross-fitted; its epoch and number of trained layers chosen on a
 held-out share of each model's training pairs), and two systems on it: ``crossencoder`` (its
 prediction alone, ridge) and ``crossstacked`` (``best``'s families and learner plus that prediction).
+Issue 32 step 6 adds, for HTER only, ``resources-pe-<pair>-wordtags``: the usual members plus the word
+tagger trained on the pair's word tags and NMT log-probabilities (``[wordtags]``, cross-fitted), and
+the system ``wordstacked`` (``best``'s families and learner plus the ``wordtags`` family).
 ``--check`` exits 1 when a written config differs from what this script makes.
 
     python scripts/mlqe_configs.py [--check]
@@ -44,7 +47,12 @@ TARGETS = {"da": "DA z_mean", "pe": "HTER"}
 SYSTEMS = ("baseline", "nmt", "best", "finetuned", "stacked", "crossencoder", "crossstacked")
 FINETUNED_SYSTEMS = ("finetuned", "stacked")  # on the bundle with the fine-tuned encoder
 CROSS_SYSTEMS = ("crossencoder", "crossstacked")  # on the bundle with the e5 cross-encoder
-NEURAL = {s: "finetuned" for s in FINETUNED_SYSTEMS} | {s: "crossencoder" for s in CROSS_SYSTEMS}
+WORD_SYSTEMS = ("wordstacked",)  # HTER only: on the bundle with the word tagger
+NEURAL = (
+    {s: "finetuned" for s in FINETUNED_SYSTEMS}
+    | {s: "crossencoder" for s in CROSS_SYSTEMS}
+    | {s: "wordtags" for s in WORD_SYSTEMS}
+)
 """The member (and bundle variant, family) each neural system reads."""
 OVERLAPPING_DEV = ("ne-en", "si-en", "ru-en")  # upstream dev repeats training pairs (docs/own-data.md)
 DEV_ROWS = {False: "the dev split", True: "the dev rows that do not repeat a training pair"}
@@ -58,6 +66,8 @@ DESCRIPTIONS = {
     "crossencoder": "the e5 cross-encoder (source and MT read together, top layers trained on the "
     "training labels, cross-fitted), its prediction alone, ridge",
     "crossstacked": "the best system's families and learner plus the e5 cross-encoder's prediction",
+    "wordstacked": "the best system's families and learner plus the word tagger's predictions summed up "
+    "per pair (wordtags, cross-fitted)",
     "pooled": "one model for the seven pairs: the NMT log-probabilities and the encoder fine-tuned on "
     "every pair's training labels (pooled, cross-fitted), ridge",
     "zeroshot": "zero-shot: the NMT log-probabilities and the encoder fine-tuned on the other six "
@@ -77,6 +87,7 @@ VARIANTS = {"finetuned": ("finetuned", FINETUNED), "crossencoder": ("crossencode
 VARIANT_TEXT = {
     "finetuned": ("the fine-tuned encoder", "and the USE-M encoder fine-tuned on its labels "),
     "crossencoder": ("the e5 cross-encoder", "and the e5 cross-encoder trained on its labels "),
+    "wordtags": ("the word tagger", "and the word tagger trained on its word tags "),
 }
 
 
@@ -100,7 +111,9 @@ def bundle_config(label: str, pair: str, finetuned: bool | str = False) -> dict:
     dataset = f"{LABELS[label]}/{pair}"
     test20 = f"mlqe-pe/post-editing/{pair}-test20/test20"
     variant = _variant(finetuned)
-    extra = {VARIANTS[variant][0]: dict(VARIANTS[variant][1])} if variant else {}
+    extra = {VARIANTS[variant][0]: dict(VARIANTS[variant][1])} if variant in VARIANTS else {}
+    if variant == "wordtags":  # MLQE-PE's word tags and NMT log-probabilities of the training split
+        extra = {"wordtags": {"dataset": f"mlqe-pe/{pair}", "nmt": True}}
     return {
         "name": bundle_name(label, pair, finetuned),
         "description": "LMs, n-grams, IBM1"
@@ -440,6 +453,12 @@ def written() -> dict[Path, str]:
             )
             if (label, pair) in CHOICES:
                 for system in SYSTEMS:
+                    files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)
+            if label == "pe":  # word tags come with the post-edits
+                files[OUT / f"resources-{label}-{pair}-wordtags.toml"] = render_bundle(
+                    label, pair, "wordtags"
+                )
+                for system in WORD_SYSTEMS:
                     files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)
         files[OUT / f"resources-{label}-pooled.toml"] = render_pooled(label, None, True)
         files[OUT / f"{label}-pooled.toml"] = render_pooled(label, None, False)

