@@ -108,6 +108,32 @@ class BuildContext:
             entry["side"] = side
         return entry
 
+    def fold_file(
+        self, path: Path, excluded_lines: dict[str, int], summary: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The manifest record of one fold's model file of a cross-fitted member (``[finetuned]``,
+        ``[crossencoder]``, ``[wordtags]``): its name, size and sha256, what it left out, its summary."""
+        return {
+            "file": path.name,
+            "bytes": path.stat().st_size,
+            "sha256": sha256_file(path),
+            "excluded_lines": excluded_lines,
+            "summary": summary,
+        }
+
+    def cross_fitted_entry(
+        self,
+        kind: str,
+        path: Path,
+        corpus: str,
+        settings: dict[str, Any],
+        summary: dict[str, Any],
+        folds: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The manifest entry of a cross-fitted member: the model of all data (``path``, trained on
+        ``corpus``) with its summary, and its folds' records (:meth:`fold_file`)."""
+        return {**self.entry(kind, path, None, [corpus], settings), "summary": summary, "folds": folds}
+
 
 Build = Callable[[BuildContext, str, ConfigTable, dict[str, Path]], dict[str, dict[str, Any]]]
 """``build(context, key, table, outputs)``: write each member file of ``outputs`` (member name -> path),

@@ -24,7 +24,6 @@ import numpy as np
 
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.infra.errors import QEInputError
-from qe.infra.io import sha256_file
 from qe.resources.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
 from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.resources.bundle.sections import BundleConfig
@@ -160,25 +159,14 @@ def _build(
         fold_model, fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo)
         path = out.with_name(f"{MEMBER}.fold{fold}{SUFFIX}")
         fold_model.save(path, encoder, languages)
-        folds.append(
-            {
-                "file": path.name,
-                "bytes": path.stat().st_size,
-                "sha256": sha256_file(path),
-                "excluded_lines": {name: int(len(rows) - len(kept))},
-                "summary": fold_summary,
-            }
-        )
+        folds.append(context.fold_file(path, {name: int(len(rows) - len(kept))}, fold_summary))
     settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
     settings |= {
         "base_model": encoder.model_id,
         "data_fingerprint": data.fingerprint(),
         "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
     }
-    entry = context.entry("crossencoder", out, None, [name], settings)
-    entry["summary"] = summary
-    entry["folds"] = folds
-    return {MEMBER: entry}
+    return {MEMBER: context.cross_fitted_entry("crossencoder", out, name, settings, summary, folds)}
 
 
 def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:

@@ -216,15 +216,7 @@ def _build(
         kept = np.flatnonzero(usable & (((masks >> fold) & 1) == 0))
         path = out.with_name(f"{MEMBER}.fold{fold}{SUFFIX}")
         fold_summary = train_model(*subset(data, nmt, kept), table, path, {**signature, "fold": fold})
-        folds.append(
-            {
-                "file": path.name,
-                "bytes": path.stat().st_size,
-                "sha256": sha256_file(path),
-                "excluded_lines": {MEMBER: int(len(every) - len(kept))},
-                "summary": fold_summary,
-            }
-        )
+        folds.append(context.fold_file(path, {MEMBER: int(len(every) - len(kept))}, fold_summary))
     settings = {
         k: table[k] for k in (*DEFAULTS, *TAGGER, "dataset", "split", *FILES, *NMT_FILES) if k in table
     }
@@ -232,10 +224,7 @@ def _build(
         "data_sha256": hashlib.sha256(repr(sorted(signature["data"].items())).encode()).hexdigest(),
         "folds": int(table["folds"]),
     }
-    entry = context.entry(MEMBER, out, None, [name], settings)
-    entry["summary"] = summary
-    entry["folds"] = folds
-    return {MEMBER: entry}
+    return {MEMBER: context.cross_fitted_entry(MEMBER, out, name, settings, summary, folds)}
 
 
 def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
