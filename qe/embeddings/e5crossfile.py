@@ -33,7 +33,7 @@ from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5net import LAYER_ARRAYS, LAYER_NAMES, E5Network
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
-from qe.predictors.check import BadModel, check_array, check_number, read_manifest
+from qe.predictors.check import BadModel, check_array, check_number, read_manifest, reading_model_archive
 
 FORMAT = "qe-cross-encoder"
 VERSION = 1
@@ -121,15 +121,8 @@ def read_cross(
 ) -> tuple[dict[str, Any], list[dict[str, np.ndarray]], dict[str, np.ndarray]]:
     """The manifest, trained layers and head of a model file, all checked against ``encoder`` (the
     installed base model); a file that is not a usable cross-encoder is one ``QEInputError`` naming it."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return _read(archive, encoder)
-    except BadModel as exc:
-        raise QEInputError(f"not a usable cross-encoder: {exc}", path) from None
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError, zipfile.LargeZipFile) as exc:
-        raise QEInputError(f"cannot read the cross-encoder ({exc})", path) from None
-    except (NotImplementedError, RuntimeError) as exc:  # a compression method zipfile lacks, encryption
-        raise QEInputError(f"cannot read the cross-encoder ({exc})", path) from None
+    with reading_model_archive(path, "cross-encoder"), zipfile.ZipFile(path) as archive:
+        return _read(archive, encoder)
 
 
 def _integer(manifest: dict[str, Any], key: str, low: int, high: int) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 from qe.embeddings.model import DIM, UseModel, model_id, read_weights, resource_dir
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
-from qe.predictors.check import BadModel, check_array, check_number, read_manifest
+from qe.predictors.check import BadModel, check_array, check_number, read_manifest, reading_model_archive
 
 FORMAT = "qe-finetuned-encoder"
 VERSION = 1
@@ -107,13 +107,8 @@ def read_finetuned(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The manifest, encoder arrays and head arrays of a model file, all checked; a file that is not
     a usable fine-tuned encoder is a ``QEInputError`` naming it."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return _read(archive, resources)
-    except BadModel as exc:
-        raise QEInputError(f"not a usable fine-tuned encoder: {exc}", path) from None
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
-        raise QEInputError(f"cannot read the fine-tuned encoder ({exc})", path) from None
+    with reading_model_archive(path, "fine-tuned encoder"), zipfile.ZipFile(path) as archive:
+        return _read(archive, resources)
 
 
 def _read(archive: zipfile.ZipFile, resources: Path | None) -> tuple[dict, dict, dict]:

@@ -4,14 +4,18 @@ must have been read or declared inert, so nothing in the file reaches a computat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from qe.infra.errors import QEInputError
 
 F8 = np.dtype("<f8")
 I4 = np.dtype("<i4")
@@ -147,6 +151,31 @@ def read_manifest(archive: zipfile.ZipFile, fmt: str, version: int) -> dict[str,
     if not isinstance(manifest, dict) or manifest.get("format") != fmt or manifest.get("version") != version:
         raise BadModel(f"manifest.json is not a {fmt} manifest of version {version}")
     return manifest
+
+
+UNREADABLE_ARCHIVE = (
+    OSError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    ValueError,
+    NotImplementedError,  # a compression method zipfile lacks
+    RuntimeError,  # an encrypted member
+)
+"""What reading a damaged or foreign zip can raise."""
+
+
+@contextlib.contextmanager
+def reading_model_archive(path: str | Path, what: str) -> Iterator[None]:
+    """Around the reading of a model archive (a fine-tuned encoder, a cross-encoder, a word model):
+    whatever it refuses (``BadModel``) or fails on becomes one ``QEInputError`` line naming the file
+    and ``what`` it should have been (the failure's text cut at 200 characters)."""
+    try:
+        yield
+    except BadModel as exc:
+        raise QEInputError(f"not a usable {what}: {exc}", path) from None
+    except UNREADABLE_ARCHIVE as exc:
+        raise QEInputError(f"cannot read the {what} ({str(exc)[:200]})", path) from None
 
 
 def check_number(value: Any, what: str, low: float = -math.inf, high: float = math.inf) -> float:

@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.infra.errors import QEInputError
 from qe.infra.io import MAX_NESTING, atomic_write, nesting_depth, require_file
-from qe.predictors.check import MAX_MANIFEST, BadModel
+from qe.predictors.check import MAX_MANIFEST, BadModel, reading_model_archive
 
 MAX_FILE = 1 << 30
 """The largest model file read (1 GB)."""
@@ -83,18 +82,12 @@ def read_archive(path: str | Path, fmt: str, version: int) -> tuple[dict[str, An
     wrote with ``manifest["format"] == fmt`` and ``manifest["version"] == version``; a file that is not
     one is a single ``QEInputError`` line naming it."""
     path = require_file(path, "word model file")
-    try:
+    with reading_model_archive(path, "word model"):
         size = path.stat().st_size
         if size > MAX_FILE:
             raise BadModel(f"it is {size:,} bytes, more than the {MAX_FILE:,} a word model may be")
         with zipfile.ZipFile(path) as archive:
             return _read(archive, fmt, version, size)
-    except BadModel as exc:
-        raise QEInputError(f"not a usable word model: {exc}", path) from None
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError, zipfile.LargeZipFile) as exc:
-        raise QEInputError(f"cannot read the word model ({str(exc)[:200]})", path) from None
-    except (NotImplementedError, RuntimeError) as exc:  # a compression method zipfile lacks, encryption
-        raise QEInputError(f"cannot read the word model ({str(exc)[:200]})", path) from None
 
 
 def _read(
