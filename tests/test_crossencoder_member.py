@@ -258,12 +258,15 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def built(data: Path):
-    """The bundle, and how many inputs the frozen layers ran on while it was built."""
+    """The bundle, and how many inputs the frozen layers ran on while it was built (in a new cache
+    folder: no checkpoint of an earlier run is restored)."""
     pytest.importorskip("jax")
     pytest.importorskip("optax")
     from qe.embeddings import e5cross
     from qe.resources.bundle import build_bundle
 
+    before = os.environ.get("QE_CACHE_DIR")
+    os.environ["QE_CACHE_DIR"] = str(data / "cache")
     ran = []
     original = e5cross.frozen_states
 
@@ -277,6 +280,10 @@ def built(data: Path):
         bundle = build_bundle(config, data / "bundle", data_dir=data, progress=False)
     finally:
         e5cross.frozen_states = original
+        if before is None:
+            del os.environ["QE_CACHE_DIR"]
+        else:
+            os.environ["QE_CACHE_DIR"] = before
     yield bundle, ran
     import jax
     from jax.extend.backend import clear_backends
@@ -347,16 +354,69 @@ def test_training_pairs_are_scored_by_a_model_that_did_not_see_them(built) -> No
     assert np.array_equal(scores[len(SRC) :], full.score(NEW_SRC, NEW_MT))
 
 
+MODEL_FILES = ("crossencoder.qxenc", "crossencoder.fold0.qxenc", "crossencoder.fold1.qxenc")
+
+
 @pytest.mark.slow  # trains three toy cross-encoders again
-def test_a_second_build_writes_the_same_files_to_the_byte(built, data: Path, tmp_path: Path) -> None:
+def test_a_second_build_writes_the_same_files_to_the_byte(
+    built, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from qe.resources.bundle import build_bundle
 
+    monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path / "cache"))  # trained again, not restored
     bundle, _ = built
     config = write_toml(data / "resources-xenc2.toml", bundle_config())
     again = build_bundle(config, tmp_path / "bundle2", data_dir=data, progress=False)
-    for name in ("crossencoder.qxenc", "crossencoder.fold0.qxenc", "crossencoder.fold1.qxenc"):
+    for name in MODEL_FILES:
         assert (bundle.path / name).read_bytes() == (again.path / name).read_bytes()
     assert again.signature() == bundle.signature()
+
+
+@pytest.mark.slow  # trains one toy cross-encoder again
+def test_a_build_cut_short_resumes_from_the_models_it_had_trained(
+    built, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first build's checkpoints are restored, not trained again (same files, same manifest); a
+    damaged checkpoint is dropped and its model trained again; with disk caches off none is read."""
+    from qe.embeddings import e5cross
+    from qe.infra.io import allow_disk_caches
+    from qe.resources.bundle import build_bundle
+
+    bundle, _ = built
+    cache = data / "cache"
+    monkeypatch.setenv("QE_CACHE_DIR", str(cache))
+    checkpoints = sorted((cache / "checkpoints" / "crossencoder").glob("*.qxenc"))
+    assert len(checkpoints) == 3
+    trained = []
+    original = e5cross.CrossTrainer.run
+
+    def counted(self, settings):
+        trained.append(len(self.scaled))
+        return original(self, settings)
+
+    monkeypatch.setattr(e5cross.CrossTrainer, "run", counted)
+    config = write_toml(data / "resources-xenc3.toml", bundle_config())
+    again = build_bundle(config, tmp_path / "restored", data_dir=data, progress=False)
+    assert trained == []
+    for name in MODEL_FILES:
+        assert (bundle.path / name).read_bytes() == (again.path / name).read_bytes()
+    entries = [dict(b.info("crossencoder")) for b in (bundle, again)]
+    for entry in entries:
+        entry.pop("build_seconds")
+    assert entries[0] == entries[1]
+
+    damaged = checkpoints[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    build_bundle(config, tmp_path / "mended", data_dir=data, progress=False)
+    assert len(trained) == 1  # the damaged one alone
+    assert damaged.read_bytes() in {(bundle.path / name).read_bytes() for name in MODEL_FILES}
+
+    allow_disk_caches(False)
+    try:
+        build_bundle(config, tmp_path / "uncached", data_dir=data, progress=False)
+    finally:
+        allow_disk_caches(True)
+    assert len(trained) == 4
 
 
 _SCORE = """

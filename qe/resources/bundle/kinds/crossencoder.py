@@ -24,6 +24,7 @@ import numpy as np
 
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.infra.errors import QEInputError
+from qe.resources.bundle.checkpoints import checkpoint_key, keep, restore
 from qe.resources.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
 from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.resources.bundle.sections import BundleConfig
@@ -42,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
     "holdout": 0.1,
     "seed": 13,
 }
+TRAINING_VERSION = 1
+"""Part of a trained model's checkpoint key: raise it when a change to the training would change the model."""
 _SETTINGS = ("lr", "head_lr", "hidden", "batch_size", "max_epochs", "patience", "weight_decay", "seed")
 """The ``qe.embeddings.e5cross.CrossSettings`` fields the table gives (``top_layers`` is the choice)."""
 
@@ -78,11 +81,33 @@ def _train(
     rows: np.ndarray,
     what: str,
     memo: dict,
-) -> tuple[Any, dict[str, Any]]:
-    """A model from the pairs ``rows`` (the best ``top_layers`` on a seeded held-out share of them) and
-    what the manifest says of it; ``memo``: the frozen layers' states, shared by the bundle's models."""
+    path: Path,
+    languages: list[str],
+) -> dict[str, Any]:
+    """Write to ``path`` a model from the pairs ``rows`` (the best ``top_layers`` on a seeded held-out
+    share of them) and return what the manifest says of it; ``memo``: the frozen layers' states,
+    shared by the bundle's models. A model trained before from the same pairs and settings is restored
+    from its checkpoint instead (``qe.resources.bundle.checkpoints``): a build cut short resumes."""
     from qe.embeddings.e5cross import CrossSettings, CrossTrainer
-    from qe.embeddings.e5crossfile import shared_encoder
+    from qe.embeddings.e5crossfile import CrossEncoderModel, shared_encoder
+
+    encoder = shared_encoder()
+    threads = context.n_jobs if context.n_jobs > 0 else os.cpu_count() or 1
+    settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
+    settings |= {
+        "base_model": encoder.model_id,
+        "languages": languages,
+        "threads": threads,
+        "training": TRAINING_VERSION,
+    }
+    key = checkpoint_key(settings, [pairs[0][i] for i in rows], [pairs[1][i] for i in rows], pairs[2][rows])
+    restored = restore(MEMBER, key, path, CrossEncoderModel.load)
+    if restored is not None:
+        if context.progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(f"crossencoder ({what}): restored from its checkpoint")
+        return restored
 
     order = np.random.default_rng(table["seed"]).permutation(rows)
     held = max(2, round(table["holdout"] * len(rows)))
@@ -103,10 +128,7 @@ def _train(
         def log(line: str) -> None:
             return None
 
-    threads = context.n_jobs if context.n_jobs > 0 else os.cpu_count() or 1
-    trainer = CrossTrainer(
-        subset(fit), subset(holdout), encoder=shared_encoder(), threads=threads, log=log, memo=memo
-    )
+    trainer = CrossTrainer(subset(fit), subset(holdout), encoder=encoder, threads=threads, log=log, memo=memo)
     best, tried = None, []
     for top in table["top_layers"]:
         log(f"top_layers {top}")
@@ -129,7 +151,9 @@ def _train(
         "holdout_pearson": round(best.best_dev_pearson, 6),
         "tried": tried,
     }
-    return best, summary
+    best.save(path, encoder, languages)
+    keep(MEMBER, key, path, summary)
+    return summary
 
 
 def _build(
@@ -147,22 +171,19 @@ def _build(
     rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
     assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
     languages = [context.text[side].lang for side in ("src", "tgt")]
-    encoder = shared_encoder()
     pairs = (data.src, data.mt, labels)
     memo: dict = {}  # the frozen states of this bundle's pairs, shared by its models, then let go
     out = outputs[MEMBER]
-    model, summary = _train(context, table, pairs, rows, "all training pairs", memo)
-    model.save(out, encoder, languages)
+    summary = _train(context, table, pairs, rows, "all training pairs", memo, out, languages)
     folds = []
     for fold in range(int(table["folds"])):
         kept = rows[((corpus.masks >> fold) & 1) == 0]
-        fold_model, fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo)
         path = out.with_name(f"{MEMBER}.fold{fold}{SUFFIX}")
-        fold_model.save(path, encoder, languages)
+        fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo, path, languages)
         folds.append(context.fold_file(path, {name: int(len(rows) - len(kept))}, fold_summary))
     settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
     settings |= {
-        "base_model": encoder.model_id,
+        "base_model": shared_encoder().model_id,
         "data_fingerprint": data.fingerprint(),
         "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
     }
