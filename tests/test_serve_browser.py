@@ -2,7 +2,7 @@
 pairs, score, read the table and compare it with ``qe predict``; sort; set the bands; filter; download
 TSV and JSON; with a word model, the BAD words and gaps marked where ``/v1/words`` says.
 ``QE_SERVE_SCREENSHOT=docs/serve.png`` also writes docs/serve.md's screenshots (en-es model; and
-``docs/serve-words.png`` beside it, a small en-de word model).
+``docs/serve-words.png`` beside it, the full servable en-de word model).
 """
 
 from __future__ import annotations
@@ -256,6 +256,7 @@ def test_a_word_model_highlights_the_bad_words_and_gaps(browser, words_server, d
     assert len(shown) == len(pairs)
     bad_words = bad_gaps = 0
     for li, result, (src, mt) in zip(shown, body["results"], pairs, strict=True):
+        assert (result["src_tokens"], result["mt_tokens"]) == (src.split(), mt.split())
         for side, tokens, tags, probabilities in (
             ("src", src.split(), result["src_tags"], result["src_bad_probability"]),
             ("mt", mt.split(), result["mt_tags"], result["mt_bad_probability"]),
@@ -281,6 +282,24 @@ def test_a_word_model_highlights_the_bad_words_and_gaps(browser, words_server, d
 
 
 @pytest.mark.data
+def test_the_page_shows_the_tokens_the_server_tagged(browser, words_server):
+    """U+FEFF is whitespace to a JavaScript ``\\s`` but not to Python's ``str.split``: a page that
+    split the text again would show three tokens for the server's two (and colour the wrong ones)."""
+    from selenium.webdriver.common.by import By
+
+    pairs = [("The\ufeffhouse is red .", "Das\ufeffHaus ist rot .")]
+    _tag_pasted(browser, words_server.url, pairs)
+    status, body = words_server.call(
+        "POST", "/v1/words", {"model": "words-en-de", "pairs": [{"src": s, "mt": m} for s, m in pairs]}
+    )
+    assert status == 200 and body["results"][0]["mt_tokens"] == ["Das\ufeffHaus", "ist", "rot", "."]
+    li = browser.find_element(By.CSS_SELECTOR, "#word-pairs .word-pair")
+    for side in ("src", "mt"):
+        spans = li.find_elements(By.CSS_SELECTOR, f".line.{side} .tok")
+        assert [span.get_attribute("textContent") for span in spans] == body["results"][0][f"{side}_tokens"]
+
+
+@pytest.mark.data
 def test_a_word_request_refused_is_shown_as_its_one_line(browser, words_server):
     from selenium.webdriver.common.by import By
 
@@ -300,9 +319,17 @@ def test_a_word_request_refused_is_shown_as_its_one_line(browser, words_server):
 @pytest.mark.skipif(
     not os.environ.get("QE_SERVE_SCREENSHOT"), reason="set QE_SERVE_SCREENSHOT=docs/serve.png"
 )
-def test_screenshot_for_the_word_tags(browser, words_server, data_dir):
-    """The small en-de word model on six MLQE-PE dev pairs, beside docs/serve.png as serve-words.png."""
-    _tag_pasted(browser, words_server.url, _word_pairs(data_dir, 0, 6))
-    browser.execute_script("for (const t of document.querySelectorAll('textarea')) t.scrollTo(0, 0);")
-    browser.set_window_size(1280, 1250)
-    browser.save_screenshot(str(Path(os.environ["QE_SERVE_SCREENSHOT"]).with_name("serve-words.png")))
+def test_screenshot_for_the_word_tags(browser, data_dir, tmp_path):
+    """The full servable en-de word model (configs/mlqe/en-de-words-served.toml, trained here: about a
+    minute) on six MLQE-PE dev pairs, beside docs/serve.png as serve-words.png."""
+    from qe.cli import main
+
+    config = REPO / "configs" / "mlqe" / "en-de-words-served.toml"
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
+    model = tmp_path / "words-en-de.qwords"
+    (tmp_path / "run" / "model.qwords").rename(model)
+    with serving([model]) as server:
+        _tag_pasted(browser, server.url, _word_pairs(data_dir, 0, 6))
+        browser.execute_script("for (const t of document.querySelectorAll('textarea')) t.scrollTo(0, 0);")
+        browser.set_window_size(1280, 1250)
+        browser.save_screenshot(str(Path(os.environ["QE_SERVE_SCREENSHOT"]).with_name("serve-words.png")))

@@ -78,6 +78,7 @@ def test_predict_words_writes_the_models_tags(run_dir, data_dir, tmp_path):
     for row, src_tokens, mt_tokens in zip(rows, data.src, data.mt, strict=True):
         assert len(row["mt_tags"]) == len(mt_tokens) and len(row["gap_tags"]) == len(mt_tokens) + 1
         assert len(row["src_tags"]) == len(src_tokens)
+        assert (row["src_tokens"], row["mt_tokens"]) == (list(src_tokens), list(mt_tokens))
 
 
 @pytest.mark.data

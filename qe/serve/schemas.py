@@ -89,7 +89,9 @@ class ScoreResponse(BaseModel):
 class WordResult(BaseModel):
     index: int = Field(description="the pair's 0-based position in the request")
     id: str | int
-    mt_tags: list[str] = Field(description="OK or BAD, one per MT token (tokens split at whitespace)")
+    src_tokens: list[str] = Field(description="the source text split at whitespace (Python's str.split)")
+    mt_tokens: list[str] = Field(description="the MT split at whitespace: the tokens the tags belong to")
+    mt_tags: list[str] = Field(description="OK or BAD, one per MT token")
     mt_bad_probability: list[float]
     gap_tags: list[str] = Field(
         description="N+1 for N MT tokens: before the first token, between tokens, after the last"

@@ -8,7 +8,8 @@ of a sentence cost source x MT tokens). The NMT pieces and log-probabilities
 (``qe.wordmodel.nmtprobs``) are read exactly when the model was trained with them. Pairs are tagged
 in blocks of ``BLOCK`` so memory does not grow with the input beyond the input itself.
 
-Each output line is one JSON object: ``id`` (0-based line number), ``mt_tags`` and
+Each output line is one JSON object: ``id`` (0-based line number), ``src_tokens`` and ``mt_tokens``
+(the tokens the tags belong to, as split here: a reader never has to split again), ``mt_tags`` and
 ``mt_bad_probability`` (one per MT token), ``gap_tags`` and ``gap_bad_probability`` (N+1 for N MT
 tokens: before the first token, between tokens, after the last; not interleaved with the words),
 ``src_tags`` and ``src_bad_probability`` (one per source token). A token is ``BAD`` when its
@@ -90,7 +91,11 @@ def tag_rows(
         tables, probability = model.tag(part, part_nmt)
         per_sentence = {kind: tables.sentences(kind, probability[kind]) for kind in KINDS}
         for k in range(len(part)):
-            row: dict[str, object] = {"id": start + k}
+            row: dict[str, object] = {
+                "id": start + k,
+                "src_tokens": list(part.src[k]),
+                "mt_tokens": list(part.mt[k]),
+            }
             for kind in KINDS:
                 values = per_sentence[kind][k]
                 if not np.isfinite(values).all():

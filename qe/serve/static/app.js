@@ -346,13 +346,13 @@ function renderWords() {
     id.textContent = `#${row.index + 1} (id ${row.id})`;
     li.appendChild(id);
     const src = wordLine("Source", "src");
-    row.src.split(/\s+/).filter((t) => t).forEach((t, k) => {
+    row.src_tokens.forEach((t, k) => {
       if (k) src.appendChild(document.createTextNode(" "));
       src.appendChild(token(t, row.src_tags[k], row.src_bad_probability[k]));
       src.lastChild.dataset.token = k;
     });
     const mt = wordLine("MT", "mt");
-    const words = row.mt.split(/\s+/).filter((t) => t);
+    const words = row.mt_tokens;
     words.forEach((t, k) => {
       mt.appendChild(gap(k, row.gap_tags[k], row.gap_bad_probability[k]));
       mt.appendChild(token(t, row.mt_tags[k], row.mt_bad_probability[k]));
