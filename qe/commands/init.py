@@ -8,8 +8,9 @@ members chosen on the dev split or by CV; ``qe.doctor.init_configs``), with a bu
 it that ``qe run`` builds from the user's training split when the bundle is missing. ``--light``
 writes the quick config: ``surface`` features and an SVR, no bundle. Without ``--labels`` there is
 nothing to train: the pairs are checked and the ready multilingual model (``mlqe-da-multilingual``)
-is offered for zero-shot scores. Paths in the experiment config are relative to its folder; the bundle
-config's are absolute.
+is offered for zero-shot scores. ``--words`` writes a word-level config instead (``[words]``,
+``qe.doctor.init_words``): tags or post-edits per split, a dev split required. Paths in the experiment
+config are relative to its folder; the bundle config's are absolute.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import math
 import os
 import shlex
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +41,27 @@ from qe.infra.outputs import check_output_file
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``qe init``."""
-    parser.add_argument("--src", type=Path, required=True, help="training source sentences, one per line")
-    parser.add_argument("--mt", type=Path, required=True, help="training machine translations, one per line")
+    parser.add_argument(
+        "--words",
+        action="store_true",
+        help="write a word-level config (OK/BAD tags for MT words, gaps and source words) instead: each "
+        "split takes --tags and --source-tags, or --post-edits to derive them from (no --labels); a dev "
+        "split is required (the BAD thresholds are chosen on it), test is optional",
+    )
+    per_line = "one per line (tokenized for --words)"
+    parser.add_argument("--src", type=Path, required=True, help=f"training source sentences, {per_line}")
+    parser.add_argument("--mt", type=Path, required=True, help=f"training machine translations, {per_line}")
     parser.add_argument(
         "--labels",
         type=Path,
         help="training labels, one number per line (without them: how to score --src / --mt zero-shot)",
     )
-    parser.add_argument("--post-edits", type=Path, help="training post-edits (adds a bundle for `edits`)")
+    parser.add_argument(
+        "--post-edits",
+        type=Path,
+        help="training post-edits (adds a bundle for `edits`; with --words, the training tags are derived "
+        "from them)",
+    )
     parser.add_argument("--test-src", type=Path, help="test source sentences (needed with --labels)")
     parser.add_argument("--test-mt", type=Path, help="test machine translations (needed with --labels)")
     parser.add_argument("--test-labels", type=Path, help="test labels (without them: predictions only)")
@@ -77,6 +92,25 @@ def arguments(parser: argparse.ArgumentParser) -> None:
             help=f"a per-pair input of the {what} split a family reads, e.g. nmt_logprobs=train.logprobs "
             "(repeatable; give each name for every split)",
         )
+    for split, what in (("", "training"), ("dev-", "dev"), ("test-", "test")):
+        parser.add_argument(
+            f"--{split}tags",
+            type=Path,
+            help=f"--words: {what} word tags, 2N+1 OK/BAD per MT line of N tokens (gap, word, gap, ..., gap)",
+        )
+        parser.add_argument(
+            f"--{split}source-tags", type=Path, help=f"--words: {what} source tags, N OK/BAD per source line"
+        )
+        if split:
+            parser.add_argument(
+                f"--{split}post-edits", type=Path, help=f"--words: {what} post-edits to derive the tags from"
+            )
+        parser.add_argument(
+            f"--{split}alignments",
+            type=Path,
+            help=f"--words: {what} source-MT alignments (i-j, 0-based) the source tags are derived through "
+            "(else IBM1 links trained on the training split)",
+        )
     parser.add_argument(
         "--light",
         action="store_true",
@@ -102,7 +136,9 @@ COMMAND = register_command(
         "optional dev and test sentences (and labels) and the language pair; every feature family the "
         "pair supports here, resources built from your training split, an ensemble learner chosen on dev "
         "or by CV (--light: surface features and an SVR). Without labels, check the sentences and say "
-        "how to score them with the ready multilingual model.",
+        "how to score them with the ready multilingual model. --words writes a word-level config instead: "
+        "OK/BAD tags per MT word, gap and source word learnt from --tags and --source-tags or from "
+        "--post-edits, the thresholds chosen on the dev split (docs/word-level.md).",
         arguments=arguments,
         handler=lambda args: run(args),  # defined below
     )
@@ -162,12 +198,16 @@ def offer_zero_shot(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from qe.config.rules import LANGUAGE_CODE
+    from qe.doctor.init_words import refuse_word_options
 
     for option in ("src_lang", "tgt_lang"):
         if not LANGUAGE_CODE.fullmatch(getattr(args, option)):
             raise QEInputError(
                 f"--{option.replace('_', '-')} {getattr(args, option)!r} is not a language code like en"
             )
+    if args.words:
+        return write_words(args)
+    refuse_word_options(args)
     if args.labels is None:
         return offer_zero_shot(args)
     if args.test_src is None or args.test_mt is None:
@@ -188,10 +228,7 @@ def run(args: argparse.Namespace) -> int:
         )
     check_inputs(splits, data)
     check_corpora(args.corpus)
-    default = args.out.stem if args.out.stem != "config" else args.out.resolve().parent.name
-    name = args.name or default or f"{args.src_lang}-{args.tgt_lang}"
-    folder = args.out.parent if str(args.out.parent) else Path(".")
-    folder.mkdir(parents=True, exist_ok=True)
+    name, folder = out_name(args)
     if args.light:
         if args.dev_src or args.corpus or any(getattr(args, f"{s}_input") for s in ("train", "dev", "test")):
             raise QEInputError(
@@ -218,6 +255,41 @@ def run(args: argparse.Namespace) -> int:
     if bundle is not None:
         print(f"wrote {bundle}: qe run builds the bundle {plan.bundle_dir} from it (once)")
     _say_tagger_losses(args)
+    print(f"next: qe run {args.out} --output-dir runs/{name}")
+    return 0
+
+
+def out_name(args: argparse.Namespace) -> tuple[str, Path]:
+    """The experiment's name (``--name``, else ``--out``'s stem, its folder's for config.toml) and the
+    folder ``--out`` is written in (made when missing)."""
+    default = args.out.stem if args.out.stem != "config" else args.out.resolve().parent.name
+    name = args.name or default or f"{args.src_lang}-{args.tgt_lang}"
+    folder = args.out.parent if str(args.out.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    return name, folder
+
+
+def write_words(args: argparse.Namespace) -> int:
+    """``--words``: check every split's files whole with the word-level readers and write a word-level
+    config (a ``[words]`` table) that ``qe run`` trains the word tagger from; nothing is written when
+    a file is refused."""
+    from qe.doctor.init_words import bad_share, read_word_splits, render_words, word_splits
+    from qe.run.words import load_word_config
+
+    splits = word_splits(args)
+    if args.out.exists() and not args.force:
+        raise QEInputError("already exists (pass --force to replace it)", args.out)
+    if args.out.suffix != ".toml":
+        raise QEInputError("--out must end in .toml", args.out)
+    check_output_file(args.out, [path for files in splits.values() for path in files.values()])
+    data = read_word_splits(splits)
+    name, folder = out_name(args)
+    pair = f"{args.src_lang}-{args.tgt_lang}"
+    write_checked(args.out, folder, render_words(name, args.out, pair, splits, data), load_word_config)
+    sizes = ", ".join(f"{len(data[split]):,} {split}" for split in data)
+    print(f"wrote {args.out}: word level, {sizes} sentences, {pair}")
+    for split in data:
+        print(f"  {split}: {bad_share(data[split])}")
     print(f"next: qe run {args.out} --output-dir runs/{name}")
     return 0
 
@@ -374,12 +446,14 @@ def check_bundle_path(bundle: Path, force: bool, inputs: list[Path]) -> None:
     check_output_file(bundle, inputs)
 
 
-def write_checked(out: Path, folder: Path, text: str) -> None:
-    """Write the config only once ``qe run`` accepts it: checked in a draft beside ``out`` (relative paths
-    resolve the same), which then replaces it; a refused config replaces nothing (the draft is opened
-    as open() creates files, so it gets the umask's mode, not a temporary file's 0600)."""
+def write_checked(out: Path, folder: Path, text: str, check: Callable[[Path], object] | None = None) -> None:
+    """Write the config only once ``qe run`` accepts it (``check``, by default the experiment config's
+    reader): checked in a draft beside ``out`` (relative paths resolve the same), which then replaces
+    it; a refused config replaces nothing (the draft is opened as open() creates files, so it gets the
+    umask's mode, not a temporary file's 0600)."""
     from qe.run.config import load_config
 
+    check = check or load_config
     draft = folder / f".{out.name}.{uuid.uuid4().hex[:8]}.toml"
     try:
         with draft.open("x", encoding="utf-8") as handle:
@@ -391,7 +465,7 @@ def write_checked(out: Path, folder: Path, text: str) -> None:
             f"cannot write the config here: {exc.strerror or type(exc).__name__}", out
         ) from None
     try:
-        load_config(draft)
+        check(draft)
         os.replace(draft, out)
     except QEInputError as exc:  # named after --out, not the draft beside it
         raise QEInputError(exc.message, out, exc.line) from None

@@ -26,3 +26,42 @@ def predict_words_args(model: Path, src: Path, mt: Path, out: Path | None = None
     """``qe predict --words`` arguments (for ``qe.cli.main``), writing to ``out`` when given."""
     args = ["predict", "--words", "--model", str(model), "--src", str(src), "--mt", str(mt)]
     return [*args, "--out", str(out)] if out is not None else args
+
+
+def toy_word_files(folder: Path, split: str, n: int, seed: int) -> dict[str, Path]:
+    """A seeded toy word-level split written as ``<split>.<role>`` files in ``folder``: source words
+    ``sK`` translated word for word as ``tK``, a quarter of them wrongly as ``wK`` (MT word and its
+    source word BAD); the post-edit puts ``tK`` back and sometimes inserts ``ins`` (that gap BAD), only
+    between two right words, so the post-edit has one cheapest alignment to the MT and the tags written
+    are the ones ``qe.words.derive`` must derive from it (alignments ``i-i``). Roles: src, mt, pe, tags,
+    source_tags, alignments."""
+    import random
+
+    rng = random.Random(seed)
+    rows: dict[str, list[str]] = {
+        role: [] for role in ("src", "mt", "pe", "tags", "source_tags", "alignments")
+    }
+    for _ in range(n):
+        words = [rng.randrange(12) for _ in range(rng.randint(3, 7))]
+        wrong = [rng.random() < 0.25 for _ in words]
+        padded = [False, *wrong, False]  # the gap g lies between words g - 1 and g
+        free = [not (padded[g] or padded[g + 1]) for g in range(len(words) + 1)]
+        inserted = [ok and rng.random() < 0.15 for ok in free]
+        pe, tags = [], []
+        for g, gap_bad in enumerate(inserted):
+            pe += ["ins"] if gap_bad else []
+            tags.append(B if gap_bad else G)
+            if g < len(words):
+                pe.append(f"t{words[g]}")
+                tags.append(B if wrong[g] else G)
+        rows["src"].append(" ".join(f"s{k}" for k in words))
+        rows["mt"].append(" ".join(f"w{k}" if bad else f"t{k}" for k, bad in zip(words, wrong, strict=True)))
+        rows["pe"].append(" ".join(pe))
+        rows["tags"].append(" ".join(tags))
+        rows["source_tags"].append(" ".join(B if bad else G for bad in wrong))
+        rows["alignments"].append(" ".join(f"{i}-{i}" for i in range(len(words))))
+    written = {}
+    for role, lines in rows.items():
+        written[role] = folder / f"{split}.{role}"
+        written[role].write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return written
