@@ -43,7 +43,8 @@ def run_dir(data_dir, tmp_path_factory):
 @pytest.mark.data
 def test_a_word_run_writes_its_directory(run_dir, data_dir):
     names = {p.name for p in run_dir.iterdir()}
-    assert {"config.toml", "signature.txt", "metrics.json", "model.qwords", ".qe-output"} == names
+    run_files = {"config.toml", "signature.txt", "metrics.json", "model.qwords", ".qe-output"}
+    assert names == run_files | {"word_predictions.dev.jsonl", "word_predictions.test.jsonl"}
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["level"] == "word" and metrics["train_sentences"] == 300
     for kind in ("target", "gaps", "source"):

@@ -37,6 +37,9 @@ members are known without importing the bundle code."""
 # longest): the output's own name must leave room for them.
 SIBLING_ROOM = 32
 
+WORD_PREDICTIONS = {"dev": "word_predictions.dev.jsonl", "test": "word_predictions.test.jsonl"}
+"""A word-level run's predictions of each split it scores (``qe.words.predictions``), in its run directory."""
+
 KIND_NAMES = {
     "run": "run",
     "ablation": "run of qe ablate",
@@ -51,6 +54,7 @@ _KIND_FILES = {
         "predictions.tsv",
         "model.skops",
         "model.qwords",
+        *WORD_PREDICTIONS.values(),
         "model.txt",
         "selection.json",
         "report.md",

@@ -56,3 +56,13 @@ class Pre:
 
 
 Block = Heading | Para | Table | Image | Pre
+
+
+@dataclass
+class Report:
+    """A report before writing: its blocks and its figures (file name -> PNG bytes)."""
+
+    title: str
+    blocks: list[Block]
+    figures: dict[str, bytes]
+    notes: list[str]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from qe.evaluation.published import PUBLISHED, bootstrap_key, summary_columns
 from qe.infra.errors import QEInputError
 from qe.infra.outputs import REPORT_FIGURE_NAMES, REPORT_FIGURES
 from qe.report.analyses import label_bands, model_importances, residuals_by_band
-from qe.report.blocks import Block, Code, Heading, Image, Para, Pre, Table
+from qe.report.blocks import Block, Code, Heading, Image, Para, Pre, Report, Table
 from qe.report.plots import (
     TOP_IMPORTANCES,
     figure_png,
@@ -28,6 +27,8 @@ from qe.report.plots import (
     subset_size,
 )
 from qe.report.rundir import RunDir, error_reason, gold_labels, load_run
+from qe.report.wordbuild import build_word_report
+from qe.report.wordrun import is_word_run
 
 FIGURES_DIR = REPORT_FIGURES
 FIGURE_NAMES = REPORT_FIGURE_NAMES
@@ -42,16 +43,6 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return "n/a" if not np.isfinite(value) else f"{value:.{digits}f}"
     return str(value)
-
-
-@dataclass
-class Report:
-    """A report before writing: its blocks and its figures (file name -> PNG bytes)."""
-
-    title: str
-    blocks: list[Block]
-    figures: dict[str, bytes]
-    notes: list[str]
 
 
 def _name(run: RunDir) -> str:
@@ -325,7 +316,12 @@ def _ablation_section(run: RunDir, figures: dict[str, bytes]) -> list[Block]:
 def build_report(
     run_dir: str | Path, *, data_dir: str | Path | None = None, ablation_dir: str | Path | None = None
 ) -> Report:
-    """Read a run directory and build the report's blocks and figures (nothing is written)."""
+    """Read a run directory and build the report's blocks and figures (nothing is written); a
+    word-level run's is :func:`~qe.report.wordbuild.build_word_report`."""
+    if is_word_run(run_dir):
+        if ablation_dir is not None:
+            raise QEInputError("is a word-level run: qe ablate's results do not join its report", run_dir)
+        return build_word_report(run_dir)
     run = load_run(run_dir, ablation_dir)
     try:
         return _build(run, data_dir)

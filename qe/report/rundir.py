@@ -45,7 +45,8 @@ class RunDir:
     ablation: dict[str, Any] | None
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def read_json(path: Path, what: str) -> dict[str, Any]:
+    """A run file's JSON object (a BOM dropped); anything else is one line naming it as ``what``."""
     try:
         value = json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: drops a BOM
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -93,7 +94,7 @@ ABLATION_JSON = Fields({"systems": TablesOf(AnyTable())}, ("systems",), others=A
 
 def read_metrics(path: Path) -> dict[str, Any]:
     """A run's ``metrics.json``, refusing (one line naming it) anything but numeric test / CV metrics."""
-    return check(METRICS_JSON, _read_json(path, "metrics.json"), path)
+    return check(METRICS_JSON, read_json(path, "metrics.json"), path)
 
 
 def own_file(folder: Path, name: str) -> Path | None:
@@ -124,29 +125,34 @@ def load_run(run_dir: str | Path, ablation_dir: str | Path | None = None) -> Run
     metrics = read_metrics(metrics_path) if metrics_path is not None else None
     ablation = None
     if ablation_path is not None:
-        ablation = check(ABLATION_JSON, _read_json(ablation_path, "ablation.json"), ablation_path)
-    config = None
-    config_path = own_file(path, "config.toml")
-    if config_path is not None:
-        try:
-            config = parse_bounded(
-                tomllib.loads, config_path.read_text(encoding="utf-8"), config_path, "config.toml"
-            )
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise QEInputError(f"corrupt config.toml: {exc}", config_path) from None
+        ablation = check(ABLATION_JSON, read_json(ablation_path, "ablation.json"), ablation_path)
+    config = read_config(path)
     predictions = None
     predictions_path = own_file(path, "predictions.tsv")
     if metrics is not None and predictions_path is not None:
         predictions = read_predictions(predictions_path)
     selection = None
     if (selection_path := own_file(path, "selection.json")) is not None:
-        selection = _read_json(selection_path, "selection.json")
+        selection = read_json(selection_path, "selection.json")
         if not isinstance(selection.get("path"), list):
             raise QEInputError("corrupt selection.json: no 'path' list", selection_path)
     model_text = None
     if (model_path := own_file(path, "model.txt")) is not None:
         model_text = model_path.read_text(encoding="utf-8", errors="replace").rstrip("\n")
     return RunDir(path, config, metrics, predictions, selection, model_text, ablation)
+
+
+def read_config(folder: Path) -> dict[str, Any] | None:
+    """A run directory's ``config.toml`` (None when absent); a corrupt one is one line naming it."""
+    config_path = own_file(folder, "config.toml")
+    if config_path is None:
+        return None
+    try:
+        return parse_bounded(
+            tomllib.loads, config_path.read_text(encoding="utf-8"), config_path, "config.toml"
+        )
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise QEInputError(f"corrupt config.toml: {exc}", config_path) from None
 
 
 def gold_labels(run: RunDir, data_dir: str | Path | None = None) -> np.ndarray | None:

@@ -1,7 +1,9 @@
 """A word-level run (``qe run CONFIG`` where CONFIG has a ``[words]`` table): train the word tagger
 (``qe.wordmodel``) on the training split, choose each kind's BAD threshold on dev, score dev (and test
 when given) with the WMT20 word-level figures, and write the run directory: ``config.toml`` (resolved),
-``signature.txt``, ``metrics.json`` and ``model.qwords`` (``qe.wordmodel.modelfile``).
+``signature.txt``, ``metrics.json``, ``model.qwords`` (``qe.wordmodel.modelfile``) and each scored split's
+tokens, gold and predicted tags (``word_predictions.dev.jsonl``, ``...test.jsonl``: ``qe.words.predictions``),
+which ``qe report`` reads.
 
 The data is MLQE-PE (``dataset = "mlqe-pe/<pair>"``: its train and dev splits, and test20 scored once
 at the end, the NMT log-probabilities with ``nmt = true``) or a user's own files (``[words.train]``,
@@ -30,19 +32,19 @@ from qe.config.words import SPLIT_ROLES, WORD_RUN
 from qe.evaluation.wordmetrics import word_scores
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, require_file, sha256_file, write_text_atomic
-from qe.infra.outputs import staged_dir
-from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels
+from qe.infra.outputs import WORD_PREDICTIONS, staged_dir
+from qe.wordmodel.features import KINDS, FeatureTables, WordFeaturizer, tag_labels
 from qe.wordmodel.lexicon import Lexicon
 from qe.wordmodel.modelfile import save_word_model
 from qe.wordmodel.nmtprobs import WordLogprobs, load_word_logprobs, read_word_logprobs
 from qe.wordmodel.tagger import WordTagger
 from qe.words.derive import derive_tags
 from qe.words.files import WordLevelData, load_word_level, read_word_level
+from qe.words.predictions import KIND_NAMES, SentencePredictions, write_word_predictions
 from qe.words.tags import BAD, OK
 
 MODEL_FILE = "model.qwords"
 TAGGER_KEYS = ("max_iter", "learning_rate", "max_leaf_nodes", "min_samples_leaf")
-KIND_NAMES = {"target": "MT words", "gaps": "gaps", "source": "source words"}
 
 
 def is_word_config(path: str | Path) -> bool:
@@ -209,6 +211,41 @@ def split_metrics(tables, gold: dict[str, np.ndarray], predicted: dict[str, np.n
     return out
 
 
+def score_split(
+    tagger: WordTagger, tables: FeatureTables, data: WordLevelData
+) -> tuple[dict[str, Any], list[SentencePredictions]]:
+    """A tagged split's metrics (``split_metrics``) and its sentences for the predictions file, from one
+    pass of the tagger: a tag is BAD when its probability reaches its kind's threshold."""
+    probability = tagger.bad_probability(tables)
+    predicted = {kind: probability[kind] >= tagger.thresholds_[kind] for kind in KINDS}
+    metrics = split_metrics(tables, tag_labels(data), predicted)
+    return metrics, sentence_predictions(data, tables, probability, predicted)
+
+
+def sentence_predictions(
+    data: WordLevelData,
+    tables: FeatureTables,
+    probability: dict[str, np.ndarray],
+    predicted: dict[str, np.ndarray],
+) -> list[SentencePredictions]:
+    """Per sentence, its tokens and, per kind, the gold tags, the predicted tags and the probabilities."""
+    gold = {"target": data.mt_tags, "gaps": data.gap_tags, "source": data.src_tags}
+    values = {kind: tables.sentences(kind, probability[kind]) for kind in KINDS}
+    decided = {kind: tables.sentences(kind, predicted[kind]) for kind in KINDS}
+    out = []
+    for k in range(len(data)):
+        out.append(
+            SentencePredictions(
+                src=tuple(data.src[k]),
+                mt=tuple(data.mt[k]),
+                gold={kind: tuple(gold[kind][k]) for kind in KINDS},
+                tags={kind: tuple(BAD if b else OK for b in decided[kind][k].tolist()) for kind in KINDS},
+                probability={kind: tuple(values[kind][k].tolist()) for kind in KINDS},
+            )
+        )
+    return out
+
+
 def signature(config: dict[str, Any], splits: dict[str, Split]) -> dict[str, Any]:
     """What made the model: each data file's sha256 (cut to 16 digits), the settings, the versions."""
     import sklearn
@@ -275,17 +312,15 @@ def run_words(
         dev = splits["dev"]
         _say(progress, f"choosing the thresholds on dev ({len(dev.data):,} sentences, max {criterion})")
         dev_tables = featurizer.transform(dev.data, dev.nmt)
-        dev_gold = tag_labels(dev.data)
-        tagger.choose_thresholds(dev_tables, dev_gold, criterion)
-        metrics: dict[str, Any] = {
-            "level": "word",
-            "dev": split_metrics(dev_tables, dev_gold, tagger.predict(dev_tables)),
-        }
+        tagger.choose_thresholds(dev_tables, tag_labels(dev.data), criterion)
+        metrics: dict[str, Any] = {"level": "word"}
+        predictions = {}
+        metrics["dev"], predictions["dev"] = score_split(tagger, dev_tables, dev.data)
         if "test" in splits:
             test = splits["test"]
             _say(progress, f"scoring test ({len(test.data):,} sentences)")
             test_tables = featurizer.transform(test.data, test.nmt)
-            metrics["test"] = split_metrics(test_tables, tag_labels(test.data), tagger.predict(test_tables))
+            metrics["test"], predictions["test"] = score_split(tagger, test_tables, test.data)
         sig = signature(config, splits)
         metrics |= {
             "thresholds": {kind: round(tagger.thresholds_[kind], 6) for kind in KINDS},
@@ -302,6 +337,8 @@ def run_words(
         write_text_atomic(out / "config.toml", tomli_w.dumps(resolved))
         write_text_atomic(out / "signature.txt", metrics["signature"] + "\n")
         write_text_atomic(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+        for split, sentences in predictions.items():
+            write_word_predictions(out / WORD_PREDICTIONS[split], sentences)
     return metrics
 
 

@@ -30,13 +30,12 @@ from qe.wordmodel.features import KINDS
 from qe.wordmodel.modelfile import WordModel, load_word_model
 from qe.wordmodel.nmtprobs import WordLogprobs, read_word_logprobs
 from qe.words.files import WordLevelData, read_word_level
+from qe.words.predictions import KIND_FIELDS
 from qe.words.tags import BAD, OK
 
 MAX_TOKENS = 2000
 """The most tokens a source or MT line may hold (``ibm1``'s limit, docs/length-limits.md)."""
 BLOCK = 2000
-FIELDS = {"target": "mt", "gaps": "gap", "source": "src"}
-"""Each kind's prefix in the output objects."""
 
 
 def read_inputs(
@@ -103,8 +102,8 @@ def tag_rows(
                         f"pair {start + k}: a {kind} probability is not a finite number", model_path
                     )
                 threshold = model.thresholds[kind]
-                row[f"{FIELDS[kind]}_tags"] = [BAD if p >= threshold else OK for p in values.tolist()]
-                row[f"{FIELDS[kind]}_bad_probability"] = values.tolist()
+                row[f"{KIND_FIELDS[kind]}_tags"] = [BAD if p >= threshold else OK for p in values.tolist()]
+                row[f"{KIND_FIELDS[kind]}_bad_probability"] = values.tolist()
             yield row
 
 
