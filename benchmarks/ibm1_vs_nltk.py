@@ -22,7 +22,7 @@ from pathlib import Path
 from nltk.translate import AlignedSent, IBMModel1
 from sacremoses import MosesTokenizer
 
-from qe.resources.ibm1 import NULL, IBM1Table
+from qe.words.ibm1 import NULL, IBM1Table
 
 CORPORA = {
     "newstest": [("newstest-en-es/newstest2011.en", "newstest-en-es/newstest2011.es"),

@@ -16,8 +16,8 @@ from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from qe.resources import pos
 from qe.resources.bundle import ResourceBundle
-from qe.resources.ibm1 import IBM1Table
 from qe.text.processing import TextConfig, TextProcessor
+from qe.words.ibm1 import IBM1Table
 
 pytest.importorskip("kenlm", reason="kenlm Python module not installed: run scripts/install_kenlm.sh")
 

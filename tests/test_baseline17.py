@@ -13,10 +13,10 @@ from qe.features.baseline17 import Baseline17, punctuation_count, quest_punctuat
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
-from qe.resources.ibm1 import IBM1Table
 from qe.resources.lm import LanguageModel
 from qe.resources.ngrams import NgramCounts
 from qe.text.processing import TextConfig, TextProcessor
+from qe.words.ibm1 import IBM1Table
 from tests.helpers.baseline17 import CORPUS, S2T, SRC_ARPA, TGT_ARPA, handmade_bundle, write_arpa
 
 pytest.importorskip("kenlm", reason="kenlm Python module not installed: run scripts/install_kenlm.sh")

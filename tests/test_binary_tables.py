@@ -16,8 +16,8 @@ import pytest
 from qe.cli import main
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, clear_loaded_members
-from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts
+from qe.words.ibm1 import IBM1Table
 from tests.helpers import write_lines
 from tests.helpers.bundles import build, restamp, small_config
 

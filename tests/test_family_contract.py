@@ -31,9 +31,9 @@ from qe.features.registry import declared_inputs, make_families, registered_fami
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
 from qe.resources.edits import EditModel, pair_key
-from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts
 from qe.text.processing import TextConfig
+from qe.words.ibm1 import IBM1Table
 
 SRC = ["the black cat sat on the mat .", "", "a dog , a cat and a bird", "the cat " * 200]
 MT = ["el gato negro se sentó en la alfombra .", "un perro", "", "el gato " * 200]

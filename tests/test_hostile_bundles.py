@@ -15,8 +15,8 @@ from qe.cli import main
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.edits import EditModel
-from qe.resources.ibm1 import IBM1Table
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
+from qe.words.ibm1 import IBM1Table
 from tests.helpers import write_lines
 from tests.helpers.bundles import build, needs_kenlm, small_config
 

@@ -11,8 +11,8 @@ import pytest
 from nltk.translate import AlignedSent, IBMModel1
 
 from qe.infra.errors import QEInputError
-from qe.resources import ibm1
-from qe.resources.ibm1 import NULL, IBM1Table, train_both_directions
+from qe.words import ibm1
+from qe.words.ibm1 import NULL, IBM1Table, train_both_directions
 
 # ---------------------------------------------------------------------- helpers
 

@@ -12,9 +12,9 @@ from qe.features.base import Pairs
 from qe.features.ibm1 import IBM1Features, one_to_one_links, viterbi_alignment
 from qe.infra.errors import QEInputError
 from qe.resources.bundle import ResourceBundle
-from qe.resources.ibm1 import IBM1Table
 from qe.resources.pos import coarse_tag
 from qe.text.processing import TextConfig
+from qe.words.ibm1 import IBM1Table
 
 # t(es | en), keyed by the English word; NULL is the empty word.
 S2T = """NULL el 0.2

@@ -53,7 +53,7 @@ from qe.features.registry import register_family
 from qe.infra.errors import QEInputError
 from qe.infra.memo import make_room
 from qe.resources import pos as pos_resources
-from qe.resources.ibm1 import MIN_PROB, NULL
+from qe.words.ibm1 import MIN_PROB, NULL
 
 ALIGNMENTS = ("intersect", "s2t", "t2s")
 SETTINGS = {

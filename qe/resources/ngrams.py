@@ -4,7 +4,7 @@ An n-gram is its tokens joined by single spaces (tokens never contain spaces). T
 as gzip-compressed text: a JSON header line, then per order a ``\\N-grams:`` line followed by
 ``ngram<TAB>count`` lines, so they are easy to inspect and to build with other tools; or (what
 ``qe resources build`` writes) as a binary ``.npz`` holding the header and, per order, the n-grams
-and their counts as arrays, which loads without parsing (see ``qe.resources.arrays``).
+and their counts as arrays, which loads without parsing (see ``qe.infra.arrays``).
 
 Quartile cut-offs follow QuEst (reference-behaviour.md §1): keep the n-grams of one order whose
 count is at least ``min_count`` (3: n-grams seen once or twice count as unseen), sort their counts
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from qe.infra.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write, parse_bounded
-from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 FORMAT = "qe-ngram-counts/1"
 BINARY_FORMAT = "qe-ngram-counts-binary/1"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qe.resources.ibm1 import NULL, IBM1Table
+from qe.words.ibm1 import NULL, IBM1Table
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 ``Lexicon`` and its ``TypeRates``.
 
 Words and rate keys are stored as their UTF-8 bytes joined by newlines in a ``uint8`` array
-(``qe.resources.arrays.pack_lines``), the rest as numbers. Reading back checks every array: the
+(``qe.infra.arrays.pack_lines``), the rest as numbers. Reading back checks every array: the
 vocabularies decode, hold no empty or repeated word and as many words as the entries use; entry
 indices lie inside them and are unique; probabilities are finite and in [0, 1]; counts are
 non-negative integers with ``bad <= seen``; the prior is a rate and the smoothing strength positive.
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from qe.infra.arrays import pack_lines
 from qe.predictors.check import F8, BadModel, check_array, check_number
-from qe.resources.arrays import pack_lines
-from qe.resources.ibm1 import NULL, IBM1Table
 from qe.wordmodel.features import RATES
 from qe.wordmodel.lexicon import Lexicon
 from qe.wordmodel.typerates import TypeRates
+from qe.words.ibm1 import NULL, IBM1Table
 
 I4, I8, U1 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("|u1")
 TABLES = ("s2t", "t2s")
@@ -50,7 +50,7 @@ def rate_arrays(rates: dict[str, TypeRates]) -> tuple[dict[str, np.ndarray], dic
 
 
 def words(blob: np.ndarray, what: str) -> list[str]:
-    """The strings of a :func:`~qe.resources.arrays.pack_lines` array: UTF-8, none empty or repeated."""
+    """The strings of a :func:`~qe.infra.arrays.pack_lines` array: UTF-8, none empty or repeated."""
     check_array(blob, what, U1, (None,))
     if not blob.size:
         return []

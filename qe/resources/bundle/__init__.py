@@ -12,7 +12,7 @@ kind            member names (config section)            loaded as
 ``kenlm``       ``poslm.<key>`` (``[poslm.<key>]``)      ``LanguageModel`` (of part-of-speech tags)
 ``ngrams``      ``ngrams.<key>`` (``[ngrams.<key>]``)    ``qe.resources.ngrams.NgramCounts``
 ``unigrams``    ``unigrams.<key>`` (``[unigrams.<key>]``) ``NgramCounts`` (order 1, from a truecase model)
-``ibm1``        ``ibm1.s2t`` / ``ibm1.t2s`` (``[ibm1]``)  ``qe.resources.ibm1.IBM1Table``
+``ibm1``        ``ibm1.s2t`` / ``ibm1.t2s`` (``[ibm1]``)  ``qe.words.ibm1.IBM1Table``
 ``edits``       ``edits`` (``[edits]``)                  ``qe.resources.edits.EditModel``
 ``mt2``         ``mt2`` (``[mt2]``)                      ``qe.resources.mt2.SecondMT`` (Apertium)
 ``folds``       ``cross_fit`` (a QE corpus, below)       ``qe.resources.crossfit.FoldMap``
@@ -30,7 +30,7 @@ in-sample tables (recorded in the manifest as ``in_sample``, and warned about).
 The manifest records the corpora (paths, sha256, lines, bytes), the text settings, each
 member's settings, file size, build time and summary, and the result of the leakage check.
 N-gram counts and IBM1 tables are written as binary ``.npz`` tables (no parsing at load, see
-``qe.resources.arrays``); bundles built before, with ``.tsv.gz`` / ``.txt`` tables, still load.
+``qe.infra.arrays``); bundles built before, with ``.tsv.gz`` / ``.txt`` tables, still load.
 Members are loaded lazily, on first use, and kept; ``bundle.get(name, **options)`` caches one
 object per name and options. Building refuses corpora that share a sentence (compared
 lower-cased, whitespace collapsed) or a near-duplicate (chrF >= ``near_duplicate_chrf`` after

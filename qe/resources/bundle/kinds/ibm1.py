@@ -1,5 +1,5 @@
 """``[ibm1]``: IBM Model 1 lexical translation tables of the parallel corpora, one per direction
-(``ibm1.s2t.npz``, ``ibm1.t2s.npz``), loaded as ``qe.resources.ibm1.IBM1Table``."""
+(``ibm1.s2t.npz``, ``ibm1.t2s.npz``), loaded as ``qe.words.ibm1.IBM1Table``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _directions(table: ConfigTable) -> list[str]:
 
 
 def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
-    from qe.resources.ibm1 import IBM1Table
+    from qe.words.ibm1 import IBM1Table
 
     return IBM1Table.load(path, **options)
 
@@ -29,7 +29,7 @@ def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
 def _build(
     context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
-    from qe.resources.ibm1 import IBM1Table, train_both_directions
+    from qe.words.ibm1 import IBM1Table, train_both_directions
 
     names = context.corpus_names(table, SIDES)
     iterations = int(table.get("iterations", 5))

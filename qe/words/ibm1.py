@@ -5,7 +5,7 @@ source word in every sentence, the 1e-12 probability floor), so the tables agree
 rounding error while training orders of magnitude faster. Tables are saved in a GIZA-style text
 format, one ``src tgt prob`` line per entry, with the empty word written as ``NULL``, or (what
 ``qe resources build`` writes) in a binary ``.npz`` of the CSR arrays and the two vocabularies that
-loads without parsing (see ``qe.resources.arrays``); :meth:`IBM1Table.load` reads either.
+loads without parsing (see ``qe.infra.arrays``); :meth:`IBM1Table.load` reads either.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from qe.infra.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
-from qe.resources.arrays import damaged, is_npz, pack_lines, read_arrays, unpack_lines, write_arrays
 
 NULL = "NULL"
 """Name of the empty source word, in tables and in saved files (reserved: not allowed as a token)."""
