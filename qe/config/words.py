@@ -3,7 +3,7 @@ dataset or files, NMT files in every split or none) are ``qe.run.words``'."""
 
 from __future__ import annotations
 
-from qe.config.rules import SEED, Bool, Fields, Int, Number, Str, Text
+from qe.config.rules import SEED, Bool, Fields, Int, Language, List, Number, Str, Text
 
 SPLIT_ROLES = ("src", "mt", "tags", "source_tags", "post_edits", "alignments", "nmt_tokens", "nmt_logprobs")
 """The files of one split of a user's own data: tokenised source and MT, and the WMT ``.tags`` (gaps and
@@ -16,6 +16,9 @@ WORDS = Fields(
     {
         "dataset": Text(),
         "nmt": Bool(),
+        "families": List(Str(), min_len=1),
+        "src_lang": Language(),
+        "tgt_lang": Language(),
         "threshold": Str(("mcc", "f1_mult")),
         "max_train_sentences": Int(1),
         "folds": Int(2, 20),
@@ -30,6 +33,8 @@ WORDS = Fields(
 )
 """``[words]``: a registered ``dataset`` (``mlqe-pe/<pair>``: train, dev and test20, ``nmt`` for its NMT
 log-probabilities) or ``[words.train]`` and ``[words.dev]`` files (``[words.test]`` optional); the
+word feature ``families`` (``qe.wordmodel.families``; default: core, and nmt with NMT log-probabilities)
+and the languages some of them need (``src_lang``, ``tgt_lang``; a dataset's are its pair's); the
 threshold criterion chosen on dev; the featurizer's folds and the tagger's settings."""
 
 WORD_RUN = Fields({"name": Text(), "description": Str(), "seed": SEED, "words": WORDS}, required=("words",))

@@ -33,6 +33,7 @@ from qe.evaluation.wordmetrics import word_scores
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, require_file, sha256_file, write_text_atomic
 from qe.infra.outputs import WORD_PREDICTIONS, staged_dir
+from qe.wordmodel.families import default_families, family_names, refusal, resolve
 from qe.wordmodel.features import KINDS, FeatureTables, WordFeaturizer, tag_labels
 from qe.wordmodel.lexicon import Lexicon
 from qe.wordmodel.modelfile import save_word_model
@@ -101,6 +102,14 @@ def load_word_config(path: str | Path) -> dict[str, Any]:
                     if not resolved.is_file():
                         raise QEInputError(f"words.{split}.{role} = {files[role]!r}: no such file", path)
                     files[role] = str(resolved)
+    if "dataset" in words and ("src_lang" in words or "tgt_lang" in words):
+        raise QEInputError("[words] takes a dataset's languages from its pair: no src_lang / tgt_lang", path)
+    if "families" in words:
+        nmt = words.get("nmt", False) if "dataset" in words else "nmt_tokens" in words["train"]
+        try:
+            resolve(words["families"], nmt)
+        except QEInputError as exc:
+            raise QEInputError(f"words.families: {exc.message}", path) from None
     document["config_file"] = str(path.resolve())
     return document
 
@@ -258,9 +267,10 @@ def signature(config: dict[str, Any], splits: dict[str, Split]) -> dict[str, Any
             for role in ("nmt_tokens", "nmt_logprobs"):
                 files[f"{name}.{role}"] = sha256_file(split.files[role])[:16]
     words = config["words"]
-    settings = {key: words[key] for key in sorted(words) if key not in ("train", "dev", "test")}
+    settings = {key: words[key] for key in sorted(words) if key not in ("train", "dev", "test", "families")}
     return {
         "data": words.get("dataset", "files"),
+        "families": feature_families(config, splits["train"].nmt is not None),
         "files": files,
         "train_sentences": len(splits["train"].data),
         "settings": settings,
@@ -276,8 +286,23 @@ def signature_text(sig: dict[str, Any]) -> str:
     versions = "|".join(f"{k}:{v}" for k, v in sig["versions"].items())
     return (
         f"words|data:{sig['data']}@{digest}|train:{sig['train_sentences']}|settings:{settings or 'default'}"
-        f"|seed:{sig['seed']}|tagger:hgb|{versions}"
+        f"|families:{'+'.join(sig.get('families', ['core']))}|seed:{sig['seed']}|tagger:hgb|{versions}"
     )
+
+
+def languages(config: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The (source, target) languages: a dataset's pair's, else ``src_lang`` / ``tgt_lang`` (or None)."""
+    words = config["words"]
+    if "dataset" in words:
+        src, _, tgt = words["dataset"].removeprefix("mlqe-pe/").partition("-")
+        return src, tgt
+    return words.get("src_lang"), words.get("tgt_lang")
+
+
+def feature_families(config: dict[str, Any], nmt: bool) -> list[str]:
+    """The run's word feature families by name, built-in ones first, checked (``resolve``)."""
+    names = config["words"].get("families") or list(default_families(nmt))
+    return family_names(resolve(names, nmt), nmt)
 
 
 def run_words(
@@ -299,7 +324,14 @@ def run_words(
         _say(
             progress, f"features of {len(train.data):,} training sentences (IBM1 tables, cross-fitted rates)"
         )
-        featurizer = WordFeaturizer(folds=words.get("folds", 5), seed=seed)
+        nmt = train.nmt is not None
+        families = resolve(words.get("families") or list(default_families(nmt)), nmt)
+        problem = refusal(families, *languages(config))
+        if problem is not None:
+            raise QEInputError(problem, config["config_file"])
+        featurizer = WordFeaturizer(
+            folds=words.get("folds", 5), seed=seed, families=families, languages=languages(config)
+        )
         train_tables = featurizer.fit_transform(train.data, train.nmt)
         tagger = WordTagger(seed=seed, **{key: words[key] for key in TAGGER_KEYS if key in words})
         tagger.fit(
@@ -327,6 +359,7 @@ def run_words(
             "threshold_chosen_on": f"dev (max {criterion})",
             "iterations": dict(tagger.iterations_),
             "nmt_features": train.nmt is not None,
+            "families": family_names(families, nmt),
             "train_sentences": len(train.data),
             "training_s": round(trained_s, 1),
             "signature": signature_text(sig),

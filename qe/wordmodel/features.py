@@ -42,6 +42,7 @@ from functools import lru_cache
 import numpy as np
 
 from qe.infra.errors import QEInputError
+from qe.wordmodel.family import Family, FamilyInput
 from qe.wordmodel.lexicon import Lexicon, SentenceLinks
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.wordmodel.typerates import TypeRates, out_of_fold
@@ -104,9 +105,11 @@ NMT_NAMES = {
 """The columns appended to each kind's matrix when NMT log-probabilities are given, in order."""
 
 
-def column_names(kind: str, nmt: bool = False) -> tuple[str, ...]:
-    """The column names of a kind's matrix, with or without the NMT log-probability columns."""
-    return (*NAMES[kind], *NMT_NAMES[kind]) if nmt else NAMES[kind]
+def column_names(kind: str, nmt: bool = False, families: tuple[Family, ...] = ()) -> tuple[str, ...]:
+    """The column names of a kind's matrix, with or without the NMT log-probability columns, then
+    those of the further ``families`` (``qe.wordmodel.families``) in the order given."""
+    names = (*NAMES[kind], *NMT_NAMES[kind]) if nmt else NAMES[kind]
+    return (*names, *(name for family in families for name in family.names(kind)))
 
 
 RATES = ("mt_word", "mt_bigram", "src_word", "gap_after", "gap_before")
@@ -166,13 +169,25 @@ class WordFeaturizer:
     """Fitted on a tagged training set (IBM1 tables both ways, the type BAD rates); then makes the
     feature tables of any set with the same kind of tokens."""
 
-    def __init__(self, folds: int = 5, seed: int = 0, strength: float = 2.0, iterations: int = 5) -> None:
+    def __init__(
+        self,
+        folds: int = 5,
+        seed: int = 0,
+        strength: float = 2.0,
+        iterations: int = 5,
+        families: tuple[Family, ...] = (),
+        languages: tuple[str | None, str | None] = (None, None),
+    ) -> None:
         if folds < 2:
             raise QEInputError(f"cross-fitting needs at least 2 folds, not {folds}")
         self.folds = folds
         self.seed = seed
         self.strength = strength
         self.iterations = iterations
+        self.families = tuple(families)
+        """Further families (``qe.wordmodel.families``) whose columns follow the core (and NMT) ones."""
+        self.languages = languages
+        """(source, target) language codes, for the families that need them."""
 
     def fit_transform(self, data: WordLevelData, nmt: WordLogprobs | None = None) -> FeatureTables:
         """Fit on ``data`` (tagged) and return its tables, its rates cross-fitted over sentence folds;
@@ -207,7 +222,15 @@ class WordFeaturizer:
             )
             for k in inside.tolist():
                 links[k] = lexicon.links(data.src[k], data.mt[k])
-        return self._tables(data, rates, links, nmt)
+        tables = self._tables(data, rates, links, nmt)
+        inp = self._input(data, links, nmt, sentence_fold, labels)
+        self.family_states_ = {}
+        extra = []
+        for family in self.families:
+            assert family.fit is not None, f"{family.name} is built in"
+            self.family_states_[family.name], columns = family.fit(inp)
+            extra.append(columns)
+        return _appended(tables, extra)
 
     def transform(self, data: WordLevelData, nmt: WordLogprobs | None = None) -> FeatureTables:
         """The tables of ``data`` (tags not needed), rates from all of the training set; ``nmt``
@@ -230,7 +253,26 @@ class WordFeaturizer:
         keys = _rate_keys(data)
         links = [self.lexicon_.links(src, mt) for src, mt in zip(data.src, data.mt, strict=True)]
         rates = {name: self.rates_[name].rates(keys[name]) for name in RATES}
-        return self._tables(data, rates, links, nmt)
+        tables = self._tables(data, rates, links, nmt)
+        inp = self._input(data, links, nmt)
+        extra = []
+        for family in self.families:
+            assert family.transform is not None, f"{family.name} is built in"
+            extra.append(family.transform(self.family_states_[family.name], inp))
+        return _appended(tables, extra)
+
+    def _input(
+        self,
+        data: WordLevelData,
+        links: list[SentenceLinks],
+        nmt: WordLogprobs | None,
+        folds: np.ndarray | None = None,
+        bad: dict[str, np.ndarray] | None = None,
+    ) -> FamilyInput:
+        """What the further families read of a set (folds and tags on training only)."""
+        src_lang, tgt_lang = self.languages
+        n_folds = self.folds if folds is not None else 0
+        return FamilyInput(data, links, nmt, src_lang, tgt_lang, folds, n_folds, bad or {})
 
     def _tables(
         self,
@@ -259,6 +301,18 @@ class WordFeaturizer:
             kind: np.concatenate(rows[kind]) if rows[kind] else np.zeros((0, width[kind])) for kind in KINDS
         }
         return FeatureTables(tables, lengths)
+
+
+def _appended(tables: FeatureTables, extra: list[dict[str, np.ndarray]]) -> FeatureTables:
+    """``tables`` with the further families' columns after their own (unchanged when none)."""
+    if not extra:
+        return tables
+    out = {}
+    for kind in KINDS:
+        rows = len(tables.tables[kind])
+        parts = [np.asarray(columns[kind], dtype=np.float64).reshape(rows, -1) for columns in extra]
+        out[kind] = np.hstack([tables.tables[kind], *parts])
+    return FeatureTables(out, tables.lengths)
 
 
 _RATE_KIND = {

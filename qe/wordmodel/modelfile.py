@@ -22,6 +22,7 @@ from qe.infra.errors import QEInputError
 from qe.predictors.check import BadModel, check_number
 from qe.wordmodel.archive import read_archive, write_archive
 from qe.wordmodel.boosted import TREE_ARRAYS, BoostedTrees, boosted_trees, tree_arrays
+from qe.wordmodel.familystate import family_arrays, family_state
 from qe.wordmodel.features import KINDS, FeatureTables, WordFeaturizer, column_names
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.wordmodel.state import lexicon_arrays, lexicon_of, rate_arrays, rates_of
@@ -87,7 +88,7 @@ def save_word_model(
             "baseline": baseline,
             "threshold": float(tagger.thresholds_[kind]),
             "iterations": int(tagger.iterations_[kind]),
-            "columns": list(column_names(kind, featurizer.nmt_)),
+            "columns": list(column_names(kind, featurizer.nmt_, featurizer.families)),
         }
     manifest = {
         "format": FORMAT,
@@ -99,6 +100,10 @@ def save_word_model(
         "tagger": {name: getattr(tagger, name) for name in TAGGER_SETTINGS},
         "signature": signature,
     }
+    if featurizer.families:
+        family_table, family_numbers = family_arrays(featurizer)
+        arrays |= family_table
+        manifest |= family_numbers
     write_archive(path, manifest, arrays)
 
 
@@ -127,8 +132,10 @@ def _model(manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> WordModel
         values[name] = value if name == "strength" else int(value)
         if name != "strength" and value != int(value):
             raise BadModel(f"featurizer.{name} is not an integer")
-    featurizer = WordFeaturizer(**values)
+    families, languages, states, family_members = family_state(manifest, arrays)
+    featurizer = WordFeaturizer(**values, families=families, languages=languages)
     featurizer.nmt_ = nmt
+    featurizer.family_states_ = states
     featurizer.lexicon_ = lexicon_of(arrays)
     featurizer.rates_ = rates_of(arrays, manifest.get("rates"))
     kinds = manifest.get("kinds")
@@ -139,13 +146,17 @@ def _model(manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> WordModel
         entry = kinds[kind]
         if not isinstance(entry, dict) or set(entry) != {"baseline", "threshold", "iterations", "columns"}:
             raise BadModel(f"manifest.json: kinds.{kind} is not a baseline, threshold, iterations, columns")
-        columns = column_names(kind, nmt)
+        columns = column_names(kind, nmt, families)
         if entry["columns"] != list(columns):
             raise BadModel(f"kinds.{kind}.columns are not the {len(columns)} columns this qe makes")
         thresholds[kind] = check_number(entry["threshold"], f"kinds.{kind}.threshold", 0.0, 1.0)
         trees = {name: arrays[f"{kind}_{name}"] for name in TREE_ARRAYS}
         classifiers[kind] = boosted_trees(kind, entry["baseline"], trees, len(columns))
-    expected = {*_state_names(), *(f"{kind}_{name}" for kind in KINDS for name in TREE_ARRAYS)}
+    expected = {
+        *_state_names(),
+        *(f"{kind}_{name}" for kind in KINDS for name in TREE_ARRAYS),
+        *family_members,
+    }
     if set(arrays) != expected:
         extra = sorted(set(arrays) - expected)[:3]
         raise BadModel(f"it holds arrays a word model does not: {', '.join(extra)}")

@@ -92,22 +92,28 @@ def rates_of(arrays: dict[str, np.ndarray], numbers: object) -> dict[str, TypeRa
     """The :class:`TypeRates` of :func:`rate_arrays`' arrays and numbers, checked."""
     if not isinstance(numbers, dict) or set(numbers) != set(RATES):
         raise BadModel(f"manifest.json's rates are not {', '.join(RATES)}")
-    out = {}
-    for name in RATES:
-        entry = numbers[name]
-        if not isinstance(entry, dict) or set(entry) != {"prior", "strength"}:
-            raise BadModel(f"manifest.json: rates.{name} is not a prior and a strength")
-        prior = check_number(entry["prior"], f"rates.{name}.prior", 0.0, 1.0)
-        strength = check_number(entry["strength"], f"rates.{name}.strength", 1e-9, 1e9)
-        keys = words(arrays[f"rate_{name}_keys"], f"rate_{name}_keys")
-        seen = check_array(arrays[f"rate_{name}_seen"], f"rate_{name}_seen", I8, (len(keys),))
-        bad = check_array(arrays[f"rate_{name}_bad"], f"rate_{name}_bad", I8, (len(keys),))
-        if (bad < 0).any() or (bad > seen).any():
-            raise BadModel(f"rate_{name} counts are not 0 <= bad <= seen")
-        out[name] = TypeRates(
-            dict(zip(keys, seen.tolist(), strict=True)),
-            dict(zip(keys, bad.tolist(), strict=True)),
-            prior,
-            strength,
-        )
-    return out
+    arrays = {name.removeprefix("rate_"): values for name, values in arrays.items()}
+    return {name: checked_rates(arrays, numbers, name, f"rate_{name}", "rates") for name in RATES}
+
+
+def checked_rates(
+    arrays: dict[str, np.ndarray], numbers: dict, name: str, what: str, section: str = "families.edits"
+) -> TypeRates:
+    """One :class:`TypeRates` from ``arrays[name_keys / _seen / _bad]`` and ``numbers[name]`` (prior,
+    strength), checked; ``what`` names its arrays and ``section`` its numbers in a refusal."""
+    entry = numbers[name]
+    if not isinstance(entry, dict) or set(entry) != {"prior", "strength"}:
+        raise BadModel(f"manifest.json: {section}.{name} is not a prior and a strength")
+    prior = check_number(entry["prior"], f"{section}.{name}.prior", 0.0, 1.0)
+    strength = check_number(entry["strength"], f"{section}.{name}.strength", 1e-9, 1e9)
+    keys = words(arrays[f"{name}_keys"], f"{what}_keys")
+    seen = check_array(arrays[f"{name}_seen"], f"{what}_seen", I8, (len(keys),))
+    bad = check_array(arrays[f"{name}_bad"], f"{what}_bad", I8, (len(keys),))
+    if (bad < 0).any() or (bad > seen).any():
+        raise BadModel(f"{what} counts are not 0 <= bad <= seen")
+    return TypeRates(
+        dict(zip(keys, seen.tolist(), strict=True)),
+        dict(zip(keys, bad.tolist(), strict=True)),
+        prior,
+        strength,
+    )
