@@ -255,3 +255,113 @@ def test_training_tags_with_a_wrong_count_or_an_unknown_tag(tmp_path, capsys, ta
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"train.tags:{line}" in err and pattern in err
     assert not (tmp_path / "run").exists()
+
+
+# ---- the further word feature families' members (qe.wordmodel.familystate): n-gram arrays of the lm
+# family (a KenLM model as checked arrays, never a binary), the edits family's pair rates, the sentence
+# family's ridges, and the manifest's families / languages tables.
+
+
+def _has_lmplz() -> bool:
+    from qe.infra.errors import QEInputError
+    from qe.resources.lm import find_kenlm_binary
+
+    try:
+        find_kenlm_binary("lmplz")
+    except QEInputError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def family_model_file(tmp_path_factory) -> Path:
+    from qe.wordmodel.families import resolve
+
+    if not _has_lmplz():
+        pytest.skip("KenLM's lmplz is not built (scripts/install_kenlm.sh)")
+    train = toy(200, 0)
+    featurizer = WordFeaturizer(
+        families=resolve(["core", "lm", "edits", "sentence"], False), languages=("en", "en")
+    )
+    tagger = WordTagger(max_iter=5, min_samples_leaf=5).fit(
+        featurizer.fit_transform(train), tag_labels(train)
+    )
+    path = tmp_path_factory.mktemp("hostile-word-families") / "model.qwords"
+    save_word_model(path, featurizer, tagger, {})
+    return path
+
+
+def _family_numbers(name: str, value) -> Change:
+    return manifest_edit(lambda m: m["families"].__setitem__(name, value))
+
+
+def _unlisted_member(members: dict[str, bytes], manifest: dict) -> None:
+    members["fam_spelling_x.npy"] = members["fam_sentence_mean.npy"]
+    manifest["members"]["fam_spelling_x.npy"] = manifest["members"]["fam_sentence_mean.npy"]
+
+
+def _lm_member_dropped(members: dict[str, bytes], manifest: dict) -> None:
+    del members["fam_lm_mt_3_probs.npy"]
+    del manifest["members"]["fam_lm_mt_3_probs.npy"]
+
+
+FAMILY_CASES = {
+    "lm n-gram word index outside the vocabulary": (
+        edit("fam_lm_mt_2_grams", at(0, 10**6)),
+        {},
+        "outside the vocabulary",
+    ),
+    "lm log10 probability above 0": (edit("fam_lm_src_1_probs", at(0, 5.0)), {}, "above 0"),
+    "lm NaN back-off weight": (edit("fam_lm_mt_1_backoffs", at(0, np.nan)), {}, "NaN or infinite"),
+    "lm n-grams of the wrong width": (
+        edit("fam_lm_mt_3_grams", lambda v: v[:, :2].copy()),
+        {},
+        "has shape",
+    ),
+    "lm n-gram twice": (
+        edit("fam_lm_mt_2_grams", lambda v: np.vstack([v[:1], v[:1], v[2:]])),
+        {},
+        "twice",
+    ),
+    "lm member dropped from zip and manifest": (_lm_member_dropped, {}, "not the arrays of an order-3"),
+    "lm order 40": (_family_numbers("lm", {"order": 40}), {}, "families.lm.order = 40 is out of range"),
+    "unknown family in the manifest": (
+        _family_numbers("kenlm_binary", {"path": "/tmp/x.bin"}),
+        {},
+        "which this qe does not know",
+    ),
+    "spelling dictionary named as a path": (
+        _family_numbers("spelling", {"src": "../../etc/passwd", "mt": "de_DE"}),
+        {},
+        "families.spelling.src is not a dictionary name",
+    ),
+    "pseudoref pair with a shell word": (
+        _family_numbers("pseudoref", {"pair": "eng-spa; rm -rf /"}),
+        {},
+        "not an Apertium pair name",
+    ),
+    "languages not codes": (
+        manifest_edit(lambda m: m.__setitem__("languages", ["en", "$(x)"])),
+        {},
+        "languages is not two language codes",
+    ),
+    "edits counts bad > seen": (edit("fam_edits_mt_pair_bad", at(0, 10**6)), {}, "0 <= bad <= seen"),
+    "sentence scale of 0": (edit("fam_sentence_scale", at(0, 0.0)), {}, "not positive"),
+    "sentence weights NaN": (edit("fam_sentence_weights", at(0, np.nan)), {}, "NaN or infinite"),
+    "member of a family not listed": (_unlisted_member, {}, "holds arrays a word model does not"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAMILY_CASES))
+def test_a_hostile_family_member_is_refused_in_one_line(case, family_model_file, tmp_path, capsys):
+    change, options, pattern = FAMILY_CASES[case]
+    bad = tampered(family_model_file, tmp_path / "bad.qwords", change, **options)
+    refused(bad, tmp_path, capsys, pattern)
+
+
+def test_the_untouched_family_model_tags(family_model_file, tmp_path):
+    src = write_lines(tmp_path / "s.txt", ["the red cat runs ."])
+    mt = write_lines(tmp_path / "m.txt", ["the red CAT runs ."])
+    out = tmp_path / "tags.jsonl"
+    assert main(predict_words_args(family_model_file, src, mt, out)) == 0
+    assert len(json.loads(out.read_text())["gap_tags"]) == 6

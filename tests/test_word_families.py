@@ -1,0 +1,360 @@
+"""Word feature families (issue 32, build item 2): the registry, today's columns unchanged under the
+default families, and each further family on hand-made cases with known answers."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+
+import numpy as np
+import pytest
+
+from qe.infra.errors import QEInputError
+from qe.wordmodel import mismatchfamily, pseudoreffamily, sentencefamily, spellfamily
+from qe.wordmodel.arpa import ArpaModel, read_arpa
+from qe.wordmodel.families import FAMILIES, default_families, family_names, resolve
+from qe.wordmodel.family import FamilyInput
+from qe.wordmodel.features import KINDS, NAMES, NMT_NAMES, WordFeaturizer, column_names
+from qe.wordmodel.lexicon import SentenceLinks
+from qe.wordmodel.nmtprobs import WordLogprobs
+from qe.words.files import WordLevelData
+from tests.hostile.test_word_model_files import toy
+
+
+def _has_lmplz() -> bool:
+    from qe.resources.lm import find_kenlm_binary
+
+    try:
+        find_kenlm_binary("lmplz")
+    except QEInputError:
+        return False
+    return True
+
+
+def _has_dictionaries(*langs: str) -> bool:
+    from qe.resources.spelling import _library, find_dictionary
+
+    try:
+        _library()
+        for lang in langs:
+            find_dictionary(lang)
+    except QEInputError:
+        return False
+    return True
+
+
+needs_lmplz = pytest.mark.skipif(not _has_lmplz(), reason="KenLM's lmplz not built: scripts/install_kenlm.sh")
+needs_en_de = pytest.mark.skipif(not _has_dictionaries("en", "de"), reason="hunspell en_US / de_DE missing")
+
+
+def fake_nmt(data: WordLevelData, seed: int) -> WordLogprobs:
+    """Deterministic made-up NMT log-probabilities for a set."""
+    rng = np.random.default_rng(seed)
+    words = []
+    for mt in data.mt:
+        table = -rng.random((len(mt), 4)) * 5
+        table[:, 3] = rng.integers(1, 3, len(mt))
+        words.append(table)
+    return WordLogprobs(words, -rng.random((len(data.mt), 3)) * 3)
+
+
+def fingerprint(featurizer: WordFeaturizer, nmt: bool) -> str:
+    train, dev = toy(120, 0), toy(20, 1)
+    digest = hashlib.sha256()
+    train_tables = featurizer.fit_transform(train, fake_nmt(train, 5) if nmt else None)
+    dev_tables = featurizer.transform(dev, fake_nmt(dev, 6) if nmt else None)
+    for tables in (train_tables, dev_tables):
+        for kind in KINDS:
+            digest.update(np.ascontiguousarray(tables.tables[kind], dtype="<f8").tobytes())
+    return digest.hexdigest()
+
+
+# The tables main (23d347e, before families) made of these sets: the default families change nothing.
+BEFORE_FAMILIES = {
+    False: "97d1f5a9ac48b6acc568b5fe9388376ff31c6c273db0415d0706fd147562b410",
+    True: "4d20584b84aca7af45033ff6daea0958d6d3163b2e40553bcbe22bfb925d7b9b",
+}
+
+
+@pytest.mark.parametrize("nmt", [False, True])
+def test_the_default_families_give_todays_columns_to_the_bit(nmt):
+    families = resolve(list(default_families(nmt)), nmt)
+    assert families == ()
+    assert fingerprint(WordFeaturizer(folds=3, families=families), nmt) == BEFORE_FAMILIES[nmt]
+    for kind in KINDS:
+        assert column_names(kind, nmt, families) == ((*NAMES[kind], *NMT_NAMES[kind]) if nmt else NAMES[kind])
+
+
+def test_further_families_only_append_columns():
+    """With mismatch and sentence, the first columns are today's, to the bit, and the rest theirs."""
+    families = resolve(["core", "sentence", "mismatch"], False)
+    assert [f.name for f in families] == ["mismatch", "sentence"]  # registry order, not the config's
+    train, dev = toy(120, 0), toy(20, 1)
+    plain, extended = WordFeaturizer(folds=3), WordFeaturizer(folds=3, families=families)
+    for fit in (True, False):
+        a = plain.fit_transform(train) if fit else plain.transform(dev)
+        b = extended.fit_transform(train) if fit else extended.transform(dev)
+        for kind in KINDS:
+            width = len(NAMES[kind])
+            assert b.tables[kind].shape[1] == len(column_names(kind, False, families))
+            assert a.tables[kind].tobytes() == np.ascontiguousarray(b.tables[kind][:, :width]).tobytes()
+
+
+def test_families_are_independent_of_each_other():
+    """A family's columns are the same whichever other families are fitted beside it."""
+    train = toy(120, 0)
+    alone = WordFeaturizer(folds=3, families=resolve(["core", "sentence"], False)).fit_transform(train)
+    both = WordFeaturizer(folds=3, families=resolve(["core", "edits", "sentence"], False)).fit_transform(
+        train
+    )
+    for kind in KINDS:
+        width = len(sentencefamily.NAMES)
+        assert np.array_equal(alone.tables[kind][:, -width:], both.tables[kind][:, -width:], equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("names", "nmt", "pattern"),
+    [
+        (["core", "lmm"], False, "unknown word feature family 'lmm'"),
+        (["lm"], False, "must include core"),
+        (["core", "lm", "lm"], False, "listed twice"),
+        (["core", "nmt"], False, "without NMT log-probabilities"),
+        (["core"], True, "list the nmt family too"),
+    ],
+)
+def test_a_wrong_family_list_is_one_line(names, nmt, pattern):
+    with pytest.raises(QEInputError, match=pattern) as caught:
+        resolve(names, nmt)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_registry_records():
+    for name, family in FAMILIES.items():
+        assert family.name == name and family.fit and family.transform and family.save and family.load
+        assert family.kinds and all(family.names(kind) for kind in family.kinds)
+    assert FAMILIES["edits"].kinds == ("target", "source") and FAMILIES["edits"].reads_tags
+    assert family_names(resolve(["core", "nmt", "lm"], True), True) == ["core", "nmt", "lm"]
+
+
+# ------------------------------------------------------------------------------------------------- lm
+
+ARPA = """\\data\\
+ngram 1=5
+ngram 2=3
+
+\\1-grams:
+-1.0\t<unk>\t0
+-99\t<s>\t-0.5
+-0.7\t</s>\t0
+-0.5\ta\t-0.3
+-0.6\tb\t-0.2
+
+\\2-grams:
+-0.2\t<s> a
+-0.1\ta b
+-0.3\tb </s>
+
+\\end\\
+"""
+
+
+@pytest.fixture
+def arpa_model(tmp_path) -> ArpaModel:
+    path = tmp_path / "toy.arpa"
+    path.write_text(ARPA)
+    return read_arpa(path)
+
+
+def test_an_arpa_model_scores_by_hand(arpa_model):
+    # "a b": every bigram known
+    assert np.allclose(arpa_model.scores(["a", "b"]), [[-0.2, 2, 0], [-0.1, 2, 0], [-0.3, 2, 0]])
+    # "b a": each falls back to the word alone, paying its context's back-off weight
+    assert np.allclose(
+        arpa_model.scores(["b", "a"]), [[-0.5 - 0.6, 1, 0], [-0.2 - 0.5, 1, 0], [-0.3 - 0.7, 1, 0]]
+    )
+    # an unknown word is <unk>, and a reserved word written in the text counts as unknown too
+    assert np.allclose(arpa_model.scores(["c"]), [[-0.5 - 1.0, 1, 1], [-0.7, 1, 0]])
+    assert arpa_model.scores(["<s>"])[0, 2] == 1
+
+
+def test_arpa_arrays_round_trip_and_are_checked(arpa_model):
+    from qe.predictors.check import BadModel
+    from qe.wordmodel.arpa import model_of
+
+    arrays = arpa_model.arrays()
+    again = model_of(arrays, 2, "lm_mt")
+    assert np.array_equal(again.scores(["b", "a", "c"]), arpa_model.scores(["b", "a", "c"]))
+    bad = dict(arrays, **{"2_grams": arrays["2_grams"].copy()})
+    bad["2_grams"][0, 0] = 99
+    with pytest.raises(BadModel, match="outside the vocabulary"):
+        model_of(bad, 2, "lm_mt")
+    twice = dict(arrays, **{"2_grams": arrays["2_grams"].copy()})
+    twice["2_grams"][1] = twice["2_grams"][0]
+    with pytest.raises(BadModel, match="twice"):
+        model_of(twice, 2, "lm_mt")
+
+
+@needs_lmplz
+def test_arpa_scores_equal_kenlms_full_scores(tmp_path):
+    kenlm = pytest.importorskip("kenlm")
+    from qe.resources.lm import train_lm
+
+    rng = np.random.default_rng(0)
+    words = ["the", "a", "cat", "dog", "sat", "on", "mat", "red", "big", "ran"]
+    lines = [" ".join(rng.choice(words, rng.integers(2, 9))) for _ in range(300)]
+    arpa = train_lm(lines, tmp_path / "lm.arpa", order=3, binary=False)
+    ours, theirs = read_arpa(arpa), kenlm.Model(str(arpa))
+    for sentence in ["the cat sat on the mat", "ran ran zebra the", "mat"]:
+        expected = np.array(list(theirs.full_scores(sentence, bos=True, eos=True)), dtype=float)
+        got = ours.scores(sentence.split())
+        assert np.allclose(got[:, 0], expected[:, 0], atol=1e-5)
+        assert np.array_equal(got[:, 1:], expected[:, 1:])
+
+
+@needs_lmplz
+def test_the_lm_family_is_cross_fitted():
+    """A word seen only in one training sentence is unknown to that sentence's own (other-fold) model,
+    but known to the model of all of training that dev is scored with."""
+    train = toy(60, 0)
+    train.mt[0][0] = "zyzzyva"
+    families = resolve(["core", "lm"], False)
+    featurizer = WordFeaturizer(folds=3, families=families)
+    tables = featurizer.fit_transform(train)
+    oov = column_names("target", False, families).index("lm_oov")
+    assert tables.tables["target"][0, oov] == 1
+    again = featurizer.transform(dataclasses.replace(train, mt_tags=None, gap_tags=None, src_tags=None))
+    assert again.tables["target"][0, oov] == 0
+
+
+# ------------------------------------------------------------------------------------------- spelling
+
+
+@needs_en_de
+def test_spelling_flags_unknown_words_by_hand():
+    src = [["The", "house", "is", "green", "xqzt", "Paris", "5", "."]]
+    mt = [["Das", "Haus", "ist", "grün", "xqzt", "Paris", "5", "."]]
+    inp = FamilyInput(WordLevelData(src, mt), links=[_no_links(8, 8)], src_lang="en", tgt_lang="de")
+    state, columns = spellfamily.fit(inp)
+    assert state == {"src": "en_US", "mt": "de_DE"}
+    unknown, copied = columns["target"][:, 0], columns["target"][:, 1]
+    assert unknown.tolist() == [0, 0, 0, 0, 1, 0, 0, 0] and copied.tolist() == unknown.tolist()
+    assert columns["target"][5, 2] == 1 and columns["gaps"][5, :2].tolist() == [1, 0]
+    assert columns["source"][:, 0].tolist() == [0, 0, 0, 0, 1, 0, 0, 0]
+
+
+def test_spelling_refuses_a_language_without_a_dictionary():
+    problem = spellfamily.refuse("en", "zh")
+    assert problem is not None and "'zh'" in problem and "\n" not in problem
+
+
+# ------------------------------------------------------------------------------------------- mismatch
+
+
+def _no_links(m: int, n: int) -> SentenceLinks:
+    return SentenceLinks(np.full(n, -1), np.zeros(n), np.full(m, -1), np.zeros(m))
+
+
+def test_mismatch_by_hand():
+    src = ["He", "paid", "1,500", "dollars", "to", "Smith", "."]
+    mt = ["Er", "zahlte", "1.600", "Dollar", "an", "Smith", "."]
+    linked = np.array([0, 1, 2, 3, 4, 5, 6])
+    entity = np.array([0, 0, 1, 1, 0, 1, 0], dtype=bool)
+    got = mismatchfamily.sentence_columns(src, mt, linked, entity)
+    names = dict(zip(mismatchfamily.COLUMNS["target"], got["target"].T, strict=True))
+    assert names["mm_number_unmatched"].tolist() == [0, 0, 1, 0, 0, 0, 0]  # 600 is not in the source
+    assert names["mm_cap_unmatched"].tolist() == [0, 0, 0, 1, 0, 0, 0]  # "Dollar"; "Er" is first
+    assert names["mm_linked_src_cap"].tolist() == [0, 0, 0, 0, 0, 1, 0]
+    assert names["mm_copies_entity"].tolist() == [0, 0, 0, 0, 0, 1, 0]
+    assert names["mm_src_numbers_missing"][0] == 1 and names["mm_src_entities_missing"][0] == 2
+    source = dict(zip(mismatchfamily.COLUMNS["source"], got["source"].T, strict=True))
+    assert source["mm_src_number_missing"].tolist() == [0, 0, 1, 0, 0, 0, 0]
+    assert source["mm_src_entity_missing"].tolist() == [0, 0, 1, 1, 0, 0, 0]
+    assert source["mm_src_cap_missing"].sum() == 0  # "Smith" is copied
+    without = mismatchfamily.sentence_columns(src, mt, linked, None)
+    assert np.isnan(without["source"][:, 2]).all() and not np.isnan(without["source"][:, :2]).any()
+    assert got["gaps"].shape == (8, len(mismatchfamily.COLUMNS["gaps"]))
+
+
+# ---------------------------------------------------------------------------------------------- edits
+
+
+def test_edits_pair_rates_are_cross_fitted_and_told_apart():
+    train = toy(120, 0)
+    families = resolve(["core", "edits"], False)
+    featurizer = WordFeaturizer(folds=3, families=families)
+    tables = featurizer.fit_transform(train)
+    rate = column_names("target", False, families).index("edit_pair_rate")
+    flipped = dataclasses.replace(
+        train, mt_tags=[tuple("OK" for _ in t) for t in train.mt_tags[:1]] + train.mt_tags[1:]
+    )
+    again = WordFeaturizer(folds=3, families=families).fit_transform(flipped)
+    assert np.array_equal(
+        tables.tables["target"][: len(train.mt[0]), rate], again.tables["target"][: len(train.mt[0]), rate]
+    )
+    state = featurizer.family_states_["edits"]["target"]
+    red = [key for key in state.seen if key.endswith("\tred")]
+    assert red and all(state.bad[key] == state.seen[key] for key in red)  # "red" is always BAD in toy
+
+
+# ------------------------------------------------------------------------------------------- pseudoref
+
+
+def test_pseudoref_by_hand():
+    mt = ["La", "casa", "es", "roja", "."]
+    got = pseudoreffamily.sentence_columns(
+        mt, pseudoreffamily.tokens("La casa es grande."), np.array([0, 1, 3])
+    )
+    target = got["target"]
+    assert target[:, 0].tolist() == [1, 1, 1, 0, 1] and target[:, 1].tolist() == [0, 1, 1, 0, 0]
+    assert got["gaps"][:, 0].tolist() == [1, 1, 1, 0, 0, 1]  # "es roja" and "roja ." are not adjacent there
+    assert got["source"][:, 0].tolist() == [1, 1, 0]
+
+
+def test_pseudoref_refuses_a_pair_apertium_lacks():
+    problem = pseudoreffamily.refuse("en", "de")
+    assert problem is not None and "en -> de" in problem and "\n" not in problem
+
+
+@pytest.mark.skipif(
+    shutil.which("apertium-wblank-mode") is None or pseudoreffamily.apertium_pair("en", "es") is None,
+    reason="Apertium eng-spa is not installed",
+)
+def test_pseudoref_translates_with_apertium(tmp_path, monkeypatch):
+    monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path))
+    data = WordLevelData([["The", "house", "is", "red", "."]], [["La", "casa", "es", "azul", "."]])
+    inp = FamilyInput(data, [_no_links(5, 5)], src_lang="en", tgt_lang="es")
+    state = {"pair": pseudoreffamily.apertium_pair("en", "es")}
+    columns = pseudoreffamily.transform(state, inp)
+    assert columns["target"][:, 0].tolist() == [1, 1, 1, 0, 1]  # Apertium: "La casa es roja."
+
+
+# ------------------------------------------------------------------------------------------- sentence
+
+
+def test_the_sentence_ridge_recovers_a_linear_rule():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 4))
+    y = np.column_stack([x @ [1.0, -2.0, 0.0, 0.5] + 3, x[:, 0], -x[:, 1]])
+    model = sentencefamily.ridge(x, y)
+    assert np.allclose(sentencefamily.predict(model, x), y, atol=0.3)  # shrunk a little by ALPHA
+    from sklearn.linear_model import Ridge
+
+    z = (x - x.mean(axis=0)) / x.std(axis=0)
+    expected = Ridge(alpha=sentencefamily.ALPHA).fit(z, y).predict(z)
+    assert np.allclose(sentencefamily.predict(model, x), expected)
+
+
+def test_the_sentence_predictions_are_cross_fitted():
+    """A training sentence's predicted BAD shares do not move when its own tags do."""
+    train = toy(90, 0)
+    families = resolve(["core", "sentence"], False)
+    tables = WordFeaturizer(folds=3, families=families).fit_transform(train)
+    flipped = dataclasses.replace(
+        train, mt_tags=[tuple("BAD" for _ in t) for t in train.mt_tags[:1]] + train.mt_tags[1:]
+    )
+    again = WordFeaturizer(folds=3, families=families).fit_transform(flipped)
+    width = len(sentencefamily.PREDICTED)
+    n = len(train.mt[0])
+    assert np.array_equal(tables.tables["target"][:n, -width:], again.tables["target"][:n, -width:])
+    assert not np.array_equal(tables.tables["target"][n:, -width:], again.tables["target"][n:, -width:])
