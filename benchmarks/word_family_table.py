@@ -6,7 +6,8 @@ dev) and the seconds the three classifiers took to train. test20 is not read. On
 (and in ``--save``).
 
     OMP_NUM_THREADS=1 python benchmarks/word_family_table.py [--pairs en-de,en-zh] [--no-nmt]
-        [--families lm,spelling,mismatch,edits,sentence] [--save FILE]
+        [--families lm,lmclass,spelling,mismatch,pseudoref,edits,sentence] [--only +lmclass,+all]
+        [--save FILE]
 
 The featurizer is fitted once per pair with every family; a configuration's tables are the core (and
 NMT) columns with its families' columns beside them, which is what a featurizer fitted with only those
@@ -78,7 +79,9 @@ def score(train: FeatureTables, dev: FeatureTables, train_bad, dev_bad, seed: in
     return out
 
 
-def run_pair(pair: str, names: list[str], data_dir: str | None, seed: int, nmt: bool) -> dict:
+def run_pair(
+    pair: str, names: list[str], data_dir: str | None, seed: int, nmt: bool, only: list[str] | None = None
+) -> dict:
     src_lang, tgt_lang = pair.split("-")
     train, dev = load_word_level(pair, "train", data_dir), load_word_level(pair, "dev", data_dir)
     started = time.perf_counter()
@@ -129,6 +132,8 @@ def run_pair(pair: str, names: list[str], data_dir: str | None, seed: int, nmt: 
         "configs": {},
     }
     for label, chosen in configs.items():
+        if only and label not in only:
+            continue
         k = keep(chosen)
         out["configs"][label] = score(
             columns_of(train_tables, k), columns_of(dev_tables, k), train_bad, dev_bad, seed
@@ -145,11 +150,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-nmt", action="store_true")
     parser.add_argument("--save", type=Path)
+    parser.add_argument("--only", help="comma-separated configurations to train (core+nmt, +lm, +all, ...)")
     args = parser.parse_args()
     names = [name for name in args.families.split(",") if name]
     result = {}
     for pair in args.pairs.split(","):
-        result[pair] = run_pair(pair, names, args.data_dir, args.seed, not args.no_nmt)
+        only = args.only.split(",") if args.only else None
+        result[pair] = run_pair(pair, names, args.data_dir, args.seed, not args.no_nmt, only)
         if args.save is not None:
             args.save.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))

@@ -358,3 +358,106 @@ def test_the_sentence_predictions_are_cross_fitted():
     n = len(train.mt[0])
     assert np.array_equal(tables.tables["target"][:n, -width:], again.tables["target"][:n, -width:])
     assert not np.array_equal(tables.tables["target"][n:, -width:], again.tables["target"][n:, -width:])
+
+
+# -------------------------------------------------------------------------------------------- lmclass
+
+
+def test_lmclass_refuses_a_pair_without_any_class_tagger():
+    from qe.wordmodel import lmclassfamily
+
+    problem = lmclassfamily.refuse("ne", "zh")
+    assert problem is not None and "ne or zh" in problem and "\n" not in problem
+
+
+@pytest.mark.skipif(not _has_dictionaries("de"), reason="hunspell de_DE missing")
+def test_lmclass_tags_german_with_hunspell_classes():
+    from qe.wordmodel import lmclassfamily
+
+    assert lmclassfamily.tagger_for("de") == "hunspell:de"
+    classes = lmclassfamily.classes("hunspell:de", [["Das", "Haus", "ist", "5", "."]])[0]
+    assert classes[1] == "NOUN" and classes[3:] == ["NUM", "PUNCT"]
+
+
+@needs_lmplz
+def test_lmclass_leaves_an_untagged_side_nan():
+    from qe.text.nlp import pipeline_for
+
+    if pipeline_for("en") is None:
+        pytest.skip("no spaCy English pipeline")
+    train = toy(60, 0)
+    families = resolve(["core", "lmclass"], False)
+    tables = WordFeaturizer(folds=3, families=families, languages=("en", "zh")).fit_transform(train)
+    target = column_names("target", False, families).index("lmc_logprob")
+    source = column_names("source", False, families).index("lmc_src_logprob")
+    assert np.isnan(tables.tables["target"][:, target]).all()
+    assert np.isfinite(tables.tables["source"][:, source]).all()
+
+
+# ------------------------------------------------------------------------------ the [words] config key
+
+
+def _own_config(folder, families: str, extra: str = "") -> object:
+    from tests.helpers.words import toy_word_files
+
+    for split, n, seed in (("train", 80, 0), ("dev", 30, 1)):
+        toy_word_files(folder, split, n, seed)
+    config = folder / "own.toml"
+    config.write_text(
+        f"[words]\nmax_iter = 10\nmin_samples_leaf = 5\nfamilies = {families}\n{extra}"
+        + "".join(
+            f'[words.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\ntags = "{s}.tags"\n'
+            f'source_tags = "{s}.source_tags"\n'
+            for s in ("train", "dev")
+        )
+    )
+    return config
+
+
+def test_a_run_with_families_records_them_and_its_model_tags(tmp_path):
+    import json
+
+    from qe.cli import main
+    from qe.wordmodel.modelfile import load_word_model
+    from tests.helpers.words import predict_words_args
+
+    config = _own_config(tmp_path, '["core", "sentence", "edits", "mismatch"]', 'src_lang = "en"\n')
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["families"] == ["core", "mismatch", "edits", "sentence"]
+    assert "|families:core+mismatch+edits+sentence|" in metrics["signature"]
+    model = load_word_model(tmp_path / "run" / "model.qwords")
+    assert [f.name for f in model.featurizer.families] == ["mismatch", "edits", "sentence"]
+    out = tmp_path / "tags.jsonl"
+    assert (
+        main(
+            predict_words_args(
+                tmp_path / "run" / "model.qwords", tmp_path / "dev.src", tmp_path / "dev.mt", out
+            )
+        )
+        == 0
+    )
+    assert len(out.read_text().splitlines()) == 30
+
+
+@pytest.mark.parametrize(
+    ("families", "extra", "pattern"),
+    [
+        ('["core", "lmm"]', "", "words.families: unknown word feature family 'lmm'"),
+        ('["core", "nmt"]', "", "words.families: the nmt family is listed without NMT"),
+        ('["core", "spelling"]', "", "the spelling family needs the source language"),
+        (
+            '["core", "pseudoref"]',
+            'src_lang = "en"\ntgt_lang = "de"\n',
+            "needs an Apertium pair for en -> de",
+        ),
+    ],
+)
+def test_a_run_refuses_families_it_cannot_use_in_one_line(tmp_path, capsys, families, extra, pattern):
+    from qe.cli import main
+
+    config = _own_config(tmp_path, families, extra)
+    assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and pattern in err and "own.toml" in err, err
+    assert not (tmp_path / "run").exists()

@@ -57,6 +57,8 @@ def _overview(run: WordRun) -> list[Block]:
         rows.append(["training sentences", f"{metrics['train_sentences']:,}"])
     if metrics.get("nmt_features") is not None:
         rows.append(["NMT log-probabilities", "yes" if metrics["nmt_features"] else "no"])
+    if metrics.get("families"):
+        rows.append(["feature families", ", ".join(metrics["families"])])
     if metrics.get("threshold_chosen_on"):
         rows.append(["thresholds chosen on", metrics["threshold_chosen_on"]])
     if metrics.get("iterations"):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qe.config.rules import Anything, Bool, Fields, Int, Number, Optional, Str, TablesOf, check
+from qe.config.rules import Anything, Bool, Fields, Int, List, Number, Optional, Str, TablesOf, check
 from qe.evaluation.wordmetrics import METRIC_NAMES, word_scores
 from qe.infra.errors import QEInputError
 from qe.infra.outputs import WORD_PREDICTIONS
@@ -39,6 +39,7 @@ WORD_METRICS_JSON = Fields(
         "threshold_chosen_on": Optional(Str()),
         "iterations": Optional(TablesOf(Int(0))),
         "nmt_features": Optional(Bool()),
+        "families": Optional(List(Str())),
         "train_sentences": Optional(Int(0)),
         "training_s": Optional(Number(0)),
         "signature": Optional(Str()),

@@ -11,6 +11,7 @@ config lists them in, so a model's columns do not depend on how its config was w
 | core | all | yes (cross-fitted rates) | nothing |
 | nmt | all | no | the NMT pieces and their log-probabilities |
 | lm | all | no (cross-fitted models) | KenLM's lmplz to train; tagging reads arrays |
+| lmclass | all | no (cross-fitted models) | lmplz; a word-class tagger per side (spaCy, Hunspell de) |
 | spelling | all | no | Hunspell dictionaries of both languages |
 | mismatch | all | no | spaCy for the source's entities (else NaN) |
 | pseudoref | all | no | an Apertium pair for the languages |
@@ -21,7 +22,15 @@ config lists them in, so a model's columns do not depend on how its config was w
 from __future__ import annotations
 
 from qe.infra.errors import QEInputError
-from qe.wordmodel import editsfamily, lmfamily, mismatchfamily, pseudoreffamily, sentencefamily, spellfamily
+from qe.wordmodel import (
+    editsfamily,
+    lmclassfamily,
+    lmfamily,
+    mismatchfamily,
+    pseudoreffamily,
+    sentencefamily,
+    spellfamily,
+)
 from qe.wordmodel.family import Family
 from qe.wordmodel.features import NAMES, NMT_NAMES
 
@@ -46,6 +55,7 @@ FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
         lmfamily.FAMILY,
+        lmclassfamily.FAMILY,
         spellfamily.FAMILY,
         mismatchfamily.FAMILY,
         pseudoreffamily.FAMILY,
