@@ -55,7 +55,7 @@ class ServedWordModel:
             "bundle": None,
             "pair_inputs": [],
             "family_max_chars": None,
-            "features": sum(len(column_names(kind, False)) for kind in KINDS),
+            "features": sum(len(column_names(kind, False, self.model.featurizer.families)) for kind in KINDS),
             "training_statistics": False,
             "thresholds": {kind: float(self.model.thresholds[kind]) for kind in KINDS},
             "max_tokens": MAX_TOKENS,

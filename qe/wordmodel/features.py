@@ -23,6 +23,9 @@
   and lowest, and the lowest and mean of the MT words linked to it; every row, the sentence's mean
   and lowest piece log-probability and that of ``</s>``. How unsure the model was of a word is the
   strongest glass-box sign that it is wrong (Fomicheva et al., TACL 2020).
+- **Further families** (optional, ``families=`` records of ``qe.wordmodel.families``: ``lm``,
+  ``lmclass``, ``spelling``, ``mismatch``, ``pseudoref``, ``edits``, ``sentence``): their columns
+  after all the others, each family fitted on the training set with the same folds and IBM1 links.
 
 Rates are target encodings: on the training set (:meth:`WordFeaturizer.fit_transform`) each row gets
 them from the other folds of a seeded split by sentence; a dev or test set
