@@ -13,7 +13,7 @@ config lists them in, so a model's columns do not depend on how its config was w
 | lm | all | no (cross-fitted models) | KenLM's lmplz to train; tagging reads arrays |
 | lmclass | all | no (cross-fitted models) | lmplz; a word-class tagger per side (spaCy, Hunspell de) |
 | spelling | all | no | Hunspell dictionaries of both languages |
-| mismatch | all | no | spaCy for the source's entities (else NaN) |
+| mismatch | all | no | spaCy for the source's entities (else 0) |
 | pseudoref | all | no | an Apertium pair for the languages |
 | edits | MT words, source | yes (cross-fitted) | nothing |
 | sentence | all | yes (cross-fitted ridges) | nothing |

@@ -5,8 +5,9 @@ A word class model sees grammar where the word model sees only rare words: ``DET
 even when the words are not. The classes are spaCy's UPOS tags where the language has an installed
 pipeline (``qe.wordmodel.wordnlp``: English here) and else Hunspell's word classes
 (``qe.resources.wordclass``: German, from igerman98's affix flags). A side whose language has neither
-(Chinese here: no spaCy pipeline installed, no Hunspell classes) gets NaN columns; a pair with neither
-side tagged is refused in one line. The columns are the ``lm`` family's names with ``lmc_`` for
+(Chinese here: no spaCy pipeline installed, no Hunspell classes) gets columns of 0 (constant, not NaN:
+scikit-learn's gradient boosting cannot bin a column that is all NaN); a pair with neither side tagged
+is refused in one line. The columns are the ``lm`` family's names with ``lmc_`` for
 ``lm_`` (the OOV flag is 0 but for a class unseen in training). The taggers are the system's, named in
 the model file and needed where it tags; the class models are arrays like the ``lm`` family's.
 """
@@ -77,7 +78,7 @@ def _sequences(state: dict[str, Any], inp: FamilyInput) -> dict[str, list[list[s
 def _scores(models: dict[str, ArpaModel | None], sequences: dict, inp: FamilyInput, k: int) -> dict:
     sides = {"mt": inp.data.mt, "src": inp.data.src}
     return {
-        side: np.full((len(sides[side][k]) + 1, 3), np.nan)
+        side: np.zeros((len(sides[side][k]) + 1, 3))
         if models[side] is None
         else models[side].scores(sequences[side][k])
         for side in SIDES

@@ -12,8 +12,9 @@ the other lacks.
   in an entity and whether such a word is missing from the MT; whether an MT word's IBM1-linked
   source word lies in one, and whether the MT word copies an entity word. Only where the source
   language has an installed spaCy pipeline (here: English; MLQE-PE's de and zh targets have none, so
-  entities are read on the source side only); otherwise those columns are NaN and the family works on
-  numbers and capitals alone.
+  entities are read on the source side only); otherwise those columns are 0 (constant: scikit-learn's
+  gradient boosting cannot bin a column that is all NaN) and the family works on numbers and capitals
+  alone.
 
 Every row also gets the sentence's counts: source numbers, capitalised words and entity words
 missing from the MT, and MT numbers missing from the source. Nothing is fitted and no tag is read.
@@ -57,7 +58,7 @@ def sentence_columns(
     src: list[str], mt: list[str], mt_to_src: np.ndarray, entity: np.ndarray | None
 ) -> Columns:
     """One sentence's columns of every kind; ``entity`` flags the source words in a named entity
-    (None: no NER for the source language)."""
+    (None: no NER for the source language, entity columns 0)."""
     n, m = len(mt), len(src)
     low_src, low_mt = {w.lower() for w in src}, {w.lower() for w in mt}
     src_groups = {g for t in src for g in _groups(t)}
@@ -70,12 +71,10 @@ def sentence_columns(
     linked = np.asarray(mt_to_src, dtype=np.int64).reshape(n)
     has_link = linked >= 0
     linked_cap = np.where(has_link, src_capital[np.maximum(linked, 0)] if m else False, 0.0)
-    if entity is None:
-        ent = np.full(m, np.nan)
-        ent_missing = np.full(m, np.nan)
-        linked_ent = np.full(n, np.nan)
-        copies = np.full(n, np.nan)
-        entities_missing = np.nan
+    if entity is None:  # 0, not NaN: gradient boosting cannot bin a column that is all NaN
+        ent, ent_missing = np.zeros(m), np.zeros(m)
+        linked_ent, copies = np.zeros(n), np.zeros(n)
+        entities_missing = 0.0
     else:
         ent = np.asarray(entity, dtype=float).reshape(m)
         ent_missing = ent * np.array([t.lower() not in low_mt for t in src], dtype=float)
@@ -147,7 +146,7 @@ FAMILY = Family(
     name="mismatch",
     columns=COLUMNS,
     reads_tags=False,
-    needs="spaCy with the source language's pipeline for the entity columns (else NaN)",
+    needs="spaCy with the source language's pipeline for the entity columns (else 0)",
     fit=fit,
     transform=transform,
     save=save,
