@@ -467,3 +467,25 @@ def test_a_run_refuses_families_it_cannot_use_in_one_line(tmp_path, capsys, fami
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and pattern in err and "own.toml" in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_lm_refuses_without_lmplz_in_one_line(monkeypatch):
+    import qe.resources.lm as lm
+    from qe.wordmodel import lmclassfamily, lmfamily
+
+    def missing(name: str):
+        raise QEInputError(f"KenLM tool '{name}' not found")
+
+    monkeypatch.setattr(lm, "find_kenlm_binary", missing)
+    for refuse in (lmfamily.refuse, lmclassfamily.refuse):
+        problem = refuse("en", "de")
+        assert problem is not None and "lmplz" in problem and "\n" not in problem
+
+
+def test_a_language_without_a_pipeline_is_refused_not_loaded_as_a_path(tmp_path, monkeypatch):
+    from qe.wordmodel.wordnlp import analyse
+
+    (tmp_path / "xx").mkdir()  # a folder named like the language must not be taken for a pipeline
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(QEInputError, match="no spaCy pipeline to tag 'xx'"):
+        analyse("xx", [["a", "b"]])

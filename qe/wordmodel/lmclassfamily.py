@@ -26,6 +26,7 @@ from qe.wordmodel.arpa import ArpaModel, model_of, train_arrays
 from qe.wordmodel.family import Columns, Family, FamilyInput
 from qe.wordmodel.lmfamily import COLUMNS as WORD_COLUMNS
 from qe.wordmodel.lmfamily import _columns
+from qe.wordmodel.lmfamily import refuse as refuse_lmplz
 from qe.wordmodel.wordnlp import analyse, ner_language
 
 ORDER = 5
@@ -51,6 +52,9 @@ def tagger_for(lang: str | None) -> str | None:
 
 def refuse(src_lang: str | None, tgt_lang: str | None) -> str | None:
     """Why neither side can be tagged with word classes here, or None."""
+    problem = refuse_lmplz(src_lang, tgt_lang)
+    if problem is not None:
+        return problem
     if tagger_for(src_lang) is None and tagger_for(tgt_lang) is None:
         return (
             f"the lmclass family has no word-class tagger for {src_lang} or {tgt_lang} "

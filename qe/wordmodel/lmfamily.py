@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from qe.infra.errors import QEInputError
 from qe.predictors.check import BadModel, check_number
 from qe.wordmodel.arpa import ArpaModel, model_of, train_arrays
 from qe.wordmodel.family import Columns, Family, FamilyInput
@@ -35,6 +36,17 @@ COLUMNS = {
     "gaps": ("lm_left_logprob", "lm_left_ngram", "lm_right_logprob", "lm_right_ngram", "lm_sentence_mean"),
     "source": ("lm_src_logprob", "lm_src_ngram", "lm_src_oov", "lm_src_right_ngram", "lm_src_sentence_mean"),
 }
+
+
+def refuse(src_lang: str | None, tgt_lang: str | None) -> str | None:
+    """Why the models cannot be trained here (KenLM's ``lmplz`` not found), or None."""
+    from qe.resources.lm import find_kenlm_binary
+
+    try:
+        find_kenlm_binary("lmplz")
+    except QEInputError as exc:
+        return f"the lm families need KenLM's lmplz to train: {exc.message}"
+    return None
 
 
 def _lower(sentences: list[list[str]]) -> list[list[str]]:
@@ -125,4 +137,5 @@ FAMILY = Family(
     transform=transform,
     save=save,
     load=load,
+    refuse=refuse,
 )

@@ -9,6 +9,7 @@ lemmatizer); results are memoised per process by (language, sentence), so the ``
 
 from __future__ import annotations
 
+from qe.infra.errors import QEInputError
 from qe.text.nlp import load_pipeline, missing_pipeline, parsing, pipeline_for
 
 _MEMO: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], tuple[bool, ...]]] = {}
@@ -33,7 +34,10 @@ def analyse(lang: str, sentences: list[list[str]]) -> list[tuple[tuple[str, ...]
 
     todo = [words for words in dict.fromkeys(tuple(s) for s in sentences) if (lang, words) not in _MEMO]
     if todo:
-        nlp = load_pipeline(pipeline_for(lang) or lang, exclude=("parser", "lemmatizer"))
+        name = pipeline_for(lang)  # an installed package by its known name, never a path
+        if name is None:
+            raise QEInputError(f"no spaCy pipeline to tag {lang!r}: {why_not(lang, 'the language')}")
+        nlp = load_pipeline(name, exclude=("parser", "lemmatizer"))
         if len(_MEMO) + len(todo) > _MEMO_LIMIT:
             _MEMO.clear()
         with parsing(nlp):
