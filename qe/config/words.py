@@ -17,6 +17,7 @@ WORDS = Fields(
         "dataset": Text(),
         "nmt": Bool(),
         "threshold": Str(("mcc", "f1_mult")),
+        "learner": Str(("hgb", "crf", "auto")),
         "max_train_sentences": Int(1),
         "folds": Int(2, 20),
         "max_iter": Int(1, 5000),
@@ -30,7 +31,8 @@ WORDS = Fields(
 )
 """``[words]``: a registered ``dataset`` (``mlqe-pe/<pair>``: train, dev and test20, ``nmt`` for its NMT
 log-probabilities) or ``[words.train]`` and ``[words.dev]`` files (``[words.test]`` optional); the
-threshold criterion chosen on dev; the featurizer's folds and the tagger's settings."""
+threshold criterion chosen on dev; the learner (``"hgb"``, ``"crf"``, or ``"auto"``: both, chosen per
+kind on dev); the featurizer's folds and the tagger's settings."""
 
 WORD_RUN = Fields({"name": Text(), "description": Str(), "seed": SEED, "words": WORDS}, required=("words",))
 """A word-level run config: a name, a description, a seed and its ``[words]`` table."""
