@@ -10,7 +10,12 @@ features unless ``--no-nmt``; each pair's entry says whether they were used and 
 matched the word-level MT (``nmt_mapping``, train and dev).
 
     OMP_NUM_THREADS=1 python benchmarks/word_table.py [--pairs en-de,en-zh] [--data-dir DIR] [--seed 0]
-        [--no-nmt]
+        [--no-nmt] [--learner hgb|crf|auto]
+
+``--learner`` is the tagger's (``qe.wordmodel.tagger``): gradient boosting (default), the linear-chain
+CRF, or both with each kind's learner chosen on dev (max MCC at each learner's own dev threshold); each
+kind's entry then says which learner it uses, and ``learners`` gives every fitted learner's dev MCC and
+F1-MULT at its own MCC-chosen threshold and its training seconds.
 
 The dev figures at the dev-chosen threshold are optimistic by what that one choice fits dev.
 
@@ -71,9 +76,9 @@ def _at(tables, kind: str, gold: list, probability, threshold: float) -> dict:
     }
 
 
-def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True) -> dict:
+def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True, learner: str = "hgb") -> dict:
     """Train on train, threshold on dev, score dev: one pair's entry of the table (with the NMT
-    log-probability features unless ``nmt`` is False)."""
+    log-probability features unless ``nmt`` is False; ``learner`` the tagger's)."""
     train, dev = load_word_level(pair, "train", data_dir), load_word_level(pair, "dev", data_dir)
     started = time.perf_counter()
     train_nmt = load_word_logprobs(pair, "train", train.mt, data_dir) if nmt else None
@@ -83,15 +88,20 @@ def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True) -> di
     dev_tables = featurizer.transform(dev, dev_nmt)
     features_s = time.perf_counter() - started
     started = time.perf_counter()
-    tagger = WordTagger(seed=seed).fit(train_tables, tag_labels(train))
+    tagger = WordTagger(seed=seed, learner=learner).fit(train_tables, tag_labels(train))
     training_s = time.perf_counter() - started
     dev_bad = tag_labels(dev)
+    tagger.choose_thresholds(dev_tables, dev_bad, "mcc")
     started = time.perf_counter()
     probability = tagger.bad_probability(dev_tables)
     predict_s = time.perf_counter() - started
-    tagger.choose_thresholds(dev_tables, dev_bad, "mcc")
     predicted = tagger.predict(dev_tables)
-    out: dict = {"split": "dev", "threshold_chosen_on": "dev (max MCC)", "nmt_features": nmt}
+    out: dict = {
+        "split": "dev",
+        "threshold_chosen_on": "dev (max MCC)",
+        "nmt_features": nmt,
+        "learner": learner,
+    }
     if train_nmt is not None and dev_nmt is not None:
         out["nmt_mapping"] = {"train": train_nmt.stats.as_dict(), "dev": dev_nmt.stats.as_dict()}
     for kind in KINDS:
@@ -100,7 +110,10 @@ def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True) -> di
         out[kind] = {
             **_figures(gold, _lines(dev_tables, kind, predicted[kind]), seed),
             "threshold": round(tagger.thresholds_[kind], 4),
-            "iterations": tagger.iterations_[kind],
+            "learner": tagger.learners_[kind],
+            "iterations": tagger.iterations_.get(kind),
+            "crf_l2": tagger.l2_.get(kind),
+            "learners": _learners(tagger, kind, dev_tables, gold),
             "at_0.5": _at(dev_tables, kind, gold, probability[kind], 0.5),
             "at_max_f1_mult_on_dev": _at(dev_tables, kind, gold, probability[kind], by_f1_mult),
         }
@@ -112,6 +125,16 @@ def run_pair(pair: str, data_dir: str | None, seed: int, nmt: bool = True) -> di
         "train_sentences": len(train),
         "dev_tags": tags,
     }
+    return out
+
+
+def _learners(tagger: WordTagger, kind: str, dev_tables, gold: list) -> dict:
+    """Each fitted learner's dev MCC and F1-MULT at its own MCC-chosen dev threshold, and its training s."""
+    out = {}
+    for learner, figures in tagger.candidates_[kind].items():
+        probability = tagger.learner_probability(kind, learner, dev_tables)
+        entry = _at(dev_tables, kind, gold, probability, figures["threshold"])
+        out[learner] = {**entry, "training_s": round(tagger.fit_seconds_[kind][learner], 2)}
     return out
 
 
@@ -150,6 +173,9 @@ def main() -> None:
     parser.add_argument("--data-dir")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-nmt", action="store_true", help="without the NMT log-probability features")
+    parser.add_argument(
+        "--learner", default="hgb", choices=("hgb", "crf", "auto"), help="the tagger's learner"
+    )
     parser.add_argument("--test20", action="store_true", help="the test20 record through qe run (--save)")
     parser.add_argument("--save", type=Path, help="with --test20: the record to write (and resume)")
     parser.add_argument("--from", dest="source", type=Path, help="print a saved record's test20 table")
@@ -163,7 +189,7 @@ def main() -> None:
             parser.error("--test20 needs --save FILE")
         print(json.dumps(test20_table(test20_record(pairs, args.save, args.data_dir)), indent=1))
         return
-    result = {pair: run_pair(pair, args.data_dir, args.seed, not args.no_nmt) for pair in pairs}
+    result = {pair: run_pair(pair, args.data_dir, args.seed, not args.no_nmt, args.learner) for pair in pairs}
     print(json.dumps(result, indent=1))
 
 

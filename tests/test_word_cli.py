@@ -55,6 +55,8 @@ def test_a_word_run_writes_its_directory(run_dir, data_dir):
     assert metrics["test"]["target"]["tags"] == tokens and metrics["test"]["gaps"]["tags"] == tokens + 1000
     assert metrics["dev"]["target"]["mcc"] > 0.1
     assert (run_dir / "signature.txt").read_text().startswith("words|data:mlqe-pe/en-de@")
+    assert "|tagger:hgb|" in metrics["signature"] and not metrics["crf_l2"]  # the default learner
+    assert metrics["learners"] == dict.fromkeys(("target", "gaps", "source"), "hgb")
     assert not load_word_model(run_dir / "model.qwords").nmt
 
 
@@ -135,3 +137,31 @@ def test_predict_words_refuses_nmt_inputs_the_model_does_not_read(run_dir, tmp_p
     assert "without NMT log-probabilities" in capsys.readouterr().err
     assert main([*args, "--format", "wmt12"]) == 2
     assert "--words writes JSONL" in capsys.readouterr().err
+
+
+AUTO = SMALL.replace('name = "words-small"', 'name = "words-auto"') + 'learner = "auto"\n'
+
+
+@pytest.mark.data
+def test_a_run_with_learner_auto_chooses_each_kind_on_dev_and_records_it(data_dir, tmp_path):
+    config = write_lines(tmp_path / "auto.toml", AUTO.splitlines())
+    run = tmp_path / "run"
+    assert main(["run", str(config), "--output-dir", str(run), "--quiet"]) == 0
+    metrics = json.loads((run / "metrics.json").read_text())
+    model = load_word_model(run / "model.qwords")
+    assert metrics["learner"] == "auto" and model.manifest["tagger"]["learner"] == "auto"
+    assert metrics["learners"] == model.learners
+    assert set(metrics["iterations"]) == set(metrics["crf_l2"]) == {"target", "gaps", "source"}
+    for kind, learner in metrics["learners"].items():
+        candidates = metrics["learner_dev"][kind]
+        assert set(candidates) == {"hgb", "crf"}
+        best = max(candidates, key=lambda name: (candidates[name]["mcc"], name == "hgb"))
+        assert learner == best and metrics["thresholds"][kind] == candidates[learner]["threshold"]
+        assert metrics["dev"][kind]["mcc"] == pytest.approx(candidates[learner]["mcc"], abs=1e-5)
+        assert model.manifest["kinds"][kind]["learner"] == learner
+        assert set(model.manifest["kinds"][kind]["candidates"]) == {"hgb", "crf"}
+    used = ",".join(f"{kind}={learner}" for kind, learner in metrics["learners"].items())
+    assert f"|tagger:auto:{used}|" in metrics["signature"]
+    assert (run / "signature.txt").read_text().strip() == metrics["signature"]
+    assert main(["report", str(run)]) == 0
+    assert "learners (hgb: gradient boosting, crf: linear-chain CRF)" in (run / "report.md").read_text()

@@ -20,6 +20,7 @@ WORDS = Fields(
         "src_lang": Language(),
         "tgt_lang": Language(),
         "threshold": Str(("mcc", "f1_mult")),
+        "learner": Str(("hgb", "crf", "auto")),
         "max_train_sentences": Int(1),
         "folds": Int(2, 20),
         "max_iter": Int(1, 5000),
@@ -35,7 +36,8 @@ WORDS = Fields(
 log-probabilities) or ``[words.train]`` and ``[words.dev]`` files (``[words.test]`` optional); the
 word feature ``families`` (``qe.wordmodel.families``; default: core, and nmt with NMT log-probabilities)
 and the languages some of them need (``src_lang``, ``tgt_lang``; a dataset's are its pair's); the
-threshold criterion chosen on dev; the featurizer's folds and the tagger's settings."""
+threshold criterion chosen on dev; the learner (``"hgb"``, ``"crf"``, or ``"auto"``: both, chosen per
+kind on dev); the featurizer's folds and the tagger's settings."""
 
 WORD_RUN = Fields({"name": Text(), "description": Str(), "seed": SEED, "words": WORDS}, required=("words",))
 """A word-level run config: a name, a description, a seed and its ``[words]`` table."""

@@ -164,9 +164,9 @@ def _defaults() -> list[str]:
 
     settings = {"folds": inspect.signature(WordFeaturizer).parameters["folds"].default}
     parameters = inspect.signature(WordTagger).parameters
-    for key in ("max_iter", "learning_rate", "max_leaf_nodes", "min_samples_leaf"):
+    for key in ("learner", "max_iter", "learning_rate", "max_leaf_nodes", "min_samples_leaf"):
         settings[key] = parameters[key].default
-    return [f"{key} = {value}" for key, value in settings.items()]
+    return [f"{key} = {toml(value) if isinstance(value, str) else value}" for key, value in settings.items()]
 
 
 def render_words(

@@ -61,9 +61,15 @@ def _overview(run: WordRun) -> list[Block]:
         rows.append(["feature families", ", ".join(metrics["families"])])
     if metrics.get("threshold_chosen_on"):
         rows.append(["thresholds chosen on", metrics["threshold_chosen_on"]])
+    if metrics.get("learners"):
+        shown = ", ".join(f"{KIND_NAMES.get(k, k)} {v}" for k, v in metrics["learners"].items())
+        rows.append(["learners (hgb: gradient boosting, crf: linear-chain CRF)", shown])
     if metrics.get("iterations"):
         shown = ", ".join(f"{KIND_NAMES.get(k, k)} {v}" for k, v in metrics["iterations"].items())
         rows.append(["boosting iterations", shown])
+    if metrics.get("crf_l2"):
+        shown = ", ".join(f"{KIND_NAMES.get(k, k)} {v:g}" for k, v in metrics["crf_l2"].items())
+        rows.append(["CRF L2 strength (per tag)", shown])
     if metrics.get("training_s") is not None:
         rows.append(["training time (s)", f"{metrics['training_s']:.1f}"])
     blocks.append(Table(["setting", "value"], rows))

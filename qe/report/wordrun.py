@@ -38,6 +38,8 @@ WORD_METRICS_JSON = Fields(
         "thresholds": Fields(dict.fromkeys(KINDS, Number(0, 1)), KINDS, others=Anything()),
         "threshold_chosen_on": Optional(Str()),
         "iterations": Optional(TablesOf(Int(0))),
+        "learners": Optional(TablesOf(Str(("hgb", "crf")))),
+        "crf_l2": Optional(TablesOf(Number(0))),
         "nmt_features": Optional(Bool()),
         "families": Optional(List(Str())),
         "train_sentences": Optional(Int(0)),

@@ -45,7 +45,7 @@ from qe.words.predictions import KIND_NAMES, SentencePredictions, write_word_pre
 from qe.words.tags import BAD, OK
 
 MODEL_FILE = "model.qwords"
-TAGGER_KEYS = ("max_iter", "learning_rate", "max_leaf_nodes", "min_samples_leaf")
+TAGGER_KEYS = ("max_iter", "learning_rate", "max_leaf_nodes", "min_samples_leaf", "learner")
 
 
 def is_word_config(path: str | Path) -> bool:
@@ -255,8 +255,9 @@ def sentence_predictions(
     return out
 
 
-def signature(config: dict[str, Any], splits: dict[str, Split]) -> dict[str, Any]:
-    """What made the model: each data file's sha256 (cut to 16 digits), the settings, the versions."""
+def signature(config: dict[str, Any], splits: dict[str, Split], learners: dict[str, str]) -> dict[str, Any]:
+    """What made the model: each data file's sha256 (cut to 16 digits), the settings, the learner asked
+    for and the one each kind uses, the versions."""
     import sklearn
 
     files = {}
@@ -275,6 +276,8 @@ def signature(config: dict[str, Any], splits: dict[str, Split]) -> dict[str, Any
         "train_sentences": len(splits["train"].data),
         "settings": settings,
         "seed": config["seed"],
+        "learner": words.get("learner", "hgb"),
+        "learners": dict(learners),
         "versions": {"qe": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__},
     }
 
@@ -286,8 +289,18 @@ def signature_text(sig: dict[str, Any]) -> str:
     versions = "|".join(f"{k}:{v}" for k, v in sig["versions"].items())
     return (
         f"words|data:{sig['data']}@{digest}|train:{sig['train_sentences']}|settings:{settings or 'default'}"
-        f"|families:{'+'.join(sig.get('families', ['core']))}|seed:{sig['seed']}|tagger:hgb|{versions}"
+        f"|families:{'+'.join(sig.get('families', ['core']))}|seed:{sig['seed']}|tagger:{tagger_text(sig)}"
+        f"|{versions}"
     )
+
+
+def tagger_text(sig: dict[str, Any]) -> str:
+    """The learner in the signature: ``hgb`` or ``crf``; with ``auto``, the one each kind uses
+    (``auto:target=crf,gaps=hgb,source=hgb``)."""
+    learner = sig.get("learner", "hgb")
+    if learner != "auto":
+        return learner
+    return "auto:" + ",".join(f"{kind}={used}" for kind, used in sig["learners"].items())
 
 
 def languages(config: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -337,7 +350,9 @@ def run_words(
         tagger.fit(
             train_tables,
             tag_labels(train.data),
-            progress=lambda kind: _say(progress, f"training the {KIND_NAMES[kind]} classifier"),
+            progress=lambda kind: _say(
+                progress, f"training the {KIND_NAMES[kind]} classifier ({tagger.learner})"
+            ),
         )
         trained_s = time.perf_counter() - started
         criterion = words.get("threshold", "mcc")
@@ -345,6 +360,8 @@ def run_words(
         _say(progress, f"choosing the thresholds on dev ({len(dev.data):,} sentences, max {criterion})")
         dev_tables = featurizer.transform(dev.data, dev.nmt)
         tagger.choose_thresholds(dev_tables, tag_labels(dev.data), criterion)
+        learners = {kind: tagger.learners_[kind] for kind in KINDS}
+        _say(progress, "learners: " + ", ".join(f"{KIND_NAMES[k]} {v}" for k, v in learners.items()))
         metrics: dict[str, Any] = {"level": "word"}
         predictions = {}
         metrics["dev"], predictions["dev"] = score_split(tagger, dev_tables, dev.data)
@@ -353,11 +370,15 @@ def run_words(
             _say(progress, f"scoring test ({len(test.data):,} sentences)")
             test_tables = featurizer.transform(test.data, test.nmt)
             metrics["test"], predictions["test"] = score_split(tagger, test_tables, test.data)
-        sig = signature(config, splits)
+        sig = signature(config, splits, learners)
         metrics |= {
             "thresholds": {kind: round(tagger.thresholds_[kind], 6) for kind in KINDS},
             "threshold_chosen_on": f"dev (max {criterion})",
+            "learner": tagger.learner,
+            "learners": learners,
+            "learner_dev": learner_dev(tagger),
             "iterations": dict(tagger.iterations_),
+            "crf_l2": dict(tagger.l2_),
             "nmt_features": train.nmt is not None,
             "families": family_names(families, nmt),
             "train_sentences": len(train.data),
@@ -373,6 +394,17 @@ def run_words(
         for split, sentences in predictions.items():
             write_word_predictions(out / WORD_PREDICTIONS[split], sentences)
     return metrics
+
+
+def learner_dev(tagger: WordTagger) -> dict[str, dict[str, dict[str, float]]]:
+    """Per kind, each learner it was fitted with: its dev-chosen threshold and the criterion reached."""
+    return {
+        kind: {
+            learner: {key: round(value, 6) for key, value in figures.items()}
+            for learner, figures in tagger.candidates_[kind].items()
+        }
+        for kind in KINDS
+    }
 
 
 def summary(metrics: dict[str, Any]) -> str:

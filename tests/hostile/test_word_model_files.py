@@ -4,9 +4,13 @@ what a stranger's file could do to ``qe predict --words`` had the reader trusted
 index leaves its array or points back up (a walk out of bounds, or one that never ends), NaN or infinite
 leaf values, a threshold outside [0, 1], a member missing, changed without its hash, named ``../x.npy``,
 compressed or declared 1 TB, a manifest that is not JSON or nests 100,000 deep, arrays of the wrong
-dtype or shape, an IBM1 entry outside its vocabulary: each is refused with one line naming the model
-file, exit 2, before any pair is tagged. Tags files with a wrong count on a line or an unknown tag stop
-``qe run`` in one line naming the file and line (``qe.words.files``; also tests/test_word_tags.py).
+dtype or shape, an IBM1 entry outside its vocabulary; in a model whose kinds use the linear-chain CRF
+(``qe.wordmodel.crf``, branch word-crf), transition, start or emission weights beyond 10,000 or NaN,
+weights of the wrong shape or dtype, a zero column scale, a missing-indicator column outside the
+features, a CRF member missing from a kind that declares it, a kind declaring an unknown learner: each
+is refused with one line naming the model file, exit 2, before any pair is tagged. Tags files with a
+wrong count on a line or an unknown tag stop ``qe run`` in one line naming the file and line
+(``qe.words.files``; also tests/test_word_tags.py).
 """
 
 from __future__ import annotations
@@ -72,6 +76,17 @@ def model_file(tmp_path_factory) -> Path:
         featurizer.fit_transform(train), tag_labels(train)
     )
     path = tmp_path_factory.mktemp("hostile-words") / "model.qwords"
+    save_word_model(path, featurizer, tagger, {})
+    return path
+
+
+@pytest.fixture(scope="module")
+def crf_model_file(tmp_path_factory) -> Path:
+    """The toy model with a linear-chain CRF for every kind."""
+    train = toy(200, 0)
+    featurizer = WordFeaturizer()
+    tagger = WordTagger(learner="crf").fit(featurizer.fit_transform(train), tag_labels(train))
+    path = tmp_path_factory.mktemp("hostile-words-crf") / "model.qwords"
     save_word_model(path, featurizer, tagger, {})
     return path
 
@@ -211,6 +226,89 @@ def test_a_hostile_word_model_is_refused_in_one_line(case, model_file, tmp_path,
     change, options, pattern = CASES[case]
     bad = tampered(model_file, tmp_path / "bad.qwords", change, **options)
     refused(bad, tmp_path, capsys, pattern)
+
+
+def _drop_crf_member(members: dict[str, bytes], manifest: dict) -> None:
+    """Both the member and its manifest entry gone: the archive is consistent, the model is not."""
+    del members["target_crf_transition.npy"]
+    del manifest["members"]["target_crf_transition.npy"]
+
+
+def _learner(value: object) -> Change:
+    return manifest_edit(lambda m: m["kinds"]["target"].__setitem__("learner", value))
+
+
+CRF_CASES = {
+    "CRF transition weight out of range": (
+        edit("target_crf_transition", at((0, 1), 1e5)),
+        "target_crf_transition: out-of-range transition weights",
+    ),
+    "CRF start weight out of range": (
+        edit("gaps_crf_start", at(1, -2e4)),
+        "gaps_crf_start: out-of-range start weights",
+    ),
+    "CRF emission weight out of range": (
+        edit("source_crf_emission", at(0, 1e300)),
+        "source_crf_emission: out-of-range emission weights",
+    ),
+    "CRF NaN transition weight": (
+        edit("target_crf_transition", at((1, 1), np.nan)),
+        "target_crf_transition holds NaN or infinite values",
+    ),
+    "CRF infinite bias": (edit("gaps_crf_bias", at(0, -np.inf)), "gaps_crf_bias holds NaN or infinite"),
+    "CRF transitions of the wrong shape": (
+        edit("target_crf_transition", lambda v: np.zeros((3, 3))),
+        "target_crf_transition has shape (3, 3), not (2, 2)",
+    ),
+    "CRF emission one weight short": (
+        edit("source_crf_emission", lambda v: v[:-1]),
+        "source_crf_emission has shape",
+    ),
+    "CRF transitions as integers": (
+        edit("target_crf_transition", lambda v: v.astype("<i8")),
+        "target_crf_transition is an array of <i8, not <f8",
+    ),
+    "CRF transitions as float32": (
+        edit("target_crf_transition", lambda v: v.astype("<f4")),
+        "dtype is not one of",
+    ),
+    "CRF transitions big-endian": (
+        edit("target_crf_transition", lambda v: v.astype(">f8")),
+        "dtype is not one of",
+    ),
+    "CRF column scale 0": (edit("gaps_crf_scale", at(0, 0.0)), "gaps_crf_scale: out-of-range column scales"),
+    "CRF missing-indicator column outside": (
+        edit("gaps_crf_missing", at(-1, 10**6)),
+        "gaps_crf_missing is not increasing column indices",
+    ),
+    "CRF member missing for a kind declaring crf": (_drop_crf_member, "lacks 'target_crf_transition'"),
+    "a kind declaring an unknown learner": (
+        _learner("svm"),
+        "kinds.target.learner = 'svm' is not one of hgb, crf",
+    ),
+    "a kind declaring no learner but CRF keys": (
+        manifest_edit(lambda m: m["kinds"]["target"].pop("learner")),
+        "kinds.target is not a baseline, threshold, iterations, columns",
+    ),
+    "a kind declaring hgb over CRF arrays": (_learner("hgb"), "kinds.target is not baseline"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CRF_CASES))
+def test_a_hostile_crf_word_model_is_refused_in_one_line(case, crf_model_file, tmp_path, capsys):
+    change, pattern = CRF_CASES[case]
+    bad = tampered(crf_model_file, tmp_path / "bad.qwords", change)
+    refused(bad, tmp_path, capsys, pattern)
+
+
+def test_the_untouched_crf_model_tags(crf_model_file, tmp_path):
+    """The CRF cases' model itself loads and tags: each refusal comes from its one change."""
+    src = write_lines(tmp_path / "s.txt", ["the red cat runs ."])
+    mt = write_lines(tmp_path / "m.txt", ["the red CAT runs ."])
+    out = tmp_path / "tags.jsonl"
+    assert main(predict_words_args(crf_model_file, src, mt, out)) == 0
+    probability = json.loads(out.read_text())["mt_bad_probability"]
+    assert probability[1] > probability[0]  # "red" is BAD in training
 
 
 def test_a_file_that_is_no_zip_is_refused(tmp_path, capsys):
