@@ -69,14 +69,13 @@ def check_pooled(path: Path) -> None:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
 def test_every_config_passes_the_schema(path: Path) -> None:
-    if path.stem.endswith("-words"):  # a word-level run (qe.run.words), written by hand
+    if path.stem.endswith(("-words", "-words-served")):  # a word-level run (qe.run.words), by hand
         from qe.run.words import is_word_config, load_word_config
 
         config = load_word_config(path)
-        assert (
-            is_word_config(path)
-            and config["words"]["dataset"] == f"mlqe-pe/{path.stem.removesuffix('-words')}"
-        )
+        pair = path.stem.split("-words")[0]
+        assert is_word_config(path) and config["words"]["dataset"] == f"mlqe-pe/{pair}"
+        assert config["words"]["nmt"] is path.stem.endswith("-words")  # a served model reads no NMT
         return
     if path.stem.endswith(("-pooled", "-zeroshot")):
         check_pooled(path)
