@@ -27,7 +27,7 @@ from qe.wordmodel.crf import (
 from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels
 from qe.wordmodel.modelfile import load_word_model, save_word_model
 from qe.wordmodel.tagger import WordTagger, best_threshold
-from tests.hostile.test_word_model_files import toy
+from tests.helpers.words import toy
 
 
 def random_weights(rng: np.random.Generator, d: int) -> ChainWeights:

@@ -19,7 +19,7 @@ from qe.wordmodel.features import KINDS, NAMES, NMT_NAMES, WordFeaturizer, colum
 from qe.wordmodel.lexicon import SentenceLinks
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.words.files import WordLevelData
-from tests.hostile.test_word_model_files import toy
+from tests.helpers.words import toy
 
 
 def _has_lmplz() -> bool:

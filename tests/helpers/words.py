@@ -1,9 +1,11 @@
-"""Small word-level sets written as letters: each row (src, mt, MT tags, gap tags, source tags), one
-letter a tag, ``B`` for BAD and ``G`` for OK."""
+"""Small word-level sets: written as letters (each row src, mt, MT tags, gap tags, source tags, one
+letter a tag, ``B`` for BAD and ``G`` for OK), and random toy sets with a planted BAD signal."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import numpy as np
 
 from qe.words.files import WordLevelData
 
@@ -65,3 +67,38 @@ def toy_word_files(folder: Path, split: str, n: int, seed: int) -> dict[str, Pat
         written[role] = folder / f"{split}.{role}"
         written[role].write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return written
+
+
+WORDS = [
+    "the",
+    "a",
+    "house",
+    "cat",
+    "dog",
+    "red",
+    "blue",
+    "runs",
+    "sleeps",
+    ",",
+    ".",
+    "big",
+    "small",
+    "old",
+    "new",
+]
+
+
+def toy(n: int, seed: int) -> WordLevelData:
+    """``n`` random sentences whose words "red" and "old" are BAD (and the gaps before them)."""
+    rng = np.random.default_rng(seed)
+    src, mt, mt_tags, gap_tags, src_tags = [], [], [], [], []
+    for _ in range(n):
+        s = [str(w) for w in rng.choice(WORDS, rng.integers(3, 9))]
+        m = [w.upper() if w in ("house", "cat") else w for w in s]
+        bad = ["BAD" if w in ("red", "old") else "OK" for w in m]
+        src.append(s)
+        mt.append(m)
+        mt_tags.append(tuple(bad))
+        gap_tags.append(tuple(["OK", *bad]))
+        src_tags.append(tuple(bad))
+    return WordLevelData(src, mt, mt_tags, gap_tags, src_tags)

@@ -29,43 +29,8 @@ from qe.cli import main
 from qe.wordmodel.features import WordFeaturizer, tag_labels
 from qe.wordmodel.modelfile import save_word_model
 from qe.wordmodel.tagger import WordTagger
-from qe.words.files import WordLevelData
 from tests.helpers import write_lines
-from tests.helpers.words import predict_words_args
-
-WORDS = [
-    "the",
-    "a",
-    "house",
-    "cat",
-    "dog",
-    "red",
-    "blue",
-    "runs",
-    "sleeps",
-    ",",
-    ".",
-    "big",
-    "small",
-    "old",
-    "new",
-]
-
-
-def toy(n: int, seed: int) -> WordLevelData:
-    """``n`` random sentences whose words "red" and "old" are BAD (and the gaps before them)."""
-    rng = np.random.default_rng(seed)
-    src, mt, mt_tags, gap_tags, src_tags = [], [], [], [], []
-    for _ in range(n):
-        s = [str(w) for w in rng.choice(WORDS, rng.integers(3, 9))]
-        m = [w.upper() if w in ("house", "cat") else w for w in s]
-        bad = ["BAD" if w in ("red", "old") else "OK" for w in m]
-        src.append(s)
-        mt.append(m)
-        mt_tags.append(tuple(bad))
-        gap_tags.append(tuple(["OK", *bad]))
-        src_tags.append(tuple(bad))
-    return WordLevelData(src, mt, mt_tags, gap_tags, src_tags)
+from tests.helpers.words import predict_words_args, toy
 
 
 @pytest.fixture(scope="module")
