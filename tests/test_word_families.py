@@ -19,17 +19,8 @@ from qe.wordmodel.features import KINDS, NAMES, NMT_NAMES, WordFeaturizer, colum
 from qe.wordmodel.lexicon import SentenceLinks
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.words.files import WordLevelData
+from tests.helpers.bundles import has_kenlm_tools
 from tests.helpers.words import toy
-
-
-def _has_lmplz() -> bool:
-    from qe.resources.lm import find_kenlm_binary
-
-    try:
-        find_kenlm_binary("lmplz")
-    except QEInputError:
-        return False
-    return True
 
 
 def _has_dictionaries(*langs: str) -> bool:
@@ -44,7 +35,9 @@ def _has_dictionaries(*langs: str) -> bool:
     return True
 
 
-needs_lmplz = pytest.mark.skipif(not _has_lmplz(), reason="KenLM's lmplz not built: scripts/install_kenlm.sh")
+needs_lmplz = pytest.mark.skipif(
+    not has_kenlm_tools("lmplz"), reason="KenLM's lmplz not built: scripts/install_kenlm.sh"
+)
 needs_en_de = pytest.mark.skipif(not _has_dictionaries("en", "de"), reason="hunspell en_US / de_DE missing")
 
 

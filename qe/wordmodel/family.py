@@ -15,12 +15,14 @@ The two blocks the word model had before families (``core`` and ``nmt``) are com
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from qe.predictors.check import BadModel
 from qe.wordmodel.lexicon import SentenceLinks
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.words.files import WordLevelData
@@ -91,3 +93,30 @@ class Family:
     def names(self, kind: str) -> tuple[str, ...]:
         """Its column names of ``kind`` (none for a kind it does not feed)."""
         return tuple(self.columns.get(kind, ()))
+
+
+def save_names(state: dict[str, str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The state of a family that keeps only names (dictionaries, an Apertium pair): no array, the names
+    in the manifest."""
+    return {}, dict(state)
+
+
+def load_names(
+    family: str,
+    arrays: dict[str, np.ndarray],
+    numbers: Any,
+    keys: set[str],
+    pattern: re.Pattern[str],
+    refusals: tuple[str, str],
+) -> dict[str, str]:
+    """The names :func:`save_names` wrote for ``family``: exactly ``keys``, each a plain name matching
+    ``pattern`` (never a path); ``refusals``: what the keys should hold and what one name is."""
+    what, item = refusals
+    if arrays:
+        raise BadModel(f"the {family} family has no arrays")
+    if not isinstance(numbers, dict) or set(numbers) != keys:
+        raise BadModel(f"manifest.json: families.{family} is not {what}")
+    for key, name in numbers.items():
+        if not isinstance(name, str) or not pattern.fullmatch(name):
+            raise BadModel(f"families.{family}.{key} is not {item}")
+    return dict(numbers)

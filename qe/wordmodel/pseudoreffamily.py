@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from qe.infra.errors import QEInputError
-from qe.predictors.check import BadModel
 from qe.resources.mt2 import Apertium, installed_pairs, pair_languages
-from qe.wordmodel.family import Columns, Family, FamilyInput
+from qe.wordmodel.family import Columns, Family, FamilyInput, load_names, save_names
 
 COLUMNS = {
     "target": ("pr_in", "pr_bigram_in", "pr_left_in", "pr_right_in", "pr_share"),
@@ -108,20 +107,11 @@ def transform(state: dict[str, str], inp: FamilyInput) -> Columns:
     return _all(state, inp)
 
 
-def save(state: dict[str, str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """No array; the manifest names the Apertium pair."""
-    return {}, dict(state)
-
-
 def load(arrays: dict[str, np.ndarray], numbers: Any) -> dict[str, str]:
-    """The pair name of :func:`save`, checked to be a plain pair name."""
-    if arrays:
-        raise BadModel("the pseudoref family has no arrays")
-    if not isinstance(numbers, dict) or set(numbers) != {"pair"}:
-        raise BadModel("manifest.json: families.pseudoref is not an Apertium pair")
-    if not isinstance(numbers["pair"], str) or not _PAIR.fullmatch(numbers["pair"]):
-        raise BadModel("families.pseudoref.pair is not an Apertium pair name")
-    return dict(numbers)
+    """The pair name of :func:`save_names`, checked to be a plain pair name."""
+    return load_names(
+        "pseudoref", arrays, numbers, {"pair"}, _PAIR, ("an Apertium pair", "an Apertium pair name")
+    )
 
 
 FAMILY = Family(
@@ -131,7 +121,7 @@ FAMILY = Family(
     needs="Apertium with a pair translating the source into the MT's language (here: eng-spa, spa-eng)",
     fit=fit,
     transform=transform,
-    save=save,
+    save=save_names,
     load=load,
     refuse=refuse,
 )

@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 
 from qe.infra.errors import QEInputError
-from qe.predictors.check import BadModel
 from qe.resources.spelling import SpellChecker, checker, find_dictionary, is_word
-from qe.wordmodel.family import Columns, Family, FamilyInput
+from qe.wordmodel.family import Columns, Family, FamilyInput, load_names, save_names
 
 COLUMNS = {
     "target": (
@@ -93,21 +92,11 @@ def transform(state: dict[str, str], inp: FamilyInput) -> Columns:
     return _all(state, inp)
 
 
-def save(state: dict[str, str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """No array; the manifest names the two dictionaries (``en_US``, ``de_DE``)."""
-    return {}, dict(state)
-
-
 def load(arrays: dict[str, np.ndarray], numbers: Any) -> dict[str, str]:
-    """The dictionary names of :func:`save`, checked to be plain dictionary names."""
-    if arrays:
-        raise BadModel("the spelling family has no arrays")
-    if not isinstance(numbers, dict) or set(numbers) != {"src", "mt"}:
-        raise BadModel("manifest.json: families.spelling is not a src and an mt dictionary")
-    for side, name in numbers.items():
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise BadModel(f"families.spelling.{side} is not a dictionary name")
-    return dict(numbers)
+    """The dictionary names of :func:`save_names` (``en_US``, ``de_DE``), checked to be plain names."""
+    return load_names(
+        "spelling", arrays, numbers, {"src", "mt"}, _NAME, ("a src and an mt dictionary", "a dictionary name")
+    )
 
 
 FAMILY = Family(
@@ -117,7 +106,7 @@ FAMILY = Family(
     needs="Hunspell (libhunspell) and the dictionaries of both languages (/usr/share/hunspell, $DICPATH)",
     fit=fit,
     transform=transform,
-    save=save,
+    save=save_names,
     load=load,
     refuse=refuse,
 )

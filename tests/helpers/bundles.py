@@ -18,17 +18,24 @@ SRC = ["The house is small .", "The house is big .", "A small cat .", "The cat i
 TGT = ["La casa es pequeña .", "La casa es grande .", "Un gato pequeño .", "El gato es grande ."]
 
 
+def has_kenlm_tools(*names: str) -> bool:
+    """Whether KenLM's programs ``names`` (lmplz, build_binary) are built."""
+    from qe.resources.lm import find_kenlm_binary
+
+    try:
+        for name in names:
+            find_kenlm_binary(name)
+    except QEInputError:
+        return False
+    return True
+
+
 def _has_kenlm() -> bool:
     try:
         import kenlm  # noqa: F401
-
-        from qe.resources.lm import find_kenlm_binary
-
-        find_kenlm_binary("lmplz")
-        find_kenlm_binary("build_binary")
-    except (ImportError, QEInputError):
+    except ImportError:
         return False
-    return True
+    return has_kenlm_tools("lmplz", "build_binary")
 
 
 needs_kenlm = pytest.mark.skipif(not _has_kenlm(), reason="KenLM not installed: run scripts/install_kenlm.sh")

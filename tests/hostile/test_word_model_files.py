@@ -30,6 +30,7 @@ from qe.wordmodel.features import WordFeaturizer, tag_labels
 from qe.wordmodel.modelfile import save_word_model
 from qe.wordmodel.tagger import WordTagger
 from tests.helpers import write_lines
+from tests.helpers.bundles import has_kenlm_tools
 from tests.helpers.words import predict_words_args, toy
 
 
@@ -325,22 +326,11 @@ def test_training_tags_with_a_wrong_count_or_an_unknown_tag(tmp_path, capsys, ta
 # family's ridges, and the manifest's families / languages tables.
 
 
-def _has_lmplz() -> bool:
-    from qe.infra.errors import QEInputError
-    from qe.resources.lm import find_kenlm_binary
-
-    try:
-        find_kenlm_binary("lmplz")
-    except QEInputError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def family_model_file(tmp_path_factory) -> Path:
     from qe.wordmodel.families import resolve
 
-    if not _has_lmplz():
+    if not has_kenlm_tools("lmplz"):
         pytest.skip("KenLM's lmplz is not built (scripts/install_kenlm.sh)")
     train = toy(200, 0)
     featurizer = WordFeaturizer(
