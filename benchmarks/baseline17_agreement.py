@@ -23,10 +23,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from qe.bundle import ResourceBundle, build_bundle  # noqa: E402
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
 from qe.features.base import Pairs  # noqa: E402
 from qe.features.baseline17 import Baseline17  # noqa: E402
-from qe.resources.bundle import ResourceBundle, build_bundle  # noqa: E402
 
 DEFAULT_BUNDLE = REPO / "models" / "resources" / "wmt12-en-es"
 CONFIG = REPO / "configs" / "resources-wmt12-en-es.toml"

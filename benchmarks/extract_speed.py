@@ -26,10 +26,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from qe.bundle import ResourceBundle, build_bundle  # noqa: E402
 from qe.data import load_registered, resolve_data_dir  # noqa: E402
 from qe.features.base import Pairs  # noqa: E402
 from qe.features.registry import registered_families  # noqa: E402
-from qe.resources.bundle import ResourceBundle, build_bundle  # noqa: E402
 
 CONFIG = REPO / "configs" / "resources-wmt12-en-es.toml"
 

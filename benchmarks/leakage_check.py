@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from qe.bundle import read_bundle_config
 from qe.data import resolve_data_dir
 from qe.infra.io import read_text_lines
-from qe.resources.bundle import read_bundle_config
 from qe.resources.leakage import DEFAULT_NEAR_CHRF, check_leakage
 
 

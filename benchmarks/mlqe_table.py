@@ -135,7 +135,7 @@ def ensure_bundle(config: ExperimentConfig, configs: Path, data_dir: str | None)
     path = config.features.resources
     if not path or (Path(path) / "manifest.json").is_file():
         return
-    from qe.resources.bundle import build_bundle
+    from qe.bundle import build_bundle
 
     started = time.perf_counter()
     source = configs / f"resources-{Path(path).name.removeprefix('mlqe-')}.toml"

@@ -31,7 +31,7 @@ FLOORS: dict[str, int] = {
     # 3 parts: feature families, learners, selectors, resources and the bundle, encoders, decoder and NMT
     # readers, the numpy predictors, the word-level model
     **dict.fromkeys(("qe.features", "qe.learners", "qe.selection", "qe.resources", "qe.embeddings"), 3),
-    **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.predictors", "qe.wordmodel"), 3),
+    **dict.fromkeys(("qe.nmt", "qe.decoder", "qe.predictors", "qe.wordmodel", "qe.bundle"), 3),
     # 4 assembly: saved models (the file, its manifest, the allow-list, scoring, the catalogue); streaming
     **dict.fromkeys(("qe.model", "qe.stream"), 4),
     # 5 workflows: a run (reading its config, its stages, ablations, the ready-made models), reports, the

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle
 from qe.features.base import Pairs
 from qe.features.cache import extract_cached
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from qe.resources import pos
-from qe.resources.bundle import ResourceBundle
 from qe.text.processing import TextConfig, TextProcessor
 from qe.words.ibm1 import IBM1Table
 

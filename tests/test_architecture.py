@@ -43,9 +43,9 @@ def test_bundle_members_import_no_feature_code() -> None:
     # an experiment's families (qe.doctor) do. The member kinds register themselves: the registry finds
     # them by module name and imports none.
     edges = [line.split(" -> ") for line in _run("--edges").stdout.splitlines() if " -> " in line]
-    parts = [(a, b) for a, b in edges if a.startswith("qe.resources.")]
+    parts = [(a, b) for a, b in edges if a.startswith(("qe.resources.", "qe.bundle."))]
     assert not [(a, b) for a, b in parts if b.startswith("qe.features")]
-    assert not [(a, b) for a, b in parts if a == "qe.resources.bundle.members" and ".kinds." in b]
+    assert not [(a, b) for a, b in parts if a == "qe.bundle.members" and ".kinds." in b]
 
 
 def test_a_loop_closed_inside_a_function_is_found(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_each_config_reader_registers_the_names_it_checks_against(tmp_path: Path
     experiment = tmp_path / "run.toml"
     experiment.write_text('[data]\ndataset = "nope"\n', encoding="utf-8")
     readers = {
-        bundle: "from qe.resources.bundle import read_bundle_config as read",
+        bundle: "from qe.bundle import read_bundle_config as read",
         experiment: "from qe.run.config import load_config as read",
     }
     for config, imports in readers.items():

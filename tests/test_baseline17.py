@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle
 from qe.data.sets.wmt12 import BF17_NAMES
 from qe.features.base import Pairs
 from qe.features.baseline17 import Baseline17, punctuation_count, quest_punctuation_count
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 from qe.resources.lm import LanguageModel
 from qe.resources.ngrams import NgramCounts
 from qe.text.processing import TextConfig, TextProcessor

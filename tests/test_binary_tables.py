@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle, clear_loaded_members
 from qe.cli import main
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.ngrams import NgramCounts
 from qe.words.ibm1 import IBM1Table
 from tests.helpers import write_lines

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from qe.bundle import ResourceBundle, build_bundle, read_bundle_config
 from qe.cli import main
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.ngrams import NgramCounts
 from tests.helpers import write_config, write_lines
 from tests.helpers.bundles import (

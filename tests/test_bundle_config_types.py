@@ -1,4 +1,4 @@
-"""The bundle config is read as a frozen ``BundleConfig`` (``qe.resources.bundle.sections``): sections
+"""The bundle config is read as a frozen ``BundleConfig`` (``qe.bundle.sections``): sections
 with the reader's defaults filled in, member tables as read-only mappings, and ``to_document()`` giving
 back the completed document the manifest records, nothing added and nothing lost."""
 
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from qe.resources.bundle import BundleConfig, read_bundle_config
-from qe.resources.bundle.config import text_configs
+from qe.bundle import BundleConfig, read_bundle_config
+from qe.bundle.config import text_configs
 from tests.helpers import write_config
 from tests.helpers.manual import build, bundle_config
 

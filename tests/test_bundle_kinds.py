@@ -1,4 +1,4 @@
-"""Bundle-member kinds are records (``qe.resources.bundle.members``): a kind registered from outside qe's
+"""Bundle-member kinds are records (``qe.bundle.members``): a kind registered from outside qe's
 own ``kinds`` folder is checked by the schema, built, cross-fitted, recorded and loaded like a built-in
 one, with no other file touched."""
 
@@ -12,10 +12,10 @@ import pytest
 import tomli_w
 
 import qe.config.rules
+from qe.bundle import build_bundle, members, read_bundle_config
+from qe.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
 from qe.config.rules import Fields, Int
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import build_bundle, members, read_bundle_config
-from qe.resources.bundle.members import CORPUS_LIST, SIDE, BuildContext, MemberKind, register_member
 from tests.helpers import write_lines
 
 SRC = ["the house is small .", "a green door .", "the wide river .", "one cold day .", "two brown owls ."]

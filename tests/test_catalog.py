@@ -46,8 +46,8 @@ def test_the_catalogue_reads_the_configs_of_this_checkout():
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_each_record_agrees_with_its_configs_and_dataset(name):
     """Languages, label kind and bundle of a record are those of the dataset and configs it builds from."""
+    from qe.bundle import read_bundle_config
     from qe.data import DATASETS
-    from qe.resources.bundle import read_bundle_config
     from qe.run.config import load_config
 
     record = CATALOG[name]

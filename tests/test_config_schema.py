@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from qe.bundle import read_bundle_config
 from qe.cli import main
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import read_bundle_config
 from tests.helpers import write_config
 from tests.helpers.bundles import small_config
 from tests.helpers.toy import toy_config

@@ -262,8 +262,8 @@ def built(data: Path):
     folder: no checkpoint of an earlier run is restored)."""
     pytest.importorskip("jax")
     pytest.importorskip("optax")
+    from qe.bundle import build_bundle
     from qe.embeddings import e5cross
-    from qe.resources.bundle import build_bundle
 
     before = os.environ.get("QE_CACHE_DIR")
     os.environ["QE_CACHE_DIR"] = str(data / "cache")
@@ -361,7 +361,7 @@ MODEL_FILES = ("crossencoder.qxenc", "crossencoder.fold0.qxenc", "crossencoder.f
 def test_a_second_build_writes_the_same_files_to_the_byte(
     built, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qe.resources.bundle import build_bundle
+    from qe.bundle import build_bundle
 
     monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path / "cache"))  # trained again, not restored
     bundle, _ = built
@@ -378,9 +378,9 @@ def test_a_build_cut_short_resumes_from_the_models_it_had_trained(
 ) -> None:
     """The first build's checkpoints are restored, not trained again (same files, same manifest); a
     damaged checkpoint is dropped and its model trained again; with disk caches off none is read."""
+    from qe.bundle import build_bundle
     from qe.embeddings import e5cross
     from qe.infra.io import allow_disk_caches
-    from qe.resources.bundle import build_bundle
 
     bundle, _ = built
     cache = data / "cache"
@@ -479,7 +479,7 @@ def test_run_and_predict_end_to_end_without_jax(built, data: Path, tmp_path: Pat
     ],
 )
 def test_bad_crossencoder_tables_are_one_line(data: Path, tmp_path: Path, change: dict, words: str) -> None:
-    from qe.resources.bundle import read_bundle_config
+    from qe.bundle import read_bundle_config
 
     config = {**bundle_config(), **change}
     config["crossencoder"] = {k: v for k, v in config["crossencoder"].items() if v is not None}
@@ -490,8 +490,8 @@ def test_bad_crossencoder_tables_are_one_line(data: Path, tmp_path: Path, change
 def test_resources_check_lists_what_the_member_needs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import importlib.util
 
-    from qe.resources.bundle import read_bundle_config
-    from qe.resources.bundle.pieces import bundle_pieces
+    from qe.bundle import read_bundle_config
+    from qe.bundle.pieces import bundle_pieces
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

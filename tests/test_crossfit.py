@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import tomli_w
 
+from qe.bundle import build_bundle
 from qe.cli import main
 from qe.features.base import FeatureFamily, FeatureSpec, Pairs
 from qe.features.extractor import extract_features
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import build_bundle
 from qe.resources.edits import EditModel, pair_key
 from qe.resources.folds import assign_folds
 from tests.helpers import write_lines

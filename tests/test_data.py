@@ -193,7 +193,7 @@ def toy_dataset(tmp_path):
 
 
 def test_a_dataset_registered_from_outside_is_fetched_loaded_and_known_to_the_configs(tmp_path, toy_dataset):
-    from qe.resources.bundle import read_bundle_config
+    from qe.bundle import read_bundle_config
 
     data_dir = tmp_path / "data"
     data_dir.mkdir()

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import tomli_w
 
+from qe.bundle import build_bundle
 from qe.cli import main
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import build_bundle
 from tests.helpers import write_lines
 
 SRC = [
@@ -120,9 +120,9 @@ def test_training_pairs_shared_with_the_test_set_are_dropped_from_a_qe_corpus(tm
     assert (bundle.get("ngrams.src").count("beta"), bundle.get("ngrams.src").count("x")) == (0, 3)
     assert bundle.info("ngrams.src")["folds"]  # still cross-fitted
     # the corpus says which QE rows its kept lines are (the fine-tuned encoder learns their labels)
-    from qe.resources.bundle.config import read_bundle_config
-    from qe.resources.bundle.corpora import read_corpora
-    from qe.resources.bundle.overlap import check_overlaps
+    from qe.bundle.config import read_bundle_config
+    from qe.bundle.corpora import read_corpora
+    from qe.bundle.overlap import check_overlaps
 
     checked = read_bundle_config(write(tmp_path, cfg))
     corpora = read_corpora(checked, data)

@@ -7,10 +7,10 @@ import gzip
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle, read_bundle_config
 from qe.features.base import Pairs
 from qe.features.edits import EditFeatures
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle, read_bundle_config
 from qe.resources.edits import EditModel, EditStats, edited_mask, pair_key
 from qe.text.processing import TextConfig
 from tests.helpers import write_config

@@ -14,6 +14,7 @@ import tomli_w
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 from sklearn.svm import SVR
 
+from qe.bundle import build_bundle
 from qe.cli import main
 from qe.features.base import Pairs
 from qe.features.extractor import extract_features
@@ -21,7 +22,6 @@ from qe.features.registry import family_class
 from qe.infra.expected import shown_duration
 from qe.learners.progress import reporting
 from qe.learners.search import ScaledGridSearchCV
-from qe.resources.bundle import build_bundle
 from qe.run.fit import _expected
 from tests.helpers import write_lines
 from tests.helpers.toy import toy_config

@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle
 from qe.features import registry
 from qe.features.annotations import KINDS
 from qe.features.base import FamilyExample, FeatureFamily, Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import declared_inputs, make_families, registered_families, route_inputs
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 from qe.resources.edits import EditModel, pair_key
 from qe.resources.ngrams import NgramCounts
 from qe.text.processing import TextConfig

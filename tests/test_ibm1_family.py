@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle
 from qe.features.base import Pairs
 from qe.features.ibm1 import IBM1Features, one_to_one_links, viterbi_alignment
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 from qe.resources.pos import coarse_tag
 from qe.text.processing import TextConfig
 from qe.words.ibm1 import IBM1Table

@@ -9,13 +9,13 @@ import logging
 import pytest
 import tomli_w
 
+from qe.bundle import ResourceBundle
 from qe.cli import main
 from qe.features.base import Pairs
 from qe.features.ibm1 import IBM1Features
 from qe.features.linguistic import SPANISH_FEATURES, LinguisticFamily
 from qe.features.lm import LMFeatures
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 from qe.text import nlp
 from qe.text.processing import TextConfig
 from tests.helpers.toy import pieces_experiment

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle
 from qe.features.base import Pairs
 from qe.features.lm import LMFeatures
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 from qe.resources.lm import LanguageModel, find_kenlm_binary, train_lm
 from qe.resources.pos import build_pos_lm, tagger_available, upos_tagger
 from qe.text.processing import TextConfig

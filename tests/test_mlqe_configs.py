@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tomli_w
 
+from qe.bundle import read_bundle_config
 from qe.cli import main
 from qe.config.features import POOLED_FAMILIES
 from qe.data.sets.wmt20_mlqe import MLQE_PAIRS
-from qe.resources.bundle import read_bundle_config
 from qe.run.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]

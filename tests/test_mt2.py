@@ -425,7 +425,7 @@ def test_an_unwritable_cache_only_warns(tmp_path, caplog):
 
 def test_a_pair_translating_the_wrong_way_is_refused_where_it_is_named(tmp_path):
     """spa-eng for English-Spanish data built and ran, giving pseudo-references in English (TER ~100)."""
-    from qe.resources.bundle import read_bundle_config
+    from qe.bundle import read_bundle_config
     from qe.resources.mt2 import check_direction, pair_languages
 
     assert pair_languages("eng-spa") == ("en", "es") and pair_languages("spa-eng_US") == ("es", "en")

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.data, pytest.mark.slow, needs_kenlm]
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    from qe.resources.bundle import build_bundle
+    from qe.bundle import build_bundle
 
     root = tmp_path_factory.mktemp("wmt12-bundle")
     build_bundle(WMT12_CONFIG, root / "bundle", data_dir=data_dir, progress=False, token_cache_dir=root / "t")

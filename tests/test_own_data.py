@@ -260,7 +260,7 @@ def test_edits_learn_from_the_users_post_edits(tmp_path, monkeypatch):
         '[edits]\ndataset = "mlqe-pe/en-de"\nsplit = "test"\n'
     )
     with pytest.raises(QEInputError, match=r"edits\.split = 'test': expected a training split"):
-        from qe.resources.bundle import read_bundle_config
+        from qe.bundle import read_bundle_config
 
         read_bundle_config(bundle_config)
 

@@ -252,8 +252,8 @@ def test_a_second_mt_system_supplies_the_pseudo_reference(tmp_path, capsys):
     args = ["features", "--src", str(tmp_path / "src.txt"), "--mt", str(tmp_path / "mt.txt"), "--quiet"]
     capsys.readouterr()
     # features: the pseudo-reference and back-translation from Apertium, scored as sacreBLEU scores them
+    from qe.bundle import with_mt2
     from qe.features.registry import make_families
-    from qe.resources.bundle import with_mt2
 
     bundle = with_mt2(None, {"pair": "eng-spa"})
     (family,) = make_families(["pseudoref"], {"pseudoref": {"backtranslation": True}})

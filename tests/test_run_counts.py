@@ -21,9 +21,9 @@ import qe.data
 import qe.infra.io
 import qe.learners.factory
 import qe.selection
+from qe.bundle import ResourceBundle
 from qe.cli import main
 from qe.features.registry import family_class
-from qe.resources.bundle import ResourceBundle
 from tests.helpers import write_config, write_lines
 from tests.helpers.bundles import build, small_config, write_small_data
 from tests.helpers.hashing import HashPasses

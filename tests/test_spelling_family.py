@@ -8,10 +8,10 @@ import subprocess
 import numpy as np
 import pytest
 
+from qe.bundle import ResourceBundle
 from qe.features.base import Pairs
 from qe.features.spelling import SpellingFamily
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 
 pytestmark = pytest.mark.skipif(shutil.which("hunspell") is None, reason="Hunspell is not installed")
 

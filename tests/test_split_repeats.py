@@ -58,7 +58,7 @@ def test_drop_overlap_leaves_the_repeated_pairs_out_of_every_member_edits_includ
     out = capsys.readouterr().out
     assert "dropped lines shared with the evaluation data: 3 from [edits], 3 from train" in out
     assert "repeats evaluation sentences" not in out
-    from qe.resources.bundle import ResourceBundle
+    from qe.bundle import ResourceBundle
 
     bundle = ResourceBundle(tmp_path / "b")
     src = bundle.get("ngrams.src")

@@ -10,6 +10,7 @@ import importlib.util
 import pytest
 import tomli_w
 
+from qe.bundle import ResourceBundle, build_bundle
 from qe.cli import main
 from qe.config.experiment import ExperimentConfig
 from qe.doctor import tagless
@@ -17,7 +18,6 @@ from qe.features.ibm1 import IBM1Features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from qe.resources import pos, wordclass
-from qe.resources.bundle import ResourceBundle, build_bundle
 from qe.text import nlp
 from qe.text.processing import TextConfig
 from tests.helpers import write_lines

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import tomli_w
 
+from qe.bundle import ResourceBundle
 from qe.cli import main
 from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.features.wordtags import COLUMNS, WordTagsFamily
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import ResourceBundle
 
 N = 40
 SRC = [f"s{i} the cat" for i in range(N)]
@@ -87,7 +87,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def built(data: Path) -> ResourceBundle:
-    from qe.resources.bundle import build_bundle
+    from qe.bundle import build_bundle
 
     config = write_toml(data / "resources-wt.toml", bundle_config())
     return build_bundle(config, data / "bundle", data_dir=data, progress=False)
@@ -155,7 +155,7 @@ def test_a_training_pair_is_tagged_by_a_model_that_never_saw_it(built: ResourceB
     ],
 )
 def test_bad_wordtags_tables_are_one_line(tmp_path: Path, change: dict, words: str) -> None:
-    from qe.resources.bundle import read_bundle_config
+    from qe.bundle import read_bundle_config
 
     config = {**bundle_config(), **change}
     with pytest.raises(QEInputError, match=words) as caught:

@@ -132,7 +132,7 @@ class FeatureTask(ChunkTask):
         families = make_families(self.families, json.loads(self.settings_json))
         resources = None
         if self.resources is not None:
-            from qe.resources.bundle import open_bundle
+            from qe.bundle import open_bundle
 
             resources = open_bundle(self.resources)
         for family in families:
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     lines, settings = route_inputs(list(names), given, parse_settings(args.set))
     resources = None
     if args.resources is not None:
-        from qe.resources.bundle import open_bundle
+        from qe.bundle import open_bundle
 
         resources = open_bundle(args.resources)  # refuses a bad bundle before any work
     families = [family.bind(resources) for family in make_families(names, settings)]

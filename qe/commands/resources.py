@@ -6,10 +6,10 @@ import argparse
 import json
 import re
 
+from qe.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
 from qe.commands import Command, register_command
 from qe.config.rules import check_jobs
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import DEFAULT_BUNDLE_DIR, ResourceBundle, build_bundle, read_bundle_config
 from qe.resources.leakage import describe_repeats
 
 
@@ -126,10 +126,10 @@ def _check(args: argparse.Namespace) -> int:
     import sys
     import tomllib
 
+    from qe.bundle.pieces import bundle_pieces
     from qe.doctor.pieces import experiment_pieces
     from qe.infra.errors import QEInputError
     from qe.infra.io import require_file
-    from qe.resources.bundle.pieces import bundle_pieces
     from qe.run.config import load_config
 
     path = require_file(args.config, "config file")
@@ -139,8 +139,8 @@ def _check(args: argparse.Namespace) -> int:
         raw = {}  # the readers below give the precise error
     if "features" in raw or "data" in raw:
         config = load_config(path)
+        from qe.bundle import open_bundle
         from qe.data.splits import languages
-        from qe.resources.bundle import open_bundle
 
         resources = config.features.resources
         try:

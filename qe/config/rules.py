@@ -3,9 +3,9 @@ checks across keys, with one wording of a mistake everywhere.
 
 A config section's rule stands beside its frozen dataclass (``qe.config.data``, ``features``,
 ``learner``, ``selection``, ``cv``, ``report``, composed in ``qe.config.experiment``; a bundle config's
-in ``qe.resources.bundle.sections``). The files qe writes and reads back are described with the same
+in ``qe.bundle.sections``). The files qe writes and reads back are described with the same
 rules beside their readers: the model manifest (``qe.model.manifest``), the bundle manifest
-(``qe.resources.bundle.runtime``), the resume state (``qe.stream.state``), ``metrics.json`` and
+(``qe.bundle.runtime``), the resume state (``qe.stream.state``), ``metrics.json`` and
 ``ablation.json`` (``qe.report.rundir``). A mistake is one line in one wording everywhere (``mistake``):
 the file, the key, the value and what is allowed, e.g. ``configs/x.toml: cv.folds = 0: expected an
 integer >= 2``. Checks across keys are a table's ``rules`` (``Fields(rules=...)``).
@@ -475,7 +475,7 @@ _TABLES: dict[str, dict[str, Rule]] = {}
 
 def register_tables(kind: str, tables: dict[str, Rule]) -> None:
     """A registry hands in the rules of the config tables it owns (each bundle-member kind its section,
-    ``qe.resources.bundle.members``), so that the schema checks them without importing the registry."""
+    ``qe.bundle.members``), so that the schema checks them without importing the registry."""
     _TABLES.setdefault(kind, {}).update(tables)
 
 

@@ -1,6 +1,6 @@
 """Every installed piece a config needs for its language pair, listed at once when some are missing.
 
-A bundle config's are ``qe.resources.bundle.pieces.bundle_pieces``'s (the builder refuses without
+A bundle config's are ``qe.bundle.pieces.bundle_pieces``'s (the builder refuses without
 them). ``experiment_pieces(config, bundle)`` looks at an experiment config: the Apertium
 pair of ``[mt2]``, and whatever each of its feature families says it lacks
 (``FeatureFamily.missing_pieces``: Python modules, spaCy pipelines, Hunspell dictionaries, the
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from qe.bundle.pieces import missing_apertium
 from qe.config.experiment import ExperimentConfig
 from qe.infra.errors import refusal
-from qe.resources.bundle.pieces import missing_apertium
 
 
 def experiment_pieces(

@@ -2,7 +2,7 @@
 its top layers trained on the training labels, predicts.
 
 Reads the bundle's ``crossencoder`` member (``[crossencoder]`` in the bundle config,
-``qe.resources.bundle.kinds.crossencoder``): training pairs are scored by the model of their
+``qe.bundle.kinds.crossencoder``): training pairs are scored by the model of their
 cross-fitting fold, which never saw their label; every other pair by the model of all training
 pairs. One feature, so ``families = ["crossencoder"]`` with a linear learner is the cross-encoder
 alone, and beside other families it is one more (stacked) feature. Scoring is numpy only (no JAX),

@@ -1,7 +1,7 @@
 """The fine-tuned encoder family: the label a USE-M encoder fine-tuned on the training labels predicts.
 
 Reads the bundle's ``finetuned`` member (``[finetuned]`` in the bundle config,
-``qe.resources.bundle.kinds.finetuned``): training pairs are scored by the model of their
+``qe.bundle.kinds.finetuned``): training pairs are scored by the model of their
 cross-fitting fold, which never saw their label; every other pair by the model of all training
 pairs. One feature, so ``families = ["finetuned"]`` with a linear learner is the encoder alone, and
 beside other families it is one more (stacked) feature. Scoring is numpy only (no JAX).

@@ -1,7 +1,7 @@
 """The ``wordtags`` family: the word tagger's predictions summed up per pair, as sentence-level features.
 
 Reads the bundle's ``wordtags`` member (``[wordtags]`` in the bundle config,
-``qe.resources.bundle.kinds.wordtags``): a ``.qwords`` word model (``qe.wordmodel``) trained on the
+``qe.bundle.kinds.wordtags``): a ``.qwords`` word model (``qe.wordmodel``) trained on the
 bundle's word-level training data; training pairs are tagged by the model of their cross-fitting fold,
 which never saw their tags, every other pair by the model of all of them. Source and MT are split at
 whitespace (MLQE-PE's text is tokenized). A model trained with NMT log-probabilities reads the pair's

@@ -31,7 +31,7 @@ from qe.infra.io import atomic_temporary_of, write_text_atomic
 MARKER = ".qe-output"
 MARKER_FORMAT = "qe-output/1"
 BUNDLE_FORMAT = "qe-resource-bundle/1"
-"""A resource bundle's ``manifest.json`` format (``qe.resources.bundle``), told here so a bundle's
+"""A resource bundle's ``manifest.json`` format (``qe.bundle``), told here so a bundle's
 members are known without importing the bundle code."""
 # qe writes hidden files named after an output beside it (".NAME.state.json.XXXXXXXX.tmp" is the
 # longest): the output's own name must leave room for them.

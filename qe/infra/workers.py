@@ -56,7 +56,7 @@ WORKER_GROWTH_BYTES = 2 << 30
 loky's own allowance is 300 MB: past it, the worker is stopped after its task and a new one started,
 with "A worker stopped while some jobs were given to the executor" on the terminal. A qe worker
 grows by design as it meets bundle members it has not loaded yet (the full tables after the
-cross-fitted ones, a second language model, a spaCy pipeline: ``qe.resources.bundle`` keeps them per
+cross-fitted ones, a second language model, a spaCy pipeline: ``qe.bundle`` keeps them per
 process), and a restarted worker loads them all again. Growth past this is still a leak to loky."""
 
 

@@ -263,10 +263,10 @@ class QEModel:
         if not reference:
             if not mt2:
                 return None
-            from qe.resources.bundle import with_mt2
+            from qe.bundle import with_mt2
 
             return with_mt2(None, mt2)
-        from qe.resources.bundle import open_bundle, with_mt2
+        from qe.bundle import open_bundle, with_mt2
 
         bundle = open_bundle(override or reference.path)
         if mt2:

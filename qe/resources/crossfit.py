@@ -16,7 +16,7 @@ repeated in two folds, and an external corpus that happens to contain training s
 
 The bundle keeps the pair key -> fold map in its ``cross_fit`` member (gzip JSON, no code). This
 module holds that map and cuts a batch by fold at scoring time; the folds are planned and the members
-rebuilt per fold while the bundle is built (``qe.resources.bundle.crossfitting``).
+rebuilt per fold while the bundle is built (``qe.bundle.crossfitting``).
 """
 
 from __future__ import annotations

@@ -215,7 +215,7 @@ class RunContext:
 def _open_bundle(config: ExperimentConfig, progress: bool = True) -> Any:
     """The config's resource bundle (with the config's ``[mt2]`` attached), or None; built first from
     ``[features] resources_config`` when it is not there yet."""
-    from qe.resources.bundle import open_bundle, with_mt2
+    from qe.bundle import open_bundle, with_mt2
 
     resources = config.features.resources
     if resources and config.features.resources_config and not (Path(resources) / "manifest.json").is_file():
@@ -236,7 +236,7 @@ def _open_bundle(config: ExperimentConfig, progress: bool = True) -> Any:
 
 def _build_bundle(config: ExperimentConfig, progress: bool) -> None:
     """Build the bundle a config names from its ``resources_config``, saying so first."""
-    from qe.resources.bundle import build_bundle
+    from qe.bundle import build_bundle
 
     source = config.features.resources_config
     print(f"qe: {config.features.resources} is not built yet: building it from {source}", file=sys.stderr)

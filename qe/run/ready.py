@@ -72,7 +72,7 @@ def build_ready(
     ``folder/<name>.skops`` and the manifest written last, so a model counts as built only when both
     are there. ``jobs`` overrides the configs' parallel jobs (results are the same).
     """
-    from qe.resources.bundle import build_bundle, read_bundle_config
+    from qe.bundle import build_bundle, read_bundle_config
     from qe.run.config import apply_overrides, load_config
     from qe.run.pipeline import run_experiment
 

@@ -35,7 +35,7 @@ def write_arpa(path: Path, probs: dict[str, float]) -> Path:
 
 def handmade_bundle(folder: Path, text: dict, t2s: bool = True):
     """The resources above as an in-memory bundle (files in ``folder``; ``t2s``: with ibm1.t2s)."""
-    from qe.resources.bundle import ResourceBundle
+    from qe.bundle import ResourceBundle
     from qe.resources.lm import LanguageModel
     from qe.resources.ngrams import NgramCounts
     from qe.words.ibm1 import IBM1Table

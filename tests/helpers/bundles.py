@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from qe.bundle import build_bundle
 from qe.infra.errors import QEInputError
-from qe.resources.bundle import build_bundle
 from tests.helpers import REPO, write_config, write_lines
 
 WMT12_CONFIG = REPO / "configs" / "resources-wmt12-en-es.toml"

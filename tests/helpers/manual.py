@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qe.resources.bundle import build_bundle
+from qe.bundle import build_bundle
 from tests.helpers import write_config, write_lines
 
 # A software manual's training and test splits. The test split repeats two training sources word

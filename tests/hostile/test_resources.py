@@ -118,7 +118,7 @@ def test_qe_features_refuses_a_line_too_long_naming_file_and_line(tmp_path, args
 @pytest.fixture(scope="module")
 def ibm1_bundle(tmp_path_factory) -> Path:
     """A tiny bundle with IBM1 tables both ways, built by ``qe resources build``."""
-    from qe.resources.bundle import build_bundle
+    from qe.bundle import build_bundle
 
     root = tmp_path_factory.mktemp("ibm1-bundle")
     _lines(root, "c.en", ["the cat", "the dog", "a cat", "the house"])

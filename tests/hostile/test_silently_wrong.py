@@ -75,7 +75,7 @@ def _eng_spa_installed() -> bool:
 
 @pytest.mark.skipif(not _eng_spa_installed(), reason="Apertium eng-spa is not installed")
 def test_a_bundle_mt2_edited_to_translate_the_wrong_way_is_refused(tmp_path):
-    from qe.resources.bundle import clear_loaded_members, open_bundle
+    from qe.bundle import clear_loaded_members, open_bundle
 
     config = tmp_path / "b.toml"
     config.write_text('name = "b"\n[languages]\nsrc = "en"\ntgt = "es"\n[mt2]\npair = "eng-spa"\n')

@@ -3,7 +3,7 @@
 ``BUNDLE`` checks a bundle config: languages, text, leakage, corpora (its table-level rules check corpus
 kinds, the cross-fitting folds and the corpora a member names), and the member tables (``[lm.KEY]``,
 ``[edits]``, ``[mt2]``, ...) whose rules the bundle-member kinds hand in (``register_tables``).
-``BundleConfig`` is the typed view ``qe.resources.bundle.config.read_bundle_config`` builds from the
+``BundleConfig`` is the typed view ``qe.bundle.config.read_bundle_config`` builds from the
 checked, completed document. A member kind's own table stays a read-only mapping that its kind reads:
 the kinds are registered records, a plug-in's among them, and their rule (``MemberKind.rule``) is the
 one description of their keys.
@@ -182,7 +182,7 @@ BUNDLE = FieldsAndTables(
             rules=(_one_fold_source,),
         ),
     },
-    "bundle member",  # the member tables ([lm.KEY], [ibm1], [edits], ...): qe.resources.bundle.kinds
+    "bundle member",  # the member tables ([lm.KEY], [ibm1], [edits], ...): qe.bundle.kinds
     ("languages",),
     rules=(_known_corpora,),
 )
@@ -312,7 +312,7 @@ class BundleConfig(Section):
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> BundleConfig:
-        """The typed view of a checked document (``qe.resources.bundle.sections.BUNDLE``); a key that is not
+        """The typed view of a checked document (``qe.bundle.sections.BUNDLE``); a key that is not
         a field of its own is a member kind's section."""
         own = {f.name for f in fields(cls)} - {"given", "members"}
         text = document.get("text", {})

@@ -1,13 +1,13 @@
 """The ``cross_fit`` member: which cross-fitting fold each training pair belongs to
 (``qe.resources.crossfit.FoldMap``, ``cross_fit.json.gz``), written by the bundle itself when a QE
-training corpus is cross-fitted (``qe.resources.bundle.crossfitting``), not built from a config table."""
+training corpus is cross-fitted (``qe.bundle.crossfitting``), not built from a config table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from qe.resources.bundle.members import MemberKind, register_member
+from qe.bundle.members import MemberKind, register_member
 from qe.resources.crossfit import FoldMap
 
 

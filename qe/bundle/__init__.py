@@ -2,7 +2,7 @@
 
 A bundle holds named members, each one file built from plain-text corpora (or, for unigram
 counts, read from a Moses truecase model). Each kind of member is one record in
-``qe.resources.bundle.kinds`` (``qe.resources.bundle.members``: its config table and rule, the
+``qe.bundle.kinds`` (``qe.bundle.members``: its config table and rule, the
 files it writes, how it is built, checked and loaded):
 
 ==============  =======================================  ==========================================
@@ -69,9 +69,9 @@ checked config that every builder reads), ``config`` (reading and checking a bun
 
 from __future__ import annotations
 
-from qe.resources.bundle.build import build_bundle
-from qe.resources.bundle.config import read_bundle_config
-from qe.resources.bundle.runtime import (
+from qe.bundle.build import build_bundle
+from qe.bundle.config import read_bundle_config
+from qe.bundle.runtime import (
     DEFAULT_BUNDLE_DIR,
     MANIFEST,
     ResourceBundle,
@@ -80,7 +80,7 @@ from qe.resources.bundle.runtime import (
     open_bundle,
     with_mt2,
 )
-from qe.resources.bundle.sections import BundleConfig
+from qe.bundle.sections import BundleConfig
 
 __all__ = [
     "DEFAULT_BUNDLE_DIR",

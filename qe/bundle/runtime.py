@@ -1,5 +1,5 @@
 """A built resource bundle at run time: its manifest checked, its members loaded lazily (each through
-its kind's loader, ``qe.resources.bundle.members``), verified against their sha256 and shared in the
+its kind's loader, ``qe.bundle.members``), verified against their sha256 and shared in the
 process, and the bundle as a training pair of one cross-fitting fold sees it."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from qe.bundle.members import member_loader
 from qe.config.rules import AnyTable, Anything, Choice, Fields, List, Mistake, Optional, Str, TablesOf, check
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, sha256_file
 from qe.infra.outputs import BUNDLE_FORMAT as FORMAT
-from qe.resources.bundle.members import member_loader
 from qe.text.processing import TextConfig, TextProcessor
 
 MANIFEST = "manifest.json"

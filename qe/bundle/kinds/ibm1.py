@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qe.bundle.members import CORPUS_LIST, BuildContext, ConfigTable, MemberKind, register_member
+from qe.bundle.sections import SIDES
 from qe.config.rules import Fields, Int, List, Number, Str
 from qe.infra.errors import QEInputError
-from qe.resources.bundle.members import CORPUS_LIST, BuildContext, ConfigTable, MemberKind, register_member
-from qe.resources.bundle.sections import SIDES
 
 DIRECTIONS = ("s2t", "t2s")
 

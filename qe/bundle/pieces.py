@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from qe.bundle.sections import BundleConfig
 from qe.infra.errors import QEInputError, refusal
-from qe.resources.bundle.sections import BundleConfig
 
 
 def _kenlm_tools() -> list[str]:
@@ -32,8 +32,8 @@ def missing_apertium(settings: Mapping[str, Any]) -> str | None:
 
 def bundle_pieces(config: BundleConfig) -> list[str]:
     """What building a (checked) bundle config needs and this machine lacks."""
+    from qe.bundle.config import text_configs
     from qe.resources import pos
-    from qe.resources.bundle.config import text_configs
 
     missing: list[str] = []
     members = config.members

@@ -2,7 +2,7 @@
 learned from training pairs with post-edits and labels: a registered dataset's *training* split (any
 with post-edits: ``wmt12-en-es``, ``mlqe-pe/<pair>``, ``mlqe-da/<pair>``; its test split is refused)
 or the user's line-aligned files, cross-fitted so that training pairs never see their own post-edit.
-The pairs take part in the bundle's leakage check (``qe.resources.bundle.overlap``)."""
+The pairs take part in the bundle's leakage check (``qe.bundle.overlap``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from qe.bundle.config import check_dataset_languages
+from qe.bundle.corpora import resolve
+from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
+from qe.bundle.sections import BundleConfig
 from qe.config.rules import SEED, Fields, Int, Mistake, Str, mistake, registered
 from qe.data import DATASETS, QEDataset, load_parallel, load_registered
 from qe.infra.errors import QEInputError
-from qe.resources.bundle.config import check_dataset_languages
-from qe.resources.bundle.corpora import resolve
-from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.resources.bundle.sections import BundleConfig
 
 FILES = ("src", "mt", "post_edits", "labels")
 """The user's training files, all four or none (then ``dataset``)."""

@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from qe.bundle.config import check_dataset_languages
+from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
+from qe.bundle.sections import BundleConfig
 from qe.config.rules import SEED, Bool, Fields, Int, Mistake, Number, Str, mistake, registered
 from qe.infra.errors import QEInputError
 from qe.infra.io import sha256_file
-from qe.resources.bundle.config import check_dataset_languages
-from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.resources.bundle.sections import BundleConfig
 
 MEMBER = "wordtags"
 SUFFIX = ".qwords"  # qe.wordmodel.modelfile.SUFFIX

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from qe.bundle.sections import SIDES, BundleConfig, CorpusConfig
 from qe.data import QEDataset, load_parallel, load_registered
 from qe.data.pooled import check_poolable, load_pooled, pair_scales
 from qe.infra.errors import QEInputError
 from qe.infra.io import read_text_lines
-from qe.resources.bundle.sections import SIDES, BundleConfig, CorpusConfig
 
 
 @dataclass

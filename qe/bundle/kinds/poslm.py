@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.config.rules import Bool, Fields, Int
-from qe.resources.bundle.kinds.lm import load_language_model
-from qe.resources.bundle.members import (
+from qe.bundle.kinds.lm import load_language_model
+from qe.bundle.members import (
     CORPUS_LIST,
     SIDE,
     BuildContext,
@@ -16,6 +15,7 @@ from qe.resources.bundle.members import (
     MemberKind,
     register_member,
 )
+from qe.config.rules import Bool, Fields, Int
 from qe.resources.lm import MAX_ORDER
 
 DEFAULT_ORDER = 5

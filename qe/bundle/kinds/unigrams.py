@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qe.bundle.kinds.ngrams import load_counts
+from qe.bundle.members import SIDE, BuildContext, ConfigTable, MemberKind, register_member
 from qe.config.rules import Fields, Str
 from qe.infra.io import sha256_file
-from qe.resources.bundle.kinds.ngrams import load_counts
-from qe.resources.bundle.members import SIDE, BuildContext, ConfigTable, MemberKind, register_member
 from qe.resources.ngrams import load_truecase_counts
 
 

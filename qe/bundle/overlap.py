@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from qe.bundle.corpora import Corpus, resolve, shown_path
+from qe.bundle.sections import BundleConfig
 from qe.data import QEDataset
 from qe.infra.errors import QEInputError
-from qe.resources.bundle.corpora import Corpus, resolve, shown_path
-from qe.resources.bundle.sections import BundleConfig
 from qe.resources.leakage import DEFAULT_NEAR_CHRF, Overlap, Repeats, find_overlaps, load_eval_sentences
 
 _EDITS = "[edits]"

@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.config.rules import Bool, Fields, Int
-from qe.infra.errors import QEInputError
-from qe.resources.bundle.members import (
+from qe.bundle.members import (
     CORPUS_LIST,
     SIDE,
     BuildContext,
@@ -16,6 +14,8 @@ from qe.resources.bundle.members import (
     MemberKind,
     register_member,
 )
+from qe.config.rules import Bool, Fields, Int
+from qe.infra.errors import QEInputError
 from qe.resources.lm import MAX_ORDER, MIN_ORDER
 
 

