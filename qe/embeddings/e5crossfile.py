@@ -10,9 +10,10 @@ is read and checked (float32 little-endian, the expected shape) before its data,
 checked finite (``qe.predictors.check``). The same model gives the same bytes (fixed timestamps, the
 training curve without timings).
 
-``CrossEncoderModel.score`` runs each pair alone (one input, one BLAS thread) and the head row by row
-in float64, so a pair's score does not depend on the batch it came in; pairs run on the encoder's
-``threads`` at once.
+``CrossEncoderModel.score`` packs the pairs' tokens into fixed-shape row chunks
+(``qe.embeddings.e5rows``: attention per pair, every matrix product of the same shape) and runs the
+head row by row in float64, so a pair's score does not depend on the batch it came in; groups of
+pairs run on the encoder's ``threads`` at once.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import json
 import math
 import zipfile
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5net import LAYER_ARRAYS, LAYER_NAMES, E5Network
+from qe.embeddings.e5rows import pooled_in_groups
 from qe.infra.errors import QEInputError
 from qe.infra.io import atomic_write
 from qe.predictors.check import BadModel, check_array, check_number, read_manifest, reading_model_archive
@@ -226,32 +227,28 @@ class CrossEncoderModel:
         return cls(manifest, layers, head, encoder)
 
     def pooled(self, src: Sequence[str], mt: Sequence[str]) -> np.ndarray:
-        """Each pair's mean-pooled last-layer vector (float32), every pair run alone with one BLAS
-        thread, pairs on the encoder's ``threads`` at once: a vector depends on its pair alone."""
-        from qe.infra.workers import blas_threads
-
+        """Each pair's mean-pooled last-layer vector (float32), the pairs packed in fixed-shape row
+        chunks, groups of them tokenized and run on the encoder's ``threads`` (``e5rows``): a vector
+        depends on its pair alone."""
         if len(src) != len(mt):
             raise QEInputError(f"{len(src)} source sentences but {len(mt)} translations")
-        seqs = pair_sequences(self.encoder, src, mt)
-        out = np.empty((len(seqs), self.network.hidden), dtype=np.float32)
+        # about 4 characters a token: the estimate only shapes the groups
+        sizes = [(len(s) + len(m)) // 4 + 4 for s, m in zip(src, mt, strict=True)]
 
-        def run(row: int) -> None:
-            out[row] = self.network.mean_pooled([seqs[row]])[0]
+        def ids_of(group: range) -> list[list[int]]:
+            return pair_sequences(self.encoder, [src[i] for i in group], [mt[i] for i in group])
 
-        with blas_threads(1):
-            if self.encoder.threads == 1 or len(seqs) < 2:
-                for row in range(len(seqs)):
-                    run(row)
-            else:
-                with ThreadPoolExecutor(self.encoder.threads) as pool:
-                    list(pool.map(run, range(len(seqs))))
-        return out
+        return pooled_in_groups(self.network, sizes, ids_of, self.encoder.threads)
 
     def score(self, src: Sequence[str], mt: Sequence[str]) -> np.ndarray:
-        """The predicted label of each (source, MT) pair, in the training labels' units; the head row
-        by row in float64 (a matrix product's rounding may depend on its number of rows)."""
-        scores = np.empty(len(src), dtype=np.float64)
-        for row, vector in enumerate(self.pooled(src, mt).astype(np.float64)):
+        """The predicted label of each (source, MT) pair, in the training labels' units."""
+        return self.head_scores(self.pooled(src, mt))
+
+    def head_scores(self, pooled: np.ndarray) -> np.ndarray:
+        """The head on pooled vectors, row by row in float64 (a matrix product's rounding may depend on
+        its number of rows), in the training labels' units."""
+        scores = np.empty(len(pooled), dtype=np.float64)
+        for row, vector in enumerate(pooled.astype(np.float64)):
             if "w1" in self.head:
                 vector = np.tanh(vector @ self.head["w1"] + self.head["b1"])
             scores[row] = (vector @ self.head["w"])[0] + self.head["b"][0]

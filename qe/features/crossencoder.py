@@ -6,7 +6,8 @@ Reads the bundle's ``crossencoder`` member (``[crossencoder]`` in the bundle con
 cross-fitting fold, which never saw their label; every other pair by the model of all training
 pairs. One feature, so ``families = ["crossencoder"]`` with a linear learner is the cross-encoder
 alone, and beside other families it is one more (stacked) feature. Scoring is numpy only (no JAX),
-each pair run alone, so its score does not depend on the batch it came in.
+the pairs' tokens packed in fixed-shape row chunks with attention over each pair's own tokens
+(``qe.embeddings.e5rows``), so a pair's score does not depend on the batch it came in.
 """
 
 from __future__ import annotations
