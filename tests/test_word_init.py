@@ -62,7 +62,8 @@ def test_init_from_tags_writes_a_config_that_qe_run_trains(toy, tmp_path, capsys
         "tags": "train.tags",
         "source_tags": "train.source_tags",
     }
-    assert set(config["words"]) == {"threshold", "train", "dev", "test"}
+    assert set(config["words"]) == {"src_lang", "tgt_lang", "threshold", "train", "dev", "test"}
+    assert (config["words"]["src_lang"], config["words"]["tgt_lang"]) == ("en", "de")
     metrics = run(out, tmp_path / "run")
     assert metrics["level"] == "word" and metrics["train_sentences"] == 60
     mt_words = sum(len(line.split()) for line in toy["test"]["mt"].read_text().splitlines())
@@ -99,8 +100,13 @@ def test_tags_derived_from_post_edits_are_the_hand_made_ones(toy, tmp_path, caps
         path.write_text(f"{line}\n{path.read_text(encoding='utf-8')}", encoding="utf-8")
     derived, given = tmp_path / "derived.toml", tmp_path / "given.toml"
     assert main(init_args(toy, ("pe", "alignments"), derived)) == 0
-    assert main(init_args(toy, ("tags", "source_tags"), given)) == 0
+    # alignments in every split are read as features too (the aligned family): both configs list it
+    assert main(init_args(toy, ("tags", "source_tags", "alignments"), given)) == 0
     capsys.readouterr()
+    for config in (derived, given):
+        text = config.read_text(encoding="utf-8")
+        assert "--alignments NEW.src-mt.alignments" in text
+        assert load_word_config(config)["words"]["families"] == ["core", "aligned"]
     splits = load_splits(load_word_config(derived), None, progress=False)
     train = splits["train"].data
     assert (train.mt_tags[0], train.gap_tags[0], train.src_tags[0]) == (
@@ -215,7 +221,10 @@ def _without(argv: list[str], *flags: str) -> list[str]:
             lambda a: [*a, "--post-edits", a[a.index("--mt") + 1]],
             "or --post-edits to derive them from, not both",
         ),
-        (lambda a: [*a, "--alignments", a[a.index("--mt") + 1]], "--alignments are read only to derive"),
+        (
+            lambda a: [*a, "--alignments", a[a.index("--mt") + 1]],
+            "--alignments are read to derive the source tags from --post-edits, or as features when every",
+        ),
         (lambda a: [*a, "--labels", a[a.index("--mt") + 1]], "--labels is for a sentence-level config"),
         (lambda a: [*a, "--light"], "--light is for a sentence-level config"),
         (lambda a: [x for x in a if x != "--words"], "are read for a word-level config: add --words"),

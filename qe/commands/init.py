@@ -285,7 +285,12 @@ def write_words(args: argparse.Namespace) -> int:
     data = read_word_splits(splits)
     name, folder = out_name(args)
     pair = f"{args.src_lang}-{args.tgt_lang}"
-    write_checked(args.out, folder, render_words(name, args.out, pair, splits, data), load_word_config)
+    write_checked(
+        args.out,
+        folder,
+        render_words(name, args.out, (args.src_lang, args.tgt_lang), splits, data),
+        load_word_config,
+    )
     sizes = ", ".join(f"{len(data[split]):,} {split}" for split in data)
     print(f"wrote {args.out}: word level, {sizes} sentences, {pair}")
     for split in data:

@@ -92,6 +92,13 @@ def arguments(parser: argparse.ArgumentParser) -> None:
         "gap_bad_probability (N+1 gaps, not interleaved), src_tags, src_bad_probability; "
         "--nmt-tokens and --nmt-logprobs exactly when the model was trained with them",
     )
+    parser.add_argument(
+        "--alignments",
+        type=Path,
+        metavar="FILE",
+        help="with --words: the source-MT word alignments of each pair (i-j pairs, 0-based, a line per pair, "
+        "as MLQE-PE's .src-mt.alignments), exactly when the word model has the aligned family",
+    )
     add_input_options(parser)
     add_streaming_options(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -213,10 +220,14 @@ def run_words(args: argparse.Namespace) -> int:
     from qe.wordmodel.tagging import tag_files
 
     given = given_inputs(args)
-    others = sorted(set(given) - {"nmt_tokens", "nmt_logprobs"})
+    if args.alignments is not None:
+        given["alignments"] = args.alignments
+    others = sorted(set(given) - {"nmt_tokens", "nmt_logprobs", "alignments"})
     if others:
         flag = "--" + others[0].replace("_", "-")
-        raise QEInputError(f"{flag} is not read by a word model (only --nmt-tokens and --nmt-logprobs)")
+        raise QEInputError(
+            f"{flag} is not read by a word model (only --nmt-tokens, --nmt-logprobs and --alignments)"
+        )
     streaming = args.jobs != 1 or args.backend != "loky" or args.scheduler or args.resume or args.chunk_size
     if args.format != "tsv" or args.resources is not None or streaming:
         raise QEInputError(
@@ -225,7 +236,14 @@ def run_words(args: argparse.Namespace) -> int:
         )
     if args.out is not None:
         check_output_file(args.out, [args.model, args.src, args.mt, *given.values()])
-    lines = tag_files(args.model, args.src, args.mt, given.get("nmt_tokens"), given.get("nmt_logprobs"))
+    lines = tag_files(
+        args.model,
+        args.src,
+        args.mt,
+        given.get("nmt_tokens"),
+        given.get("nmt_logprobs"),
+        given.get("alignments"),
+    )
     if args.out is None:
         for line in lines:
             sys.stdout.write(line)
@@ -241,6 +259,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.words:
         return run_words(args)
+    if args.alignments is not None:
+        from qe.infra.errors import QEInputError
+
+        raise QEInputError("--alignments is read only by a word model: add --words")
     if Path(args.model).suffix == ".qwords":
         from qe.infra.errors import QEInputError
 

@@ -60,7 +60,7 @@ def refuse_word_options(args: argparse.Namespace) -> None:
 def word_splits(args: argparse.Namespace) -> dict[str, dict[str, Path]]:
     """Each split's files by role (``ROLES``), refusing in one line what a word-level run cannot use:
     a sentence-level option, a split given in part, no dev split, tags without source tags (or both
-    tags and post-edits), alignments without post-edits."""
+    tags and post-edits), alignments that are neither derived through nor in every split."""
     given = ["--" + name.replace("_", "-") for name in SENTENCE_ONLY if _given(args, name)]
     if given:
         verb = "is" if len(given) == 1 else "are"
@@ -79,7 +79,19 @@ def word_splits(args: argparse.Namespace) -> dict[str, dict[str, Path]]:
             )
         if files:
             splits[split] = _checked_roles(split, files)
+    if not aligned(splits):
+        for split, files in splits.items():
+            if "alignments" in files and "post_edits" not in files:
+                raise QEInputError(
+                    f"{option(split, 'alignments')} are read to derive the source tags from "
+                    f"{option(split, 'post_edits')}, or as features when every split has them"
+                )
     return splits
+
+
+def aligned(splits: dict[str, dict[str, Path]]) -> bool:
+    """Whether every split has its source-MT alignments: the config then lists the ``aligned`` family."""
+    return all("alignments" in files for files in splits.values())
 
 
 def _checked_roles(split: str, files: dict[str, Path]) -> dict[str, Path]:
@@ -105,11 +117,6 @@ def _checked_roles(split: str, files: dict[str, Path]) -> dict[str, Path]:
         raise QEInputError(
             f"the {split} split needs {option(split, 'tags')} and {option(split, 'source_tags')}, or "
             f"{option(split, 'post_edits')} to derive them from"
-        )
-    if "alignments" in files and not edits:
-        raise QEInputError(
-            f"{option(split, 'alignments')} are read only to derive the source tags from "
-            f"{option(split, 'post_edits')}"
         )
     return {role: files[role] for role in ROLES if role in files}
 
@@ -170,22 +177,39 @@ def _defaults() -> list[str]:
 
 
 def render_words(
-    name: str, out: Path, pair: str, splits: dict[str, dict[str, Path]], data: dict[str, WordLevelData]
+    name: str,
+    out: Path,
+    languages: tuple[str, str],
+    splits: dict[str, dict[str, Path]],
+    data: dict[str, WordLevelData],
 ) -> str:
-    """The word-level config's text: each split's files relative to the config's folder, a comment on
-    where its tags come from, the settings left at their defaults named."""
+    """The word-level config's text: the languages, the families (``aligned`` when every split has
+    alignments), each split's files relative to the config's folder, a comment on where its tags
+    come from, the settings left at their defaults named."""
     folder = out.parent if str(out.parent) else Path(".")
+    pair = "-".join(languages)
+    with_alignments = aligned(splits)
+    predict = f"# qe predict --words --model runs/{name}/model.qwords --src NEW.src --mt NEW.mt"
+    predict += " --alignments NEW.src-mt.alignments" * with_alignments
     lines = [
         f"{WRITTEN_BY}; run it with: qe run {out} --output-dir runs/{name}",
         f"# A word-level config ({pair}; docs/word-level.md): the tagger learns {OK}/{BAD} for MT words,",
         "# gaps and source words on the training split; each kind's BAD threshold is chosen on dev; test,",
         "# when given, is scored once. Then new pairs are tagged with",
-        f"# qe predict --words --model runs/{name}/model.qwords --src NEW.src --mt NEW.mt --out tags.jsonl",
+        f"{predict} --out tags.jsonl",
         f"name = {toml(name)}",
         f"description = {toml(f'{pair} word-level QE from your files (qe init --words)')}",
         "seed = 0",
         "",
         "[words]",
+        f"src_lang = {toml(languages[0])}",
+        f"tgt_lang = {toml(languages[1])}",
+        (
+            'families = ["core", "aligned"]  # every split has source-MT alignments: read as features, '
+            "so tagging needs them too"
+            if with_alignments
+            else '# families = ["core"]: further word feature families (docs/word-level.md) go here'
+        ),
         'threshold = "mcc"  # each kind\'s threshold maximises MCC on dev ("f1_mult": F1-MULT instead)',
         "# Left at their defaults (set them here to change them):",
         f"# {', '.join(_defaults())},",

@@ -33,7 +33,7 @@ from qe.evaluation.wordmetrics import word_scores
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, require_file, sha256_file, write_text_atomic
 from qe.infra.outputs import WORD_PREDICTIONS, staged_dir
-from qe.wordmodel.families import default_families, family_names, refusal, resolve
+from qe.wordmodel.families import default_families, family_names, needs_alignments, refusal, resolve
 from qe.wordmodel.features import KINDS, FeatureTables, WordFeaturizer, tag_labels
 from qe.wordmodel.lexicon import Lexicon
 from qe.wordmodel.modelfile import save_word_model
@@ -342,6 +342,13 @@ def run_words(
         problem = refusal(families, *languages(config))
         if problem is not None:
             raise QEInputError(problem, config["config_file"])
+        lacking = [name for name, split in splits.items() if split.data.alignments is None]
+        if needs_alignments(families) and lacking:
+            raise QEInputError(
+                f"the aligned word family reads source-MT alignments: [words.{lacking[0]}] gives none "
+                "(alignments = ...)",
+                config["config_file"],
+            )
         featurizer = WordFeaturizer(
             folds=words.get("folds", 5), seed=seed, families=families, languages=languages(config)
         )

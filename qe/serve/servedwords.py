@@ -24,7 +24,8 @@ PAIR = re.compile(r"mlqe-pe/([a-z]{2,3})-([a-z]{2,3})")
 class ServedWordModel:
     """A word model loaded in a worker: :meth:`describe` says what it is, :meth:`score` tags pairs.
     The file is checked whole on loading (``qe.wordmodel.modelfile.load_word_model``); a model trained
-    with NMT log-probabilities is refused, since a request carries no NMT output."""
+    with NMT log-probabilities or with the ``aligned`` family is refused, since a request carries
+    neither NMT output nor alignments."""
 
     words = True
 
@@ -36,6 +37,12 @@ class ServedWordModel:
             raise QEInputError(
                 "a word model trained with NMT log-probabilities (nmt = true) cannot be served: requests "
                 "carry no NMT output; serve one trained without them",
+                entry.path,
+            )
+        if self.model.alignments:
+            raise QEInputError(
+                "a word model with the aligned family cannot be served: requests carry no source-MT "
+                "alignments; serve one trained without it",
                 entry.path,
             )
         self.label = LABEL

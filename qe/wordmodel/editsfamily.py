@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from qe.infra.arrays import pack_lines
 from qe.predictors.check import BadModel
 from qe.wordmodel.family import Columns, Family, FamilyInput
+from qe.wordmodel.state import checked_rates
 from qe.wordmodel.typerates import TypeRates, out_of_fold
 
 COLUMNS = {
@@ -54,18 +56,54 @@ def _columns(values: dict[str, tuple[np.ndarray, np.ndarray]], inp: FamilyInput)
     return out
 
 
-def fit(inp: FamilyInput) -> tuple[dict[str, TypeRates], Columns]:
-    """The pair rates of all of training, and the training rows' rates from the other folds."""
+def cross_fitted_rates(
+    keys: dict[str, list[str]], inp: FamilyInput
+) -> tuple[dict[str, TypeRates], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Per kind of ``keys`` (one key per training row): the rates of all of training, and each training
+    row's (rate, times seen) counted on the other folds, seen scaled to all of training."""
     assert inp.folds is not None
-    keys = pair_keys(inp)
     state, values = {}, {}
     scale = inp.n_folds / (inp.n_folds - 1)
-    for kind in COLUMNS:
+    for kind, kind_keys in keys.items():
         bad = np.asarray(inp.bad[kind], dtype=bool)
-        state[kind] = TypeRates.fit(keys[kind], bad, STRENGTH)
-        lengths = [len(m) for m in inp.data.mt] if kind == "target" else [len(s) for s in inp.data.src]
-        rate, seen = out_of_fold(keys[kind], bad, np.repeat(inp.folds, lengths), STRENGTH)
+        state[kind] = TypeRates.fit(kind_keys, bad, STRENGTH)
+        rate, seen = out_of_fold(kind_keys, bad, np.repeat(inp.folds, inp.lengths(kind)), STRENGTH)
         values[kind] = (rate, seen * scale)
+    return state, values
+
+
+def save_tables(
+    state: dict[str, TypeRates], tables: dict[str, str]
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Rate tables (kind -> table name) as arrays (keys, seen, bad: ``qe.wordmodel.state``'s layout) and
+    their priors."""
+    arrays, numbers = {}, {}
+    for kind, name in tables.items():
+        table = state[kind]
+        keys = list(table.seen)
+        arrays[f"{name}_keys"] = pack_lines(keys, "pair key", name)
+        arrays[f"{name}_seen"] = np.array([table.seen[k] for k in keys], dtype="<i8")
+        arrays[f"{name}_bad"] = np.array([table.bad.get(k, 0) for k in keys], dtype="<i8")
+        numbers[name] = {"prior": float(table.prior), "strength": float(table.strength)}
+    return arrays, numbers
+
+
+def load_tables(
+    arrays: dict[str, np.ndarray], numbers: Any, tables: dict[str, str], family: str
+) -> dict[str, TypeRates]:
+    """The tables :func:`save_tables` wrote for ``family``, checked as the core rates are."""
+    expected = {f"{name}_{part}" for name in tables.values() for part in ("keys", "seen", "bad")}
+    if set(arrays) != expected or not isinstance(numbers, dict) or set(numbers) != set(tables.values()):
+        raise BadModel(f"the {family} family's arrays or numbers are not its pair tables")
+    return {
+        kind: checked_rates(arrays, numbers, name, f"{family}_{name}", f"families.{family}")
+        for kind, name in tables.items()
+    }
+
+
+def fit(inp: FamilyInput) -> tuple[dict[str, TypeRates], Columns]:
+    """The pair rates of all of training, and the training rows' rates from the other folds."""
+    state, values = cross_fitted_rates(pair_keys(inp), inp)
     return state, _columns(values, inp)
 
 
@@ -76,28 +114,13 @@ def transform(state: dict[str, TypeRates], inp: FamilyInput) -> Columns:
 
 
 def save(state: dict[str, TypeRates]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Both tables' keys and counts (``qe.wordmodel.state.rate_arrays``' layout) and their priors."""
-    from qe.infra.arrays import pack_lines
-
-    arrays, numbers = {}, {}
-    for kind, name in TABLES.items():
-        table = state[kind]
-        keys = list(table.seen)
-        arrays[f"{name}_keys"] = pack_lines(keys, "pair key", name)
-        arrays[f"{name}_seen"] = np.array([table.seen[k] for k in keys], dtype="<i8")
-        arrays[f"{name}_bad"] = np.array([table.bad.get(k, 0) for k in keys], dtype="<i8")
-        numbers[name] = {"prior": float(table.prior), "strength": float(table.strength)}
-    return arrays, numbers
+    """Both tables' keys and counts and their priors."""
+    return save_tables(state, TABLES)
 
 
 def load(arrays: dict[str, np.ndarray], numbers: Any) -> dict[str, TypeRates]:
-    """The two tables of :func:`save`, checked as the core rates are (``qe.wordmodel.state``)."""
-    from qe.wordmodel.state import checked_rates
-
-    expected = {f"{name}_{part}" for name in TABLES.values() for part in ("keys", "seen", "bad")}
-    if set(arrays) != expected or not isinstance(numbers, dict) or set(numbers) != set(TABLES.values()):
-        raise BadModel("the edits family's arrays or numbers are not its two pair tables")
-    return {kind: checked_rates(arrays, numbers, name, f"edits_{name}") for kind, name in TABLES.items()}
+    """The two tables of :func:`save`, checked."""
+    return load_tables(arrays, numbers, TABLES, "edits")
 
 
 FAMILY = Family(

@@ -16,6 +16,7 @@ config lists them in, so a model's columns do not depend on how its config was w
 | mismatch | all | no | spaCy for the source's entities (else 0) |
 | pseudoref | all | no | an Apertium pair for the languages |
 | edits | MT words, source | yes (cross-fitted) | nothing |
+| aligned | all | yes (cross-fitted pair rates) | source-MT alignments for every split and when tagging |
 | sentence | all | yes (cross-fitted ridges) | nothing |
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from qe.infra.errors import QEInputError
 from qe.wordmodel import (
+    alignedfamily,
     editsfamily,
     lmclassfamily,
     lmfamily,
@@ -60,6 +62,7 @@ FAMILIES: dict[str, Family] = {
         mismatchfamily.FAMILY,
         pseudoreffamily.FAMILY,
         editsfamily.FAMILY,
+        alignedfamily.FAMILY,
         sentencefamily.FAMILY,
     )
 }
@@ -100,6 +103,11 @@ def refusal(families: tuple[Family, ...], src_lang: str | None, tgt_lang: str | 
         if problem is not None:
             return problem
     return None
+
+
+def needs_alignments(families: tuple[Family, ...]) -> bool:
+    """Whether one of ``families`` reads the sets' own source-MT alignments."""
+    return any(family.needs_alignments for family in families)
 
 
 def family_names(families: tuple[Family, ...], nmt: bool) -> list[str]:

@@ -84,6 +84,8 @@ class Family:
     save: Callable[[Any], tuple[dict[str, np.ndarray], dict[str, Any]]] | None = None
     load: Callable[[dict[str, np.ndarray], Any], Any] | None = None
     refuse: Callable[[str | None, str | None], str | None] = _no_refusal
+    needs_alignments: bool = False
+    """Whether it reads the sets' own source-MT alignments (every split, and when tagging)."""
 
     @property
     def kinds(self) -> tuple[str, ...]:

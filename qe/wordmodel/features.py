@@ -24,7 +24,7 @@
   and lowest piece log-probability and that of ``</s>``. How unsure the model was of a word is the
   strongest glass-box sign that it is wrong (Fomicheva et al., TACL 2020).
 - **Further families** (optional, ``families=`` records of ``qe.wordmodel.families``: ``lm``,
-  ``lmclass``, ``spelling``, ``mismatch``, ``pseudoref``, ``edits``, ``sentence``): their columns
+  ``lmclass``, ``spelling``, ``mismatch``, ``pseudoref``, ``edits``, ``aligned``, ``sentence``): their columns
   after all the others, each family fitted on the training set with the same folds and IBM1 links.
 
 Rates are target encodings: on the training set (:meth:`WordFeaturizer.fit_transform`) each row gets

@@ -27,6 +27,7 @@ from qe.predictors.check import BadModel, check_number
 from qe.wordmodel.archive import read_archive, write_archive
 from qe.wordmodel.boosted import TREE_ARRAYS, BoostedTrees, boosted_trees, tree_arrays
 from qe.wordmodel.crf import CHAIN_ARRAYS, ChainModel, chain_arrays, chain_model
+from qe.wordmodel.families import needs_alignments
 from qe.wordmodel.familystate import family_arrays, family_state
 from qe.wordmodel.features import KINDS, FeatureTables, WordFeaturizer, column_names
 from qe.wordmodel.nmtprobs import WordLogprobs
@@ -77,6 +78,11 @@ class WordModel:
     def nmt(self) -> bool:
         """Whether the model reads NMT log-probabilities of the MT words."""
         return bool(self.featurizer.nmt_)
+
+    @property
+    def alignments(self) -> bool:
+        """Whether tagging reads the pairs' own source-MT alignments (the ``aligned`` family)."""
+        return needs_alignments(self.featurizer.families)
 
     @property
     def learners(self) -> dict[str, str]:

@@ -5,7 +5,8 @@ The source and MT files are read as every word-level file is (``qe.words.files.r
 strict UTF-8, no blank line, as many lines in each), tokens split at whitespace, as MLQE-PE's files
 are tokenized; a line of more than ``MAX_TOKENS`` tokens is refused before any work (the IBM1 links
 of a sentence cost source x MT tokens). The NMT pieces and log-probabilities
-(``qe.wordmodel.nmtprobs``) are read exactly when the model was trained with them. Pairs are tagged
+(``qe.wordmodel.nmtprobs``), and the source-MT alignments (``i-j`` pairs, 0-based, a line per pair), are
+read exactly when the model was trained with them. Pairs are tagged
 in blocks of ``BLOCK`` so memory does not grow with the input beyond the input itself.
 
 Each output line is one JSON object: ``id`` (0-based line number), ``src_tokens`` and ``mt_tokens``
@@ -45,8 +46,10 @@ def read_inputs(
     mt: str | Path,
     nmt_tokens: str | Path | None = None,
     nmt_logprobs: str | Path | None = None,
+    alignments: str | Path | None = None,
 ) -> tuple[WordLevelData, WordLogprobs | None]:
-    """The checked token lists and, when the model reads them, the NMT log-probabilities."""
+    """The checked token lists (with the source-MT alignments when the model reads them) and, when
+    the model reads them, the NMT log-probabilities."""
     given = nmt_tokens is not None or nmt_logprobs is not None
     if model.nmt and (nmt_tokens is None or nmt_logprobs is None):
         raise QEInputError(
@@ -59,7 +62,14 @@ def read_inputs(
             "--nmt-logprobs",
             model_path,
         )
-    data = read_word_level(src, mt)
+    if model.alignments != (alignments is not None):
+        raise QEInputError(
+            "the word model reads each pair's source-MT alignments (its aligned family): give --alignments"
+            if model.alignments
+            else "the word model was trained without source-MT alignments: leave out --alignments",
+            model_path,
+        )
+    data = read_word_level(src, mt, alignments=alignments)
     for path, lines in ((src, data.src), (mt, data.mt)):
         for number, tokens in enumerate(lines, start=1):
             if len(tokens) > MAX_TOKENS:
@@ -74,7 +84,8 @@ def read_inputs(
 def _block(
     data: WordLevelData, nmt: WordLogprobs | None, rows: slice
 ) -> tuple[WordLevelData, WordLogprobs | None]:
-    part = WordLevelData(data.src[rows], data.mt[rows])
+    links = None if data.alignments is None else data.alignments[rows]
+    part = WordLevelData(data.src[rows], data.mt[rows], alignments=links)
     if nmt is not None:
         nmt = dataclasses.replace(nmt, words=nmt.words[rows], sentence=nmt.sentence[rows])
     return part, nmt
@@ -121,8 +132,9 @@ def tag_files(
     mt: str | Path,
     nmt_tokens: str | Path | None = None,
     nmt_logprobs: str | Path | None = None,
+    alignments: str | Path | None = None,
 ) -> Iterator[str]:
     """Load the model, read and check every input, then yield the JSON lines."""
     model = load_word_model(model_path)
-    data, nmt = read_inputs(model, model_path, src, mt, nmt_tokens, nmt_logprobs)
+    data, nmt = read_inputs(model, model_path, src, mt, nmt_tokens, nmt_logprobs, alignments)
     return tag_lines(model, data, nmt, model_path)
