@@ -308,23 +308,23 @@ def built(data: Path):
     pytest.importorskip("jax")
     pytest.importorskip("optax")
     from qe.bundle import build_bundle
-    from qe.embeddings import e5cross
+    from qe.embeddings import e5frozen
 
     before = os.environ.get("QE_CACHE_DIR")
     os.environ["QE_CACHE_DIR"] = str(data / "cache")
     ran = []
-    original = e5cross.frozen_states
+    original = e5frozen.frozen_states
 
     def counted(network, seqs, stop, **kwargs):
         ran.append(len(seqs))
         return original(network, seqs, stop, **kwargs)
 
-    e5cross.frozen_states = counted
+    e5frozen.frozen_states = counted
     try:
         config = write_toml(data / "resources-xenc.toml", bundle_config())
         bundle = build_bundle(config, data / "bundle", data_dir=data, progress=False)
     finally:
-        e5cross.frozen_states = original
+        e5frozen.frozen_states = original
         if before is None:
             del os.environ["QE_CACHE_DIR"]
         else:

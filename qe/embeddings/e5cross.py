@@ -18,7 +18,6 @@ import copy
 import functools
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -30,13 +29,14 @@ import optax
 from qe.embeddings import e5jax
 from qe.embeddings.e5crossfile import pair_sequences, save_cross, with_layers
 from qe.embeddings.e5encoder import E5Encoder
-from qe.embeddings.e5net import E5Network
+from qe.embeddings.e5frozen import FrozenStates, Memo, frozen_states
+from qe.embeddings.e5frozen import bucket as _bucket
+from qe.embeddings.e5frozen import padded as _padded
 from qe.embeddings.training import adamw_by_part, check_splits, dense_head, epoch_record, length_batches
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
 
 Split = tuple[Sequence[str], Sequence[str], Sequence[float]]
-_STATES_BUDGET = 4096  # padded tokens per numpy batch of the frozen layers
 _KEPT_HISTORY = ("epoch", "loss", "dev_pearson")  # a saved curve leaves the timings out
 __all__ = ["CrossModel", "CrossSettings", "CrossTrainer", "frozen_states", "pair_sequences", "with_layers"]
 
@@ -116,66 +116,6 @@ class CrossModel:
         save_cross(path, self.layers, self.head, manifest)
 
 
-def frozen_states(
-    network: E5Network,
-    seqs: Sequence[Sequence[int]],
-    stop: int,
-    *,
-    start: int = 0,
-    states: Sequence[np.ndarray] | None = None,
-    threads: int = 2,
-) -> list[np.ndarray]:
-    """The output of layer ``stop - 1`` for each sequence, (its length, 384) float32: from its token ids
-    (``start`` 0) or from ``states``, the output of layer ``start - 1``. Sequences run shortest first in
-    batches of about 4,096 padded tokens on ``threads`` threads, each with one BLAS thread."""
-    from qe.infra.workers import blas_threads
-
-    out: list[np.ndarray | None] = [None] * len(seqs)
-    batches: list[list[int]] = []
-    for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])):
-        if not batches or (len(batches[-1]) + 1) * len(seqs[i]) > _STATES_BUDGET:
-            batches.append([])
-        batches[-1].append(i)
-
-    def run(batch: list[int]) -> None:
-        if states is None:
-            x, valid = network.embedded([seqs[j] for j in batch])
-        else:
-            x, valid = _padded([states[j] for j in batch])
-        x = network.run_layers(x, valid, start, stop)
-        for row, j in enumerate(batch):
-            out[j] = x[row, : len(seqs[j])].copy()
-
-    with blas_threads(1):
-        if threads == 1:
-            for batch in batches:
-                run(batch)
-        else:
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(run, batches))
-    return out  # type: ignore[return-value]
-
-
-def _padded(states: Sequence[np.ndarray], rows: int | None = None, width: int | None = None):
-    """Per-sequence vectors stacked into a zero-padded (rows, width, 384) array and its token mask; rows
-    past ``states`` hold one real (zero) token so that their attention stays defined."""
-    rows = rows or len(states)
-    width = width or max(len(s) for s in states)
-    x = np.zeros((rows, width, states[0].shape[1]), dtype=np.float32)
-    valid = np.zeros((rows, width), dtype=bool)
-    valid[len(states) :, 0] = True
-    for row, s in enumerate(states):
-        x[row, : len(s)] = s
-        valid[row, : len(s)] = True
-    return x, valid
-
-
-def _bucket(length: int) -> int:
-    """The padded width of a batch whose longest input has ``length`` tokens (few shapes to compile)."""
-    step = 16 if length <= 128 else 32 if length <= 256 else 64
-    return min(-(-length // step) * step, 512)
-
-
 def _optimizer(settings: CrossSettings) -> optax.GradientTransformation:
     """AdamW with the layers' and the head's learning rates, after clipping the gradient's norm."""
     rates = {"layers": settings.lr, "head": settings.head_lr}
@@ -220,7 +160,7 @@ class CrossTrainer:
         dev_rows: Sequence[int] | None = None,
         threads: int = 2,
         log: Callable[[str], None] = print,
-        memo: dict[int, dict[tuple[int, ...], np.ndarray]] | None = None,
+        memo: Memo | None = None,
     ):
         started = time.perf_counter()
         check_splits(train, dev)
@@ -234,63 +174,14 @@ class CrossTrainer:
         self.dev_rows = np.arange(len(self.dev_gold)) if dev_rows is None else np.asarray(dev_rows, dtype=int)
         self.seqs = [pair_sequences(self.encoder, *split[:2]) for split in (train, dev)]
         self.lengths = [np.array([len(s) for s in seqs]) for seqs in self.seqs]
-        self._states: dict[int, list[list[np.ndarray]]] = {}
-        self._memo = memo
+        self._frozen = FrozenStates(self.network, self.seqs, threads=threads, log=log, memo=memo)
         seconds = time.perf_counter() - started
         log(f"tokenised {len(train[0])} training and {len(dev[0])} dev pairs in {seconds:.1f} s")
 
     def states(self, stop: int) -> list[list[np.ndarray]]:
         """The output of layer ``stop - 1`` (of the embeddings for 0) for the training and the dev pairs,
         continued from the deepest cut already computed below it (through the shared ``memo`` if any)."""
-        if stop not in self._states and self._memo is not None:
-            self._states[stop] = self._shared_states(stop, self._memo)
-        if stop not in self._states:
-            started = time.perf_counter()
-            below = max((cut for cut in self._states if cut < stop), default=0)
-            self._states[stop] = [
-                frozen_states(
-                    self.network,
-                    seqs,
-                    stop,
-                    start=below,
-                    states=self._states[below][i] if below else None,
-                    threads=self.threads,
-                )
-                for i, seqs in enumerate(self.seqs)
-            ]
-            self.log(
-                f"ran the frozen layers below layer {stop} on {sum(map(len, self.seqs))} pairs in "
-                f"{time.perf_counter() - started:.1f} s"
-            )
-        return self._states[stop]
-
-    def _shared_states(
-        self, stop: int, memo: dict[int, dict[tuple[int, ...], np.ndarray]]
-    ) -> list[list[np.ndarray]]:
-        """``states(stop)`` through ``memo``: only the inputs it lacks at ``stop`` run."""
-        kept = memo.setdefault(stop, {})
-        keys = [[tuple(s) for s in seqs] for seqs in self.seqs]
-        missing = list(dict.fromkeys(key for split in keys for key in split if key not in kept))
-        if missing:
-            started = time.perf_counter()
-            below = max(
-                (cut for cut, known in memo.items() if 0 < cut < stop and all(k in known for k in missing)),
-                default=0,
-            )
-            computed = frozen_states(
-                self.network,
-                missing,
-                stop,
-                start=below,
-                states=[memo[below][k] for k in missing] if below else None,
-                threads=self.threads,
-            )
-            kept.update(zip(missing, computed, strict=True))
-            self.log(
-                f"ran the frozen layers below layer {stop} on {len(missing)} pairs in "
-                f"{time.perf_counter() - started:.1f} s ({sum(map(len, keys)) - len(missing)} shared)"
-            )
-        return [[kept[key] for key in split] for split in keys]
+        return self._frozen.states(stop)
 
     def run(self, settings: CrossSettings) -> CrossModel:
         """Train ``settings``; keep the epoch of best dev Pearson."""

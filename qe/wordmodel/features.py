@@ -24,8 +24,9 @@
   and lowest piece log-probability and that of ``</s>``. How unsure the model was of a word is the
   strongest glass-box sign that it is wrong (Fomicheva et al., TACL 2020).
 - **Further families** (optional, ``families=`` records of ``qe.wordmodel.families``: ``lm``,
-  ``lmclass``, ``spelling``, ``mismatch``, ``pseudoref``, ``edits``, ``aligned``, ``sentence``): their columns
-  after all the others, each family fitted on the training set with the same folds and IBM1 links.
+  ``lmclass``, ``spelling``, ``mismatch``, ``pseudoref``, ``edits``, ``aligned``, ``sentence``,
+  ``tokenhead``): their columns after all the others, each family fitted on the training set with the
+  same folds and IBM1 links (and its own ``family_settings`` table, if any).
 
 Rates are target encodings: on the training set (:meth:`WordFeaturizer.fit_transform`) each row gets
 them from the other folds of a seeded split by sentence; a dev or test set
@@ -39,13 +40,15 @@ gradient-boosting tagger takes as such.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from qe.infra.errors import QEInputError
-from qe.wordmodel.family import Family, FamilyInput
+from qe.wordmodel.family import Family, FamilyInput, quiet
 from qe.wordmodel.lexicon import Lexicon, SentenceLinks
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.wordmodel.typerates import TypeRates, out_of_fold
@@ -180,6 +183,7 @@ class WordFeaturizer:
         iterations: int = 5,
         families: tuple[Family, ...] = (),
         languages: tuple[str | None, str | None] = (None, None),
+        family_settings: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if folds < 2:
             raise QEInputError(f"cross-fitting needs at least 2 folds, not {folds}")
@@ -191,11 +195,18 @@ class WordFeaturizer:
         """Further families (``qe.wordmodel.families``) whose columns follow the core (and NMT) ones."""
         self.languages = languages
         """(source, target) language codes, for the families that need them."""
+        self.family_settings = dict(family_settings or {})
+        """Family name -> its own settings (``[words.tokenhead]``), read when it is fitted."""
 
-    def fit_transform(self, data: WordLevelData, nmt: WordLogprobs | None = None) -> FeatureTables:
+    def fit_transform(
+        self,
+        data: WordLevelData,
+        nmt: WordLogprobs | None = None,
+        say: Callable[[str], None] = quiet,
+    ) -> FeatureTables:
         """Fit on ``data`` (tagged) and return its tables, its rates cross-fitted over sentence folds;
         with ``nmt`` (its MT words' log-probabilities) the NMT columns too, and every later set must
-        then bring its own."""
+        then bring its own. ``say`` takes the further families' progress lines (a long training)."""
         labels = tag_labels(data)
         _check_nmt(data, nmt)
         self.nmt_ = nmt is not None
@@ -226,12 +237,13 @@ class WordFeaturizer:
             for k in inside.tolist():
                 links[k] = lexicon.links(data.src[k], data.mt[k])
         tables = self._tables(data, rates, links, nmt)
-        inp = self._input(data, links, nmt, sentence_fold, labels)
+        inp = self._input(data, links, nmt, sentence_fold, labels, say)
         self.family_states_ = {}
         extra = []
         for family in self.families:
             assert family.fit is not None, f"{family.name} is built in"
-            self.family_states_[family.name], columns = family.fit(inp)
+            settings = self.family_settings.get(family.name, {})
+            self.family_states_[family.name], columns = family.fit(replace(inp, settings=settings))
             extra.append(columns)
         return _appended(tables, extra)
 
@@ -271,11 +283,12 @@ class WordFeaturizer:
         nmt: WordLogprobs | None,
         folds: np.ndarray | None = None,
         bad: dict[str, np.ndarray] | None = None,
+        say: Callable[[str], None] = quiet,
     ) -> FamilyInput:
         """What the further families read of a set (folds and tags on training only)."""
         src_lang, tgt_lang = self.languages
         n_folds = self.folds if folds is not None else 0
-        return FamilyInput(data, links, nmt, src_lang, tgt_lang, folds, n_folds, bad or {})
+        return FamilyInput(data, links, nmt, src_lang, tgt_lang, folds, n_folds, bad or {}, say=say)
 
     def _tables(
         self,
