@@ -28,6 +28,10 @@ test20 figures as one JSON dict ``{pair: {"target": {"mcc", "f1_mult"}, "gaps": 
 
     OMP_NUM_THREADS=1 python benchmarks/word_table.py --test20 --pairs all --save docs/word-table.json
     python benchmarks/word_table.py --from docs/word-table.json
+
+``--variant -tokenhead`` runs ``configs/mlqe/<pair>-words-tokenhead.toml`` instead (the same choices
+plus issue 34's e5 token head, the ``tokenhead`` family: about an hour a pair on 2 cores), for the
+word-level rows with the token head added (``--save docs/word-table-tokenhead.json``).
 """
 
 from __future__ import annotations
@@ -138,8 +142,9 @@ def _learners(tagger: WordTagger, kind: str, dev_tables, gold: list) -> dict:
     return out
 
 
-def test20_record(pairs: list[str], save: Path, data_dir: str | None) -> dict:
-    """Each pair's ``qe run configs/mlqe/<pair>-words.toml`` metrics, saved to ``save`` after each pair."""
+def test20_record(pairs: list[str], save: Path, data_dir: str | None, variant: str = "") -> dict:
+    """Each pair's ``qe run configs/mlqe/<pair>-words<variant>.toml`` metrics, saved to ``save`` after
+    each pair."""
     from qe.run.words import run_words
 
     record = json.loads(save.read_text()) if save.is_file() else {}
@@ -149,7 +154,9 @@ def test20_record(pairs: list[str], save: Path, data_dir: str | None) -> dict:
         with tempfile.TemporaryDirectory() as folder:
             started = time.perf_counter()
             metrics = run_words(
-                REPO / "configs" / "mlqe" / f"{pair}-words.toml", Path(folder) / "run", data_dir=data_dir
+                REPO / "configs" / "mlqe" / f"{pair}-words{variant}.toml",
+                Path(folder) / "run",
+                data_dir=data_dir,
             )
             metrics["wall_s"] = round(time.perf_counter() - started, 1)
         record[pair] = metrics
@@ -178,6 +185,12 @@ def main() -> None:
     )
     parser.add_argument("--test20", action="store_true", help="the test20 record through qe run (--save)")
     parser.add_argument("--save", type=Path, help="with --test20: the record to write (and resume)")
+    parser.add_argument(
+        "--variant",
+        choices=("", "-tokenhead"),
+        default="",
+        help="with --test20: the configs <pair>-words<variant>.toml (-tokenhead: the e5 token head added)",
+    )
     parser.add_argument("--from", dest="source", type=Path, help="print a saved record's test20 table")
     args = parser.parse_args()
     pairs = list(PAIRS) if args.pairs == "all" else args.pairs.split(",")
@@ -187,7 +200,8 @@ def main() -> None:
     if args.test20:
         if args.save is None:
             parser.error("--test20 needs --save FILE")
-        print(json.dumps(test20_table(test20_record(pairs, args.save, args.data_dir)), indent=1))
+        record = test20_record(pairs, args.save, args.data_dir, args.variant)
+        print(json.dumps(test20_table(record), indent=1))
         return
     result = {pair: run_pair(pair, args.data_dir, args.seed, not args.no_nmt, args.learner) for pair in pairs}
     print(json.dumps(result, indent=1))

@@ -69,13 +69,19 @@ def check_pooled(path: Path) -> None:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[path.stem for path in CONFIGS])
 def test_every_config_passes_the_schema(path: Path) -> None:
-    if path.stem.endswith(("-words", "-words-served")):  # a word-level run (qe.run.words), by hand
+    if path.stem.endswith(("-words", "-words-served", "-words-tokenhead")):  # a word-level run, by hand
         from qe.run.words import is_word_config, load_word_config
 
         config = load_word_config(path)
         pair = path.stem.split("-words")[0]
         assert is_word_config(path) and config["words"]["dataset"] == f"mlqe-pe/{pair}"
-        assert config["words"]["nmt"] is path.stem.endswith("-words")  # a served model reads no NMT
+        assert config["words"]["nmt"] is not path.stem.endswith("-served")  # a served model reads no NMT
+        if path.stem.endswith("-tokenhead"):  # the pair's word config with the token head added
+            plain = load_word_config(path.with_name(f"{pair}-words.toml"))["words"]
+            assert config["words"]["families"] == [*plain["families"], "tokenhead"]
+            assert {k: v for k, v in config["words"].items() if k != "families"} == {
+                k: v for k, v in plain.items() if k != "families"
+            }
         return
     if path.stem.endswith(("-pooled", "-zeroshot")):
         check_pooled(path)
