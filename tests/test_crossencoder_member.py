@@ -464,6 +464,195 @@ def test_a_build_cut_short_resumes_from_the_models_it_had_trained(
     assert len(trained) == 4
 
 
+# ---------------------------------------------------------------------- pooled pairs, a capped sample
+
+POOLED = {"toy-xenc/en-de": "en-de", "toy-xenc/de-en": "de-en"}
+CAP = 60  # of the 80 pooled training pairs: 30 of each pair
+
+
+def _de_en() -> tuple[list[str], list[str], list[float]]:
+    """A second toy pair, German into English, no sentence shared with the first: every other MT is
+    another sentence's translation (label 0), as in the first."""
+    src = [f"{s} {a} heute." for _, s in SUBJECTS for _, a in ACTIONS]
+    good = [f"{s} {a} today." for s, _ in SUBJECTS for a, _ in ACTIONS]
+    mt = [good[i] if i % 2 == 0 else good[(i + 6) % len(good)] for i in range(len(src))]
+    return src, mt, [1.0 if i % 2 == 0 else 0.0 for i in range(len(src))]
+
+
+@pytest.fixture(scope="module")
+def pooled_data(tmp_path_factory: pytest.TempPathFactory):
+    """The two toy pairs registered as datasets (``toy-xenc/en-de``, ``toy-xenc/de-en``: train 40 pairs,
+    test 4) over a temporary data directory."""
+    from qe.data import DATASETS, RegisteredDataset, RegisteredFile
+
+    root = tmp_path_factory.mktemp("xenc-pooled")
+    texts = {
+        "en-de": {"train": (SRC, MT, LABELS), "test": (NEW_SRC, NEW_MT, [1.0, 0.0, 1.0, 0.0])},
+        "de-en": {"train": _de_en(), "test": (NEW_MT, NEW_SRC, [1.0, 0.0, 1.0, 0.0])},
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for name, pair in POOLED.items():
+            splits = {}
+            for split, (src, mt, labels) in texts[pair].items():
+                columns = {"src": src, "mt": mt, "labels": [f"{v:.1f}" for v in labels]}
+                (root / "toy" / pair).mkdir(parents=True, exist_ok=True)
+                for role, lines in columns.items():
+                    write_lines(root / "toy" / pair / f"{split}.{role}", lines)
+                splits[split] = {
+                    role: RegisteredFile(f"{pair}/{split}.{role}", "0" * 64, "https://example.invalid/toy")
+                    for role in columns
+                }
+            record = RegisteredDataset(name, tuple(pair.split("-")), None, splits, folder="toy")
+            patch.setitem(DATASETS, name, record)
+        yield root
+
+
+def pooled_config(**cross) -> dict:
+    table = {k: v for k, v in CROSS.items() if k != "labels"} | {"max_train_pairs": CAP} | cross
+    return {
+        "name": "xenc-pooled",
+        "languages": {"src": "mul", "tgt": "mul"},
+        "text": {"style": "moses"},
+        "corpora": {"qe": {"datasets": list(POOLED), "normalise": "pair", "cross_fit": 2}},
+        "crossencoder": {k: v for k, v in table.items() if v is not None},
+    }
+
+
+@pytest.fixture(scope="module")
+def pooled_bundle(pooled_data: Path):
+    """The bundle of the two toy pairs pooled, its cross-encoders learning from 60 of their 80 training
+    pairs (in a new cache folder: nothing restored)."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from qe.bundle import build_bundle
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("QE_CACHE_DIR", str(pooled_data / "cache"))
+        config = write_toml(pooled_data / "resources-pooled.toml", pooled_config())
+        yield build_bundle(config, pooled_data / "bundle", data_dir=pooled_data, progress=False)
+
+
+def pooled_train(root: Path):
+    from qe.data.pooled import load_pooled, pair_scales
+
+    return load_pooled(list(POOLED), "train", root, pair_scales(list(POOLED), root))
+
+
+@pytest.mark.slow  # trains three toy cross-encoders
+def test_a_pooled_bundle_learns_from_a_stratified_sample_and_scores_every_pairs_training_rows(
+    pooled_bundle, pooled_data: Path, tmp_path: Path
+) -> None:
+    entry = pooled_bundle.info("crossencoder")
+    settings, summary = entry["settings"], entry["summary"]
+    assert settings["max_train_pairs"] == CAP and settings["language_pairs"] == ["en-de", "de-en"]
+    assert summary["pairs"] + summary["holdout_pairs"] == CAP
+    assert summary["dataset_pairs"] == {name: CAP // 2 for name in POOLED}  # each pair its share
+    for fold in entry["folds"]:  # a fold's model: the sample's pairs its fold does not mask
+        learnt = fold["summary"]["pairs"] + fold["summary"]["holdout_pairs"]
+        assert sum(fold["summary"]["dataset_pairs"].values()) == learnt < CAP
+    full = pooled_bundle.get("crossencoder")
+    assert full.manifest["languages"] == ["mul", "mul"]
+    assert full.manifest["language_pairs"] == ["en-de", "de-en"]
+    # every training pair of both pairs, sampled or not, is scored by its fold's model, never the full one
+    train = pooled_train(pooled_data)
+    assert train.pairs == [name for name in POOLED for _ in range(len(SRC))]
+    scores = extract_features(
+        make_families(["crossencoder"], {}),
+        Pairs.of(train.src, train.mt, ids=train.ids),
+        resources=pooled_bundle,
+        progress=False,
+    )["crossencoder.score"].to_numpy()
+    fold_map = pooled_bundle.get("cross_fit")
+    folds = np.array([fold_map.fold(s, m) for s, m in zip(train.src, train.mt, strict=True)])
+    assert set(folds) == {0, 1}
+    for fold in (0, 1):
+        rows = np.flatnonzero(folds == fold)
+        model = pooled_bundle.fold_view(fold).get("crossencoder")
+        expected = model.score([train.src[i] for i in rows], [train.mt[i] for i in rows])
+        assert np.array_equal(scores[rows], expected)
+    assert np.abs(scores - full.score(train.src, train.mt)).min() > 1e-9
+    # a pooled run reads the cross-encoder alone (a language-agnostic family), each pair tested alone
+    run_config = {
+        "name": "xenc-pooled-run",
+        "data": {"datasets": list(POOLED), "normalise": "pair", "data_dir": str(pooled_data)},
+        "features": {"families": ["crossencoder"], "resources": str(pooled_bundle.path)},
+        "learner": {"name": "ridge"},
+        "cv": {"folds": 2},
+    }
+    run = tmp_path / "run"
+    path = write_toml(tmp_path / "pooled-run.toml", run_config)
+    assert main(["run", str(path), "--output-dir", str(run), "--quiet"]) == 0
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert list(metrics["test_by_dataset"]) == list(POOLED)
+    assert pooled_bundle.signature() in (run / "signature.txt").read_text()
+
+
+def test_the_capped_sample_is_stratified_and_part_of_the_checkpoint_key(
+    pooled_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first model's checkpoint key, and the pairs it would learn from, for caps of 60, 60 again,
+    50 and none: the same cap gives the same pairs and key, another cap or none another key."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from qe.bundle import build_bundle
+    from qe.bundle.kinds import crossencoder
+
+    class Stop(Exception):
+        pass
+
+    seen: list[tuple[dict, list[str], str]] = []
+    original = crossencoder.checkpoint_key
+
+    def key_then_stop(settings, src, mt, labels):
+        seen.append((settings, list(src), original(settings, src, mt, labels)))
+        raise Stop
+
+    monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(crossencoder, "checkpoint_key", key_then_stop)
+    for number, cap in enumerate((CAP, CAP, 50, None)):
+        config = write_toml(tmp_path / f"resources-{number}.toml", pooled_config(max_train_pairs=cap))
+        with pytest.raises(Stop):
+            build_bundle(config, tmp_path / f"bundle{number}", data_dir=pooled_data, progress=False)
+    (first, src, key), (again, src_again, key_again), (other, src_50, key_50), (_, src_all, key_all) = seen
+    assert first == again and src == src_again and key == key_again  # deterministic
+    assert first["max_train_pairs"] == CAP and other["max_train_pairs"] == 50
+    assert first["language_pairs"] == ["en-de", "de-en"] and first["languages"] == ["mul", "mul"]
+    de_en = set(_de_en()[0])
+    assert len(src) == CAP and sum(s in de_en for s in src) == CAP // 2  # 30 of each pair
+    assert len(src_50) == 50 and sum(s in de_en for s in src_50) == 25
+    assert len(src_all) == 2 * len(SRC) and "max_train_pairs" not in seen[3][0]
+    assert len({key, key_50, key_all}) == 3
+
+
+@pytest.mark.parametrize(
+    ("cap", "shown"), [(0, "0"), (9, "9"), (-1, "-1"), (1.5, "1.5"), ("7000", "'7000'"), (True, "true")]
+)
+def test_a_bad_cap_is_refused_in_one_line_naming_the_config(
+    pooled_data: Path, tmp_path: Path, cap: object, shown: str
+) -> None:
+    from qe.bundle import read_bundle_config
+
+    path = write_toml(tmp_path / "resources-bad.toml", pooled_config(max_train_pairs=cap))
+    with pytest.raises(QEInputError) as caught:
+        read_bundle_config(path)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message
+    assert f"crossencoder.max_train_pairs = {shown}: expected an integer >= 10" in message
+
+
+def test_a_pooled_corpus_is_refused_for_a_member_built_for_one_pair(
+    pooled_data: Path, tmp_path: Path
+) -> None:
+    from qe.bundle import read_bundle_config
+
+    path = write_toml(tmp_path / "resources-ibm1.toml", {**pooled_config(), "ibm1": {"iterations": 5}})
+    with pytest.raises(QEInputError) as caught:
+        read_bundle_config(path)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message and "[ibm1] is built for one language pair" in message
+    assert "[finetuned]" in message and "[crossencoder]" in message
+
+
 _SCORE = """
 import sys
 from qe.cli import main

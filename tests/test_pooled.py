@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 
 from qe.cli import main
 from qe.data import DATASETS, QEDataset
-from qe.data.pooled import PairScale, load_pooled, pair_scale, pair_scales, pool
+from qe.data.pooled import PairScale, load_pooled, pair_scale, pair_scales, pool, stratified_sample
 from qe.data.registry import RegisteredDataset, RegisteredFile
 from qe.infra.errors import QEInputError
 from tests.helpers import write_lines
@@ -100,6 +101,26 @@ def test_pool_z_scores_each_pair_on_its_training_labels() -> None:
 def test_constant_labels_cannot_be_z_scored() -> None:
     with pytest.raises(QEInputError, match="do not vary"):
         pair_scale(np.array([0.5, 0.5, 0.5]), "toy")
+
+
+def test_a_capped_sample_is_seeded_and_stratified_by_dataset() -> None:
+    """Each dataset gives its share of the cap (largest remainders round up, ties to the first seen);
+    the same seed the same rows, sorted and distinct; no cap below the rows: every row."""
+    strata = ["a"] * 50 + ["b"] * 30 + ["c"] * 20 + ["a"] * 50  # a dataset's rows need not be together
+    picked = stratified_sample(strata, 25, seed=13)
+    assert np.array_equal(picked, stratified_sample(strata, 25, seed=13))
+    assert not np.array_equal(picked, stratified_sample(strata, 25, seed=14))
+    assert list(picked) == sorted(set(picked)) and len(picked) == 25
+    # shares 16.67, 5, 3.33 of 25: 16 + 5 + 3 = 24, the largest remainder (a's) takes the last one
+    assert Counter(strata[i] for i in picked) == {"a": 17, "b": 5, "c": 3}
+    # seven pairs of 7,000 capped at 7,000: 1,000 each; six of them: 1,167 for four, 1,166 for two
+    seven = [f"p{k}" for k in range(7) for _ in range(7000)]
+    assert set(Counter(seven[i] for i in stratified_sample(seven, 7000, 13)).values()) == {1000}
+    six = seven[: 6 * 7000]
+    assert (
+        sorted(Counter(six[i] for i in stratified_sample(six, 7000, 13)).values()) == [1166] * 2 + [1167] * 4
+    )
+    assert np.array_equal(stratified_sample(strata, 150, seed=0), np.arange(150))
 
 
 def test_every_split_of_a_pair_is_scaled_by_its_training_labels(toy_dir: Path) -> None:

@@ -53,15 +53,16 @@ def read_bundle_config(config_path: str | Path) -> BundleConfig:
     if not config.corpora and (readers or not others):
         needed = f"[{readers[0]}] is built from corpora" if readers else "no member is built without one"
         raise QEInputError(mistake("corpora", {}, f"at least one [corpora.NAME] ({needed})"), config_path)
-    pooled_readers = [kind.section for kind in kinds if kind.wanted(config) and kind.section != "finetuned"]
+    one_pair = [kind.section for kind in kinds if kind.wanted(config) and not kind.pooled]
     corpora = {}
     for name, corpus in config.corpora.items():
         corpora[name] = _complete_corpus(name, corpus, config_path)
         check_dataset_languages(f"corpora.{name}", corpus.dataset, config, config_path)
-        if corpus.datasets is not None and pooled_readers:
+        if corpus.datasets is not None and one_pair:
+            poolers = " and ".join(f"[{kind.section}]" for kind in kinds if kind.pooled)
             allowed = (
-                f"one dataset: [{pooled_readers[0]}] is built for one language pair "
-                "(pooled datasets: [finetuned] only)"
+                f"one dataset: [{one_pair[0]}] is built for one language pair "
+                f"(pooled datasets: {poolers} only)"
             )
             raise QEInputError(
                 mistake(f"corpora.{name}.datasets", list(corpus.datasets), allowed), config_path

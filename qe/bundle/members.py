@@ -152,9 +152,10 @@ class MemberKind:
     (optional) what the rule cannot (cross-references), returning the table with its defaults filled in
     (None: unchanged); tables are read-only mappings (``ConfigTable``); ``files(key, table)`` names the
     members and files it writes and ``build`` writes them. ``reads_corpora``: built from ``[corpora]``,
-    so rebuilt per cross-fitting fold when a corpus it read is masked. ``inputs(table)``: files it
-    reads besides the corpora (never inside the bundle). A kind without a section is written by the
-    bundle itself (the cross-fitting fold map).
+    so rebuilt per cross-fitting fold when a corpus it read is masked. ``pooled``: it may learn from a
+    QE corpus that pools several language pairs' datasets (``[corpora.NAME] datasets``; the others are
+    built for one pair). ``inputs(table)``: files it reads besides the corpora (never inside the
+    bundle). A kind without a section is written by the bundle itself (the cross-fitting fold map).
     """
 
     kind: str
@@ -163,6 +164,7 @@ class MemberKind:
     rule: Rule | None = None
     per_side: bool = False
     reads_corpora: bool = False
+    pooled: bool = False
     files: Callable[[str, ConfigTable], dict[str, str]] | None = None
     build: Build | None = None
     check: Callable[[BundleConfig, str, ConfigTable, Path], Mapping[str, Any] | None] | None = None

@@ -167,7 +167,7 @@ BUNDLE = FieldsAndTables(
                     "tgt": Str(),
                     # a QE training split (qe.resources.crossfit): a registered dataset or files
                     "dataset": Str(registered("dataset"), noun="dataset"),
-                    # several pooled (qe.data.pooled): read by [finetuned] alone
+                    # several pooled (qe.data.pooled): read by [finetuned] and [crossencoder] alone
                     "datasets": List(Str(registered("dataset"), noun="dataset"), min_len=1),
                     "normalise": Str(["none", "pair"]),
                     "split": Str(),
@@ -276,7 +276,7 @@ class CorpusConfig(Section):
     src: str | None = None
     tgt: str | None = None
     dataset: str | None = None
-    datasets: tuple[str, ...] | None = None  # several registered datasets pooled (``[finetuned]`` only)
+    datasets: tuple[str, ...] | None = None  # several registered datasets pooled (``MemberKind.pooled``)
     normalise: str = "none"  # "pair": each pooled pair's labels z-scored on its training labels
     split: str | None = None
     mt: str | None = None

@@ -46,9 +46,10 @@ FEATURES = Fields(
     rules=(_families_once, _built_into_resources),
 )
 
-POOLED_FAMILIES = ("finetuned", "nmt")
+POOLED_FAMILIES = ("finetuned", "crossencoder", "nmt")
 """The families whose features mean the same in every language pair, the only ones a pooled config
-(``[data] datasets``) takes: the others read resources built for one pair (lm, ibm1, ngrams, edits,
+(``[data] datasets``) takes (the fine-tuned USE-M encoder and the e5 cross-encoder read any pair's text
+with no language check): the others read resources built for one pair (lm, ibm1, ngrams, edits,
 baseline17's tables) or one language's tools (spaCy, dictionaries, tokenizers, the encoder's
 language check)."""
 

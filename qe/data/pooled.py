@@ -122,3 +122,21 @@ def load_pooled(
 ) -> QEDataset:
     """The split ``split`` of every dataset ``names`` pooled (:func:`pool`), scaled by ``scales``."""
     return pool([load_registered(name, split, data_dir) for name in names], names, scales)
+
+
+def stratified_sample(strata: Sequence[str], size: int, seed: int) -> np.ndarray:
+    """The sorted positions of at most ``size`` of the rows whose strata (a pooled corpus's dataset per
+    row, ``QEDataset.pairs``) are ``strata``: each stratum gives its share of ``size`` (largest
+    remainders round, ties to the first stratum seen), drawn by a generator seeded with ``seed``, so a
+    capped pool keeps its mix of pairs and the same call gives the same rows; all rows when they are
+    no more than ``size``."""
+    if len(strata) <= size:
+        return np.arange(len(strata))
+    index = {name: k for k, name in enumerate(dict.fromkeys(strata))}
+    which = np.array([index[name] for name in strata])
+    counts = np.bincount(which, minlength=len(index))
+    quotas, remainders = np.divmod(size * counts, len(strata))  # integers: no rounding drift
+    quotas[np.argsort(-remainders, kind="stable")[: size - int(quotas.sum())]] += 1
+    rng = np.random.default_rng(seed)
+    picked = [rng.choice(np.flatnonzero(which == k), quotas[k], replace=False) for k in range(len(index))]
+    return np.sort(np.concatenate(picked))

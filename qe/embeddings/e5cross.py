@@ -97,10 +97,19 @@ class CrossModel:
         hidden = np.tanh(pooled @ head["w1"] + head["b1"]) if "w1" in head else pooled
         return (hidden @ head["w"] + head["b"])[:, 0] * self.label_std + self.label_mean
 
-    def save(self, path: str | Path, encoder: E5Encoder, languages: Sequence[str] = ()) -> None:
+    def save(
+        self,
+        path: str | Path,
+        encoder: E5Encoder,
+        languages: Sequence[str] = (),
+        language_pairs: Sequence[str] = (),
+    ) -> None:
         """The model file (``qe.embeddings.e5crossfile``, ``.qxenc``): arrays and a manifest, no code;
-        the training curve without its timings, so the same model gives the same bytes."""
+        the training curve without its timings, so the same model gives the same bytes;
+        ``language_pairs``: a pooled corpus's pairs it learnt from (``languages`` are "mul" then)."""
+        pooled = {"language_pairs": list(language_pairs)} if language_pairs else {}
         manifest = {
+            **pooled,
             "base_model": encoder.model_id,
             "head_hidden": self.settings.hidden,
             "label_mean": self.label_mean,

