@@ -28,7 +28,15 @@ default) adds the steps "e5 cross-encoder alone" and "features + e5 cross-encode
 (``<label>-<pair>-crossencoder.toml`` and ``-crossstacked.toml``, on the bundle with ``[crossencoder]``,
 whose build trains six cross-encoders: an epoch of 4 trained layers over a pair's training pairs takes
 about 3 minutes on 2 cores, so up to about 1.5 hours per bundle); a table without them renders as
-before. Issue 32 step 6: ``--labels hter --systems best,wordstacked`` adds "features + word tags"
+before. Issue 34 build item 4: ``--systems crosspooled,crosszeroshot`` (not run by default: eight more
+cross-encoder bundles for DA, one for HTER, each about as long to build as a pair's, for their
+cross-encoders learn from a sample of 7,000 pooled training pairs; each run then scores every pooled
+pair, 63,000 for the seven pairs' train, dev and test20, about 20 minutes at 54 pairs/s) adds the step
+"e5 cross-encoder pooled" (``<label>-crosspooled.toml``: the pooled cross-encoder's prediction alone,
+each pair's dev and test20 Pearson from its own rows) and the column "e5 cross-encoder zero-shot"
+(``da-<pair>-crosszeroshot.toml``, trained on the other six pairs) beside the zero-shot one; the
+cross-encoder alone reads no NMT log-probabilities, so these runs leave ``lp_mean`` to the others. Issue
+32 step 6: ``--labels hter --systems best,wordstacked`` adds "features + word tags"
 (``pe-<pair>-wordstacked.toml``: the best system plus the ``wordtags`` family, on the bundle with
 ``[wordtags]``, whose build trains six word taggers). Progress goes to stderr.
 
@@ -82,8 +90,12 @@ SYSTEMS = (
     "zeroshot",
     "crossencoder",
     "crossstacked",
+    "crosspooled",
+    "crosszeroshot",
     "wordstacked",
 )
+POOLED = ("pooled", "crosspooled")  # one run over the seven pairs scores each of them
+ZERO_SHOTS = ("zeroshot", "crosszeroshot")  # DA only: trained on the other six pairs, tested on one
 STEPS = {  # issue 23's steps, each a system
     "best": "features alone",
     "finetuned": "fine-tuned encoder alone",
@@ -93,9 +105,11 @@ STEPS = {  # issue 23's steps, each a system
 CROSS_STEPS = {  # issue 34's steps: shown when a table holds them (older saved runs render as they did)
     "crossencoder": "e5 cross-encoder alone",
     "crossstacked": "features + e5 cross-encoder",
+    "crosspooled": "e5 cross-encoder pooled (one model, seven pairs)",  # issue 34 build item 4
     "wordstacked": "features + word tags",  # issue 32 step 6 (HTER only)
 }
 ZERO_SHOT = "zero-shot (other six pairs)"  # beside the steps, not chosen among them: no label of the pair
+CROSS_ZERO_SHOT = "e5 cross-encoder zero-shot (other six pairs)"  # shown when a table holds it
 MONOTRANSQUEST = {  # XLM-R fine-tuned on a GPU, test20 Pearson (issue 23; TransQuest's WMT20 tables)
     "da": {"ro-en": 0.898, "et-en": 0.775, "ne-en": 0.791, "si-en": 0.653, "ru-en": 0.773, "en-de": 0.467,
            "en-zh": 0.478},
@@ -212,7 +226,7 @@ def run_system(config: ExperimentConfig) -> tuple[dict[str, float | str], float,
 def per_pair(test, pred, dev, model, train, sig: str) -> dict:
     """A pooled system's metrics per pair (``{pair: metrics}``): test20 Pearson of the model fitted on
     train (+ dev), dev Pearson of the model fitted on train alone (dev rows repeating a training pair
-    left out), and the NMT model's own lp_mean Pearson."""
+    left out), and the NMT model's own lp_mean Pearson (None when the system has no nmt family)."""
     from sklearn.base import clone
 
     keep = sorted(set(range(len(dev.dataset))) - set(repeated_pairs(train.dataset, dev.dataset)))
@@ -230,7 +244,9 @@ def per_pair(test, pred, dev, model, train, sig: str) -> dict:
             else None,
             "lp_mean": round(
                 float(np.corrcoef(test.features["nmt.lp_mean"][rows], test.dataset.labels[rows])[0, 1]), 4
-            ),
+            )
+            if "nmt.lp_mean" in test.features  # the cross-encoder alone reads no NMT log-probabilities
+            else None,
             "signature": sig,
         }
     return found
@@ -267,16 +283,21 @@ def markdown(table: dict) -> str:
 
 def steps_markdown(table: dict) -> str:
     """Issue 23's table: per pair and target, each step's dev and test20 Pearson, the step of best dev
-    Pearson (the one to report), the zero-shot Pearson (and its ratio to the chosen step's), the NMT
-    model's ``lp_mean``, MonoTransQuest's test20 Pearson and the goal."""
+    Pearson (the one to report), the zero-shot Pearson (and its ratio to the chosen step's; the e5
+    cross-encoder's beside it when the table holds it), the NMT model's ``lp_mean``, MonoTransQuest's
+    test20 Pearson and the goal."""
     steps = dict(STEPS)
     steps |= {s: name for s, name in CROSS_STEPS.items() if any(table.get(s, {}).values())}
+    zero_shots = {"zeroshot": ZERO_SHOT}
+    if any(table.get("crosszeroshot", {}).values()):
+        zero_shots["crosszeroshot"] = CROSS_ZERO_SHOT
     lines = [
         "| pair | target | "
         + " | ".join(f"{name} (dev / test20)" for name in steps.values())
-        + f" | chosen on dev | test20 of the chosen | {ZERO_SHOT} | NMT `lp_mean` alone"
-        + " | MonoTransQuest | goal |",
-        "|---|---|" + "---|" * (len(steps) + 6),
+        + " | chosen on dev | test20 of the chosen | "
+        + " | ".join(zero_shots.values())
+        + " | NMT `lp_mean` alone | MonoTransQuest | goal |",
+        "|---|---|" + "---|" * (len(steps) + 5 + len(zero_shots)),
     ]
     for pair in MLQE_PAIRS:
         for key in LABELS:
@@ -294,10 +315,12 @@ def steps_markdown(table: dict) -> str:
                 steps[chosen] if chosen else "",
                 f"**{found[chosen]['pearson']:.3f}**" if chosen else "",
             ]
-            zero = system_metrics(table, pair, key, "zeroshot")
+            for system in zero_shots:
+                zero = system_metrics(table, pair, key, system)
+                ratio = f" ({zero['pearson'] / found[chosen]['pearson']:.2f}x)" if zero and chosen else ""
+                cells.append(f"{zero['pearson']:.3f}{ratio}" if zero else "")
             lp = table.get("lp_mean", {}).get(pair, {}).get(key)
-            ratio = f" ({zero['pearson'] / found[chosen]['pearson']:.2f}x)" if zero and chosen else ""
-            cells += [f"{zero['pearson']:.3f}{ratio}" if zero else "", f"{lp:.3f}" if lp is not None else ""]
+            cells.append(f"{lp:.3f}" if lp is not None else "")
             cells += [
                 f"{MONOTRANSQUEST.get(key, {})[pair]:.3f}" if pair in MONOTRANSQUEST.get(key, {}) else "",
                 f"{STEP_GOALS[key][pair]:.2f}" if pair in STEP_GOALS[key] else "",
@@ -448,22 +471,22 @@ def main() -> None:
     for number, (pair, key, system) in enumerate(jobs, start=1):
         if system_metrics(table, pair, key, system) is not None:
             continue  # --resume: this system's test20 was read by the run being continued
-        if system == "pooled":  # one run scores every pair: all of them are recorded at once
-            metrics = run_system(ready_config(args.configs / f"{LABELS[key]}-pooled.toml", args))[0]
+        if system in POOLED:  # one run scores every pair: all of them are recorded at once
+            metrics = run_system(ready_config(args.configs / f"{LABELS[key]}-{system}.toml", args))[0]
             for each in pairs:
-                table["pooled"].setdefault(each, {})[key] = metrics[each]
+                table[system].setdefault(each, {})[key] = metrics[each]
             save(args.save, table)
-            log(f"[{number}/{len(jobs)}] {key} pooled: every pair scored by one model")
+            log(f"[{number}/{len(jobs)}] {key} {system}: every pair scored by one model")
             continue
-        if system == "zeroshot" and key != "da":
+        if system in ZERO_SHOTS and key != "da":
             continue  # zero-shot configs are written for DA (issue 23)
         if system == "wordstacked" and key != "hter":
             continue  # word tags come with the post-edits: HTER only (issue 32 step 6)
         config = ready_config(args.configs / f"{LABELS[key]}-{pair}-{system}.toml", args)
         metrics, lp_mean, seconds = run_system(config)
-        if system == "zeroshot":  # one pooled test: the held-out pair's (its own lp_mean beside it)
+        if system in ZERO_SHOTS:  # one pooled test: the held-out pair's (its own lp_mean beside it)
             metrics = metrics[pair]
-            lp_mean = metrics["lp_mean"]
+            lp_mean = float("nan") if metrics["lp_mean"] is None else metrics["lp_mean"]
         (table[pair] if system == "best" else table[system].setdefault(pair, {}))[key] = metrics
         if not np.isnan(lp_mean):
             table["lp_mean"].setdefault(pair, {})[key] = round(-lp_mean if key == "hter" else lp_mean, 4)

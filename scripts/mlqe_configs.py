@@ -20,6 +20,12 @@ tested on the held-out pair's test20). Issue 34 adds a third bundle per pair and
 training labels (``[crossencoder]``, cross-fitted; its epoch and number of trained layers chosen on a
 held-out share of each model's training pairs), and two systems on it: ``crossencoder`` (its
 prediction alone, ridge) and ``crossstacked`` (``best``'s families and learner plus that prediction).
+Issue 34 build item 4 pools the cross-encoder as item 3 of issue 23 pools the fine-tuned encoder: per
+label ``resources-<label>-crosspooled`` (the cross-encoder trained on the seven pairs' training splits
+pooled) and ``<label>-crosspooled`` (its prediction alone, ridge, each pair's test20 reported on its
+own), and for DA per pair ``resources-da-<pair>-crosszeroshot`` and ``da-<pair>-crosszeroshot`` (trained
+on the other six pairs); each of their cross-encoders learns from a sample of 7,000 of the pooled
+training pairs, each pair giving its share (``max_train_pairs``), as many as one pair's model reads.
 Issue 32 step 6 adds, for HTER only, ``resources-pe-<pair>-wordtags``: the usual members plus the word
 tagger trained on the pair's word tags and NMT log-probabilities (``[wordtags]``, cross-fitted), and
 the system ``wordstacked`` (``best``'s families and learner plus the ``wordtags`` family).
@@ -72,6 +78,10 @@ DESCRIPTIONS = {
     "every pair's training labels (pooled, cross-fitted), ridge",
     "zeroshot": "zero-shot: the NMT log-probabilities and the encoder fine-tuned on the other six "
     "pairs' training labels, ridge; no label of the tested pair is read",
+    "crosspooled": "one model for the seven pairs: the e5 cross-encoder trained on a sample of every "
+    "pair's training labels (pooled, cross-fitted), its prediction alone, ridge",
+    "crosszeroshot": "zero-shot: the e5 cross-encoder trained on a sample of the other six pairs' "
+    "training labels, its prediction alone, ridge; no label of the tested pair is read",
 }
 # The fine-tuned encoder's grid, each setting tried on a held-out tenth of every model's training
 # pairs (early stopping there too): the encoder frozen (a head on its vectors) or its pooling and DAN
@@ -82,6 +92,10 @@ FINETUNED = {"unfreeze": ["head", "top"], "lr": [1e-4], "hidden": [0, 256], "max
 # head 1e-3 of 256 tanh units, batches of 32, at most 5 epochs, patience 2, seed 13), the epoch now chosen
 # on a held-out tenth of each model's training pairs instead of dev (docs/neural.md).
 CROSSENCODER = {"top_layers": [4], "max_epochs": 5, "patience": 2, "holdout": 0.1}
+# Pooled or zero-shot, each cross-encoder learns from 7,000 of the pooled training pairs (a seeded sample,
+# each pair giving its share: 1,000 of each of seven pairs, about 1,167 of each of six), as many as one
+# pair's model: the seven pairs' 49,000 would cost seven times a pair's bundle (about 1.5 hours on 2 cores).
+POOLED_TRAIN_PAIRS = 7000
 VARIANTS = {"finetuned": ("finetuned", FINETUNED), "crossencoder": ("crossencoder", CROSSENCODER)}
 """A bundle variant: the member table it adds to the pair's usual members."""
 VARIANT_TEXT = {
@@ -298,27 +312,39 @@ def experiment_config(label: str, pair: str, system: str) -> dict:
 # per-pair z-scoring changed the pooled nmt + ridge dev Pearson by -0.006, each pair's by 0.002 at
 # most, docs/neural.md), HTER labels z-scored per pair (training means 0.18 to 0.62).
 NORMALISE = {"da": "none", "pe": "pair"}
-POOLED_FAMILIES = ["nmt", "finetuned"]  # qe.config.features.POOLED_FAMILIES: the language-agnostic ones
+POOLED_FAMILIES = ["nmt", "finetuned"]  # language-agnostic (qe.config.features.POOLED_FAMILIES)
 
 
-def pooled_name(label: str, pair: str | None = None) -> str:
-    """The pooled bundle's (or, with ``pair``, that pair's zero-shot bundle's) name and folder."""
-    return f"mlqe-{label}-pooled" if pair is None else f"mlqe-{label}-{pair}-zeroshot"
+def pooled_system(pair: str | None = None, cross: bool = False) -> str:
+    """``pooled`` or (with ``pair``) ``zeroshot``; with ``cross``, on the e5 cross-encoder: ``crosspooled``
+    or ``crosszeroshot``."""
+    return ("cross" if cross else "") + ("pooled" if pair is None else "zeroshot")
 
 
-def pooled_bundle_config(label: str, pair: str | None = None) -> dict:
-    """The USE-M encoder fine-tuned on the pooled training splits of every pair (with ``pair``: of
-    every other pair, for zero-shot), cross-fitted; no per-pair member (they are built for one pair).
-    Lines of any pair's test20 are left out."""
+def pooled_name(label: str, pair: str | None = None, cross: bool = False) -> str:
+    """The pooled bundle's (or, with ``pair``, that pair's zero-shot bundle's) name and folder; ``cross``:
+    the one with the e5 cross-encoder."""
+    return f"mlqe-{label}" + (f"-{pair}" if pair else "") + f"-{pooled_system(pair, cross)}"
+
+
+def pooled_bundle_config(label: str, pair: str | None = None, cross: bool = False) -> dict:
+    """The USE-M encoder fine-tuned (``cross``: the e5 cross-encoder trained, on a sample of
+    ``POOLED_TRAIN_PAIRS``) on the pooled training splits of every pair (with ``pair``: of every other
+    pair, for zero-shot), cross-fitted; no per-pair member (they are built for one pair). Lines of any
+    pair's test20 are left out."""
     pairs = [p for p in MLQE_PAIRS if p != pair]
     evals = [
         f"mlqe-pe/post-editing/{p}-test20/test20.{side}" for p in MLQE_PAIRS for side in ("src", "mt", "pe")
     ]
     what = "every MLQE-PE pair's" if pair is None else f"the six MLQE-PE pairs other than {pair}:"
+    if cross:
+        member = {"crossencoder": {**CROSSENCODER, "max_train_pairs": POOLED_TRAIN_PAIRS}}
+        trained = f"the e5 cross-encoder trained on {POOLED_TRAIN_PAIRS:,} pairs sampled from"
+    else:
+        member, trained = {"finetuned": dict(FINETUNED)}, "the USE-M encoder fine-tuned on"
     return {
-        "name": pooled_name(label, pair),
-        "description": f"the USE-M encoder fine-tuned on {what} training splits pooled, "
-        "cross-fitted (5 folds)",
+        "name": pooled_name(label, pair, cross),
+        "description": f"{trained} {what} training splits pooled, cross-fitted (5 folds)",
         "languages": {"src": "mul", "tgt": "mul"},  # ISO 639 "multiple languages": pairs of each side
         "text": {"style": "moses", "case": "lower"},
         "leakage": {"eval_files": evals, "drop_overlap": True},
@@ -330,14 +356,15 @@ def pooled_bundle_config(label: str, pair: str | None = None) -> dict:
                 "seed": 0,
             }
         },
-        "finetuned": dict(FINETUNED),
+        **member,
     }
 
 
-def pooled_config(label: str, pair: str | None = None) -> dict:
+def pooled_config(label: str, pair: str | None = None, cross: bool = False) -> dict:
     """The pooled system (with ``pair``: that pair's zero-shot system): the NMT model's
-    log-probabilities and the pooled encoder's prediction, ridge, on the pooled training splits;
-    dev is the pooled dev splits (the held-out pair's is never read)."""
+    log-probabilities and the pooled encoder's prediction (``cross``: the pooled e5 cross-encoder's
+    prediction alone), ridge, on the pooled training splits; dev is the pooled dev splits (the
+    held-out pair's is never read)."""
     pairs = [p for p in MLQE_PAIRS if p != pair]
     data: dict = {
         "datasets": [f"{LABELS[label]}/{p}" for p in pairs],
@@ -348,15 +375,14 @@ def pooled_config(label: str, pair: str | None = None) -> dict:
     }
     if pair is not None:
         data["test_dataset"] = f"{LABELS[label]}/{pair}"
-    system = "pooled" if pair is None else "zeroshot"
     return {
-        "name": pooled_name(label, pair),
-        "description": DESCRIPTIONS[system],
+        "name": pooled_name(label, pair, cross),
+        "description": DESCRIPTIONS[pooled_system(pair, cross)],
         "seed": 42,
         "data": data,
         "features": {
-            "families": list(POOLED_FAMILIES),
-            "resources": f"models/resources/{pooled_name(label, pair)}",
+            "families": ["crossencoder"] if cross else list(POOLED_FAMILIES),
+            "resources": f"models/resources/{pooled_name(label, pair, cross)}",
         },
         "learner": {"name": "ridge"},
         "cv": {"folds": 5, "n_jobs": 2},
@@ -387,22 +413,32 @@ def render_multilingual() -> str:
     return header(lines) + tomli_w.dumps(multilingual_config())
 
 
-def render_pooled(label: str, pair: str | None, bundle: bool) -> str:
-    name = pooled_name(label, pair).removeprefix("mlqe-")
+def render_pooled(label: str, pair: str | None, bundle: bool, cross: bool = False) -> str:
+    name = pooled_name(label, pair, cross).removeprefix("mlqe-")
     what = (
         f"MLQE-PE, {TARGETS[label]}, one model for the seven pairs (each pair's test20 reported on its own)"
         if pair is None
         else f"MLQE-PE {pair}, {TARGETS[label]}, zero-shot: trained on the other six pairs alone"
     )
-    lines = [f"{what}.", "Written by scripts/mlqe_configs.py (edit that, not this file)."]
+    lines = [f"{what}" + (", the e5 cross-encoder." if cross else ".")]
+    if cross:
+        share = "1,000 of each of the seven" if pair is None else "about 1,167 of each of the six"
+        pooled = len(MLQE_PAIRS) - (pair is not None)
+        lines += [
+            f"max_train_pairs = {POOLED_TRAIN_PAIRS}: each of the bundle's six cross-encoders learns from "
+            f"a seeded sample of {POOLED_TRAIN_PAIRS:,}",
+            f"pooled training pairs, {share} pairs (a fold's model: those its fold does not mask),",
+            f"as many as one pair's model reads; all would cost about {pooled} times a pair's bundle.",
+        ]
+    lines.append("Written by scripts/mlqe_configs.py (edit that, not this file).")
     if bundle:
         lines.append(
             f"qe resources build configs/mlqe/resources-{name}.toml --output models/resources/mlqe-{name}"
         )
-        return header(lines) + tomli_w.dumps(pooled_bundle_config(label, pair))
+        return header(lines) + tomli_w.dumps(pooled_bundle_config(label, pair, cross))
     lines.append(f"qe resources build configs/mlqe/resources-{name}.toml   (once)")
     lines.append(f"qe run configs/mlqe/{name}.toml --output-dir runs/mlqe-{name}")
-    return header(lines) + tomli_w.dumps(pooled_config(label, pair))
+    return header(lines) + tomli_w.dumps(pooled_config(label, pair, cross))
 
 
 def header(lines: list[str]) -> str:
@@ -460,12 +496,16 @@ def written() -> dict[Path, str]:
                 )
                 for system in WORD_SYSTEMS:
                     files[OUT / f"{label}-{pair}-{system}.toml"] = render_experiment(label, pair, system)
-        files[OUT / f"resources-{label}-pooled.toml"] = render_pooled(label, None, True)
-        files[OUT / f"{label}-pooled.toml"] = render_pooled(label, None, False)
+        for cross in (False, True):
+            name = pooled_name(label, None, cross).removeprefix("mlqe-")
+            files[OUT / f"resources-{name}.toml"] = render_pooled(label, None, True, cross)
+            files[OUT / f"{name}.toml"] = render_pooled(label, None, False, cross)
     files[OUT / "da-multilingual.toml"] = render_multilingual()
     for pair in MLQE_PAIRS:
-        files[OUT / f"resources-da-{pair}-zeroshot.toml"] = render_pooled("da", pair, True)
-        files[OUT / f"da-{pair}-zeroshot.toml"] = render_pooled("da", pair, False)
+        for cross in (False, True):
+            name = pooled_name("da", pair, cross).removeprefix("mlqe-")
+            files[OUT / f"resources-{name}.toml"] = render_pooled("da", pair, True, cross)
+            files[OUT / f"{name}.toml"] = render_pooled("da", pair, False, cross)
     return files
 
 

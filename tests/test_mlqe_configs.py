@@ -38,32 +38,56 @@ def test_configs_are_what_the_generator_writes() -> None:
             assert {f"resources-{label}-{pair}{variant}.toml" for variant in bundles} <= names
             systems = ("baseline", "nmt", "best", "finetuned", "stacked", "crossencoder", "crossstacked")
             assert {f"{label}-{pair}-{system}.toml" for system in systems} <= names
-        assert {f"{label}-pooled.toml", f"resources-{label}-pooled.toml"} <= names
+        for pooled in ("pooled", "crosspooled"):  # the fine-tuned encoder's, the e5 cross-encoder's
+            assert {f"{label}-{pooled}.toml", f"resources-{label}-{pooled}.toml"} <= names
     for pair in MLQE_PAIRS:  # issue 32 step 6: the word tagger's bundle and system, HTER only
         assert {f"resources-pe-{pair}-wordtags.toml", f"pe-{pair}-wordstacked.toml"} <= names
         assert f"da-{pair}-wordstacked.toml" not in names
-    assert {f"da-{pair}-zeroshot.toml" for pair in MLQE_PAIRS} <= names
+    for zero in ("zeroshot", "crosszeroshot"):  # DA only
+        assert {
+            f"{name}-{pair}-{zero}.toml" for name in ("da", "resources-da") for pair in MLQE_PAIRS
+        } <= names
+        assert not any(name.startswith("pe-") and name.endswith(f"-{zero}.toml") for name in names)
+
+
+POOLED = ("-pooled", "-zeroshot", "-crosspooled", "-crosszeroshot")
 
 
 def check_pooled(path: Path) -> None:
-    """A pooled (``<label>-pooled``) or zero-shot (``da-<pair>-zeroshot``) config and its bundle: the
-    held-out pair's data is never in the training pool, and only language-agnostic families."""
+    """A pooled (``<label>-pooled``, ``<label>-crosspooled``) or zero-shot (``da-<pair>-zeroshot``,
+    ``da-<pair>-crosszeroshot``) config and its bundle: the held-out pair's data is never in the
+    training pool, and only language-agnostic families; the e5 cross-encoder's (``cross``) learns from
+    7,000 pairs, each pair giving its share, and its system reads its prediction alone."""
     stem = path.stem.removeprefix("resources-")
     label, rest = stem.split("-", 1)
-    held = None if rest == "pooled" else rest.removesuffix("-zeroshot")
+    cross = "-cross" in path.name
+    held = None if rest.endswith("pooled") else rest.removesuffix("-crosszeroshot").removesuffix("-zeroshot")
     pool = [f"mlqe-{label}/{pair}" for pair in MLQE_PAIRS if pair != held]
+    neural = "crossencoder" if cross else "finetuned"
     if path.name.startswith("resources-"):
         config = read_bundle_config(path)
         corpus = config.corpora["qe"]
         assert list(corpus.datasets) == pool and corpus.cross_fit == 5
-        assert {"lm", "ngrams", "ibm1", "edits"}.isdisjoint(config.members) and "finetuned" in config.members
+        assert set(config.members) == {neural}  # no member built for one pair
+        if cross:
+            table = config.members["crossencoder"]
+            assert table["max_train_pairs"] == 7000 and table["folds"] == 5 and table["corpus"] == "qe"
+            plain = read_bundle_config(path.with_name(path.name.replace("-cross", "-")))  # the encoder's
+            assert (config.languages, config.text, config.leakage, config.corpora) == (
+                plain.languages,
+                plain.text,
+                plain.leakage,
+                plain.corpora,
+            )
         tested = {f"mlqe-pe/post-editing/{pair}-test20/test20.src" for pair in MLQE_PAIRS}
         assert tested <= set(config.leakage.eval_files)
         return
     config = load_config(path)
     assert list(config.data.datasets) == pool
     assert config.data.test_dataset == (None if held is None else f"mlqe-{label}/{held}")
-    assert set(config.features.families) <= set(POOLED_FAMILIES)
+    assert set(config.features.families) <= set(POOLED_FAMILIES) and neural in config.features.families
+    if cross:
+        assert list(config.features.families) == ["crossencoder"]
     assert config.features.resources == f"models/resources/mlqe-{stem}"
 
 
@@ -83,7 +107,7 @@ def test_every_config_passes_the_schema(path: Path) -> None:
                 k: v for k, v in plain.items() if k != "families"
             }
         return
-    if path.stem.endswith(("-pooled", "-zeroshot")):
+    if path.stem.endswith(POOLED):
         check_pooled(path)
         return
     if path.stem == "da-multilingual":  # the pooled DA system with the encoder alone: any user's text
@@ -218,6 +242,35 @@ def test_steps_show_the_cross_encoder_when_the_run_has_it(tmp_path: Path) -> Non
         and cells["test20 of the chosen"] == "**0.830**"
     )
     del table["crossencoder"], table["crossstacked"]  # a run without them: the columns of before
+    saved.write_text(json.dumps(table), encoding="utf-8")
+    assert "cross-encoder" not in run_table("--steps", "--from", str(saved)).stdout
+
+
+def test_steps_show_the_pooled_and_zero_shot_cross_encoder_when_the_run_has_them(tmp_path: Path) -> None:
+    metrics = {"pearson": 0.8, "spearman": 0.7, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.7}
+    table = {
+        "ro-en": {"da": metrics},
+        "baseline": {},
+        "nmt": {},
+        "zeroshot": {"ro-en": {"da": dict(metrics, pearson=0.7, dev_pearson=None)}},
+        "crosspooled": {"ro-en": {"da": dict(metrics, pearson=0.79, dev_pearson=0.76, lp_mean=None)}},
+        "crosszeroshot": {"ro-en": {"da": dict(metrics, pearson=0.6, dev_pearson=None, lp_mean=None)}},
+        "lp_mean": {"ro-en": {"da": 0.647}},
+    }
+    saved = tmp_path / "table.json"
+    saved.write_text(json.dumps(table), encoding="utf-8")
+    done = run_table("--steps", "--from", str(saved))
+    assert done.returncode == 0, done.stderr
+    header, rule, row = [line for line in done.stdout.splitlines() if line.startswith("|")][:3]
+    assert header.count(" | ") == row.count(" | ") == rule.count("|") - 2
+    cells = dict(zip(header.split(" | "), row.split(" | "), strict=True))
+    pooled = "e5 cross-encoder pooled (one model, seven pairs)"
+    assert cells[f"{pooled} (dev / test20)"] == "0.760 / 0.790" and cells["chosen on dev"] == pooled
+    # both zero-shot columns, each beside the chosen step's test20 Pearson, never chosen themselves
+    assert cells["zero-shot (other six pairs)"] == "0.700 (0.89x)"
+    assert cells["e5 cross-encoder zero-shot (other six pairs)"] == "0.600 (0.76x)"
+    assert cells["NMT `lp_mean` alone"] == "0.647"
+    del table["crosspooled"], table["crosszeroshot"]  # a run without them: the columns of before
     saved.write_text(json.dumps(table), encoding="utf-8")
     assert "cross-encoder" not in run_table("--steps", "--from", str(saved)).stdout
 
