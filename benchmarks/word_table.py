@@ -29,7 +29,7 @@ test20 figures as one JSON dict ``{pair: {"target": {"mcc", "f1_mult"}, "gaps": 
     OMP_NUM_THREADS=1 python benchmarks/word_table.py --test20 --pairs all --save docs/word-table.json
     python benchmarks/word_table.py --from docs/word-table.json
 
-``--variant -tokenhead`` runs ``configs/mlqe/<pair>-words-tokenhead.toml`` instead (the same choices
+``--variant tokenhead`` runs ``configs/mlqe/<pair>-words-tokenhead.toml`` instead (the same choices
 plus issue 34's e5 token head, the ``tokenhead`` family: about an hour a pair on 2 cores), for the
 word-level rows with the token head added (``--save docs/word-table-tokenhead.json``).
 """
@@ -143,7 +143,7 @@ def _learners(tagger: WordTagger, kind: str, dev_tables, gold: list) -> dict:
 
 
 def test20_record(pairs: list[str], save: Path, data_dir: str | None, variant: str = "") -> dict:
-    """Each pair's ``qe run configs/mlqe/<pair>-words<variant>.toml`` metrics, saved to ``save`` after
+    """Each pair's ``qe run configs/mlqe/<pair>-words[-<variant>].toml`` metrics, saved to ``save`` after
     each pair."""
     from qe.run.words import run_words
 
@@ -154,7 +154,7 @@ def test20_record(pairs: list[str], save: Path, data_dir: str | None, variant: s
         with tempfile.TemporaryDirectory() as folder:
             started = time.perf_counter()
             metrics = run_words(
-                REPO / "configs" / "mlqe" / f"{pair}-words{variant}.toml",
+                REPO / "configs" / "mlqe" / f"{pair}-words{'-' * bool(variant)}{variant}.toml",
                 Path(folder) / "run",
                 data_dir=data_dir,
             )
@@ -187,9 +187,9 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="with --test20: the record to write (and resume)")
     parser.add_argument(
         "--variant",
-        choices=("", "-tokenhead"),
+        choices=("", "tokenhead"),
         default="",
-        help="with --test20: the configs <pair>-words<variant>.toml (-tokenhead: the e5 token head added)",
+        help="with --test20: the configs <pair>-words-<variant>.toml (tokenhead: the e5 token head added)",
     )
     parser.add_argument("--from", dest="source", type=Path, help="print a saved record's test20 table")
     args = parser.parse_args()
