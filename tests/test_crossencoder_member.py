@@ -39,6 +39,7 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_lines
+from tests.helpers.zipmembers import npy_bytes, with_manifest, write_zip
 
 SUBJECTS = [("The cat", "Die Katze"), ("The dog", "Der Hund"), ("My brother", "Mein Bruder"),
             ("Our teacher", "Unser Lehrer"), ("The child", "Das Kind")]  # fmt: skip
@@ -174,24 +175,6 @@ def _members(path: Path) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-def _write(path: Path | io.BytesIO, members: dict[str, bytes]) -> Path | io.BytesIO:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, value in members.items():
-            archive.writestr(name, value)
-    return path
-
-
-def _npy(value: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, value, allow_pickle=True)
-    return buffer.getvalue()
-
-
-def _manifest(members: dict[str, bytes], **change) -> dict[str, bytes]:
-    manifest = json.loads(members["manifest.json"]) | change
-    return {**members, "manifest.json": json.dumps(manifest).encode()}
-
-
 def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
     w1 = np.lib.format.read_array(io.BytesIO(members["head/w1.npy"]))
     if case == "extra member":
@@ -199,33 +182,33 @@ def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
     if case == "missing member":
         return {k: v for k, v in members.items() if k != "layers/0/qkv.npy"}
     if case == "wrong shape":
-        return {**members, "head/w1.npy": _npy(w1[:, :3].copy())}
+        return {**members, "head/w1.npy": npy_bytes(w1[:, :3].copy())}
     if case == "NaN":
         w1[2, 1] = np.nan
-        return {**members, "head/w1.npy": _npy(w1)}
+        return {**members, "head/w1.npy": npy_bytes(w1)}
     if case == "float64":
-        return {**members, "head/w1.npy": _npy(w1[:, :2].astype(np.float64))}  # as many bytes
+        return {**members, "head/w1.npy": npy_bytes(w1[:, :2].astype(np.float64))}  # as many bytes
     if case == "pickled object":
-        return {**members, "head/w1.npy": _npy(np.array([{"a": 1}] * 4, dtype=object))}
+        return {**members, "head/w1.npy": npy_bytes(np.array([{"a": 1}] * 4, dtype=object))}
     if case == "huge member":
         return {**members, "head/b.npy": members["head/b.npy"] + bytes(50 << 20)}
     if case == "short data":
         return {**members, "head/w1.npy": members["head/w1.npy"][:-8]}
     if case == "wrong base model":
-        return _manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
+        return with_manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
     if case == "label_std 0":
-        return _manifest(members, label_std=0.0)
+        return with_manifest(members, label_std=0.0)
     if case == "13 layers":
-        return _manifest(members, top_layers=13)
+        return with_manifest(members, top_layers=13)
     if case == "huge head":
-        return _manifest(members, head_hidden=5000)
+        return with_manifest(members, head_hidden=5000)
     if case == "other format":
-        return _manifest(members, format="qe-finetuned-encoder")
+        return with_manifest(members, format="qe-finetuned-encoder")
     if case == "manifest not JSON":
         return {**members, "manifest.json": b"{not json"}
     if case == "encrypted":  # every member flagged encrypted (bit 0 of each header's flags)
         buffer = io.BytesIO()
-        _write(buffer, members)
+        write_zip(buffer, members)
         data = bytearray(buffer.getvalue())
         for magic, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
             at = data.find(magic)
@@ -264,7 +247,7 @@ def test_every_hostile_model_file_is_refused_in_one_line(encoder, model_file, tm
     if isinstance(crafted, bytes):
         path.write_bytes(crafted)
     else:
-        _write(path, crafted)
+        write_zip(path, crafted)
     with pytest.raises(QEInputError) as caught:
         CrossEncoderModel.load(path, encoder)
     message = str(caught.value)

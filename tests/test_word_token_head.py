@@ -31,6 +31,7 @@ from qe.embeddings.e5tokens import GAP_PIECE, KINDS, gap_id, token_layout
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_lines
 from tests.helpers.words import predict_words_args, toy
+from tests.helpers.zipmembers import npy_bytes, with_manifest, write_zip
 
 SUBJECTS = [("The cat", "Die Katze"), ("The dog", "Der Hund"), ("My brother", "Mein Bruder"),
             ("Our teacher", "Unser Lehrer"), ("The child", "Das Kind")]  # fmt: skip
@@ -224,24 +225,6 @@ def _members(path: Path) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-def _write(path: Path | io.BytesIO, members: dict[str, bytes]):
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, value in members.items():
-            archive.writestr(name, value)
-    return path
-
-
-def _npy(value: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.lib.format.write_array(buffer, value, allow_pickle=True)
-    return buffer.getvalue()
-
-
-def _manifest(members: dict[str, bytes], **change) -> dict[str, bytes]:
-    manifest = json.loads(members["manifest.json"]) | change
-    return {**members, "manifest.json": json.dumps(manifest).encode()}
-
-
 def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
     w = np.lib.format.read_array(io.BytesIO(members["head/w.npy"]))
     if case == "extra member":
@@ -249,35 +232,35 @@ def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
     if case == "missing member":
         return {k: v for k, v in members.items() if k != "layers/0/qkv.npy"}
     if case == "wrong shape":
-        return {**members, "head/w.npy": _npy(w[:, :2].copy())}
+        return {**members, "head/w.npy": npy_bytes(w[:, :2].copy())}
     if case == "NaN":
         w[2, 1] = np.nan
-        return {**members, "head/w.npy": _npy(w)}
+        return {**members, "head/w.npy": npy_bytes(w)}
     if case == "float64":
-        return {**members, "head/w.npy": _npy(w[:192].astype(np.float64))}  # as many bytes
+        return {**members, "head/w.npy": npy_bytes(w[:192].astype(np.float64))}  # as many bytes
     if case == "big-endian":
-        return {**members, "head/w.npy": _npy(w.astype(">f4"))}
+        return {**members, "head/w.npy": npy_bytes(w.astype(">f4"))}
     if case == "pickled object":
-        return {**members, "head/w.npy": _npy(np.array([{"a": 1}] * 4, dtype=object))}
+        return {**members, "head/w.npy": npy_bytes(np.array([{"a": 1}] * 4, dtype=object))}
     if case == "huge member":
         return {**members, "head/b.npy": members["head/b.npy"] + bytes(50 << 20)}
     if case == "short data":
         return {**members, "head/w.npy": members["head/w.npy"][:-8]}
     if case == "wrong base model":
-        return _manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
+        return with_manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
     if case == "13 layers":
-        return _manifest(members, top_layers=13)
+        return with_manifest(members, top_layers=13)
     if case == "other gap piece":
-        return _manifest(members, gap_piece="<mask>")
+        return with_manifest(members, gap_piece="<mask>")
     if case == "first-piece pooling":
-        return _manifest(members, pooling="first")
+        return with_manifest(members, pooling="first")
     if case == "other format":
-        return _manifest(members, format="qe-cross-encoder")
+        return with_manifest(members, format="qe-cross-encoder")
     if case == "manifest not JSON":
         return {**members, "manifest.json": b"{not json"}
     if case == "encrypted":  # every member flagged encrypted (bit 0 of each header's flags)
         buffer = io.BytesIO()
-        _write(buffer, members)
+        write_zip(buffer, members)
         data = bytearray(buffer.getvalue())
         for magic, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
             at = data.find(magic)
@@ -317,7 +300,7 @@ def test_every_hostile_model_file_is_refused_in_one_line(encoder, head_file, tmp
     if isinstance(crafted, bytes):
         path.write_bytes(crafted)
     else:
-        _write(path, crafted)
+        write_zip(path, crafted)
     with pytest.raises(QEInputError) as caught:
         TokenHeadModel.load(path, encoder)
     message = str(caught.value)
@@ -509,7 +492,7 @@ def _inner(case: str):
         data = np.lib.format.read_array(io.BytesIO(members[QXTOK])).tobytes()
         crafted = _hostile(_members(io.BytesIO(data)), case)
         if not isinstance(crafted, bytes):
-            crafted = _write(io.BytesIO(), crafted).getvalue()
+            crafted = write_zip(io.BytesIO(), crafted).getvalue()
         members[QXTOK] = _npy1(np.frombuffer(crafted, dtype=np.uint8))
 
     return change

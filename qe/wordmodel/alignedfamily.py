@@ -27,7 +27,7 @@ training.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import numpy as np
 
@@ -214,16 +214,6 @@ def transform(state: dict[str, TypeRates], inp: FamilyInput) -> Columns:
     return _columns(inp, {kind: state[kind].rates(keys[kind]) for kind in TABLES})
 
 
-def save(state: dict[str, TypeRates]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Both pair tables' keys and counts, and their priors."""
-    return save_tables(state, TABLES)
-
-
-def load(arrays: dict[str, np.ndarray], numbers: Any) -> dict[str, TypeRates]:
-    """The two tables of :func:`save`, checked."""
-    return load_tables(arrays, numbers, TABLES, "aligned")
-
-
 FAMILY = Family(
     name="aligned",
     columns=COLUMNS,
@@ -231,7 +221,7 @@ FAMILY = Family(
     needs="source-MT word alignments for every split and at prediction time (--alignments)",
     fit=fit,
     transform=transform,
-    save=save,
-    load=load,
+    save=partial(save_tables, tables=TABLES),  # both pair tables' keys and counts, and their priors
+    load=partial(load_tables, tables=TABLES, family="aligned"),
     needs_alignments=True,
 )
