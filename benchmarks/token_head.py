@@ -95,8 +95,7 @@ def cost(train, dev, top_layers: int, score_pairs: int, log) -> dict:
 
 
 def _scores(gold: np.ndarray, probability: np.ndarray) -> dict:
-    from qe.evaluation.wordmetrics import word_scores
-    from qe.wordmodel.tagger import best_threshold
+    from qe.evaluation.wordmetrics import best_threshold, word_scores
 
     threshold, _ = best_threshold(gold, probability, "mcc")
     pred = probability >= threshold

@@ -46,10 +46,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from qe.evaluation.wordmetrics import bootstrap_intervals, word_scores  # noqa: E402
+from qe.evaluation.wordmetrics import (  # noqa: E402
+    best_threshold,
+    bootstrap_intervals,
+    word_scores,
+)
 from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels  # noqa: E402
 from qe.wordmodel.nmtprobs import load_word_logprobs  # noqa: E402
-from qe.wordmodel.tagger import WordTagger, best_threshold  # noqa: E402
+from qe.wordmodel.tagger import WordTagger  # noqa: E402
 from qe.words.files import load_word_level  # noqa: E402
 from qe.words.tags import BAD, OK  # noqa: E402
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
+from qe.evaluation.wordmetrics import best_threshold
 from qe.infra.errors import QEInputError
 from qe.wordmodel.crf import (
     Chains,
@@ -26,7 +27,7 @@ from qe.wordmodel.crf import (
 )
 from qe.wordmodel.features import KINDS, WordFeaturizer, tag_labels
 from qe.wordmodel.modelfile import load_word_model, save_word_model
-from qe.wordmodel.tagger import WordTagger, best_threshold
+from qe.wordmodel.tagger import WordTagger
 from tests.helpers.words import toy
 
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, matthews_corrcoef
 
+from qe.evaluation.wordmetrics import best_threshold
 from qe.infra.errors import QEInputError
 from qe.wordmodel.features import NAMES, FeatureTables, WordFeaturizer, check_tags, tag_labels
-from qe.wordmodel.tagger import WordTagger, best_threshold
+from qe.wordmodel.tagger import WordTagger
 from qe.wordmodel.typerates import TypeRates, out_of_fold
 from qe.words.files import WordLevelData
 from tests.helpers.words import B, G, lettered

@@ -15,7 +15,7 @@ within windows and padded to few widths, as ``qe.embeddings.e5cross``.
 
 Early stopping: a seeded ``holdout`` share of the training sentences (a tenth by default) is left out
 of the steps and scored after every epoch; the epoch of the highest mean over the three kinds of the
-held-out MCC (each at its best threshold, ``qe.wordmodel.tagger.best_threshold``; ties: the lower
+held-out MCC (each at its best threshold, ``qe.evaluation.wordmetrics.best_threshold``; ties: the lower
 held-out log-loss) is kept, training stops after ``patience`` epochs without a gain. Everything random
 comes from ``seed`` (the held-out split, the batch order; the head starts at zero weights and the bias
 at each kind's weighted BAD log-odds) and XLA's CPU kernels are deterministic for a machine and thread
@@ -41,8 +41,8 @@ from qe.embeddings.e5frozen import FrozenStates, Memo, bucket, padded
 from qe.embeddings.e5tokenfile import TokenHeadModel, TokenSettings, history_record, settings_record
 from qe.embeddings.e5tokens import KINDS, TokenLayout, pooling_rows, token_layout
 from qe.embeddings.training import adamw_by_part, length_batches
+from qe.evaluation.wordmetrics import best_threshold
 from qe.infra.errors import QEInputError
-from qe.wordmodel.tagger import best_threshold
 
 Tokens = Sequence[Sequence[str]]
 Labels = dict[str, list[np.ndarray]]

@@ -104,3 +104,39 @@ def bootstrap_intervals(
     tail = (1.0 - confidence) / 2 * 100
     low, high = np.percentile(figures, [tail, 100 - tail], axis=0)
     return {m: (float(lo), float(hi)) for m, lo, hi in zip(METRIC_NAMES, low, high, strict=True)}
+
+
+CRITERIA = ("mcc", "f1_mult")
+"""What a threshold may be chosen to maximise (the definitions above)."""
+
+
+def best_threshold(bad: np.ndarray, probability: np.ndarray, criterion: str = "mcc") -> tuple[float, float]:
+    """(threshold, criterion reached) maximising ``criterion`` (MCC or F1-MULT) when rows with
+    probability >= threshold are tagged BAD; every distinct probability is tried (ties go the same
+    way). No row, or one class only: (0.5, 0.0)."""
+    if criterion not in CRITERIA:
+        raise QEInputError(
+            f"unknown threshold criterion {criterion!r} (expected one of {', '.join(CRITERIA)})"
+        )
+    bad = np.asarray(bad, dtype=bool)
+    probability = np.asarray(probability, dtype=np.float64)
+    if len(bad) != len(probability):
+        raise QEInputError(f"{len(bad)} tags but {len(probability)} probabilities")
+    if len(bad) == 0 or bad.all() or not bad.any():
+        return 0.5, 0.0
+    order = np.argsort(-probability, kind="stable")
+    p, y = probability[order], bad[order]
+    last_of_tie = np.r_[p[1:] != p[:-1], True]  # cut only between distinct probabilities
+    tp = np.cumsum(y)[last_of_tie].astype(np.float64)
+    fp = np.cumsum(~y)[last_of_tie].astype(np.float64)
+    positives, negatives = float(y.sum()), float((~y).sum())
+    fn, tn = positives - tp, negatives - fp
+    if criterion == "mcc":
+        denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        value = np.divide(tp * tn - fp * fn, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    else:
+        f1_bad = 2 * tp / (2 * tp + fp + fn)  # > 0: both classes are present
+        f1_ok = 2 * tn / (2 * tn + fn + fp)
+        value = f1_ok * f1_bad
+    best = int(np.argmax(value))
+    return float(p[last_of_tie][best]), float(value[best])

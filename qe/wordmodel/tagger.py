@@ -24,48 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from qe.evaluation.wordmetrics import best_threshold
 from qe.infra.errors import QEInputError
 from qe.wordmodel.crf import LinearChainCRF
 from qe.wordmodel.features import KINDS, FeatureTables
 
-CRITERIA = ("mcc", "f1_mult")
-"""What a threshold may be chosen to maximise (``qe.evaluation.wordmetrics``' definitions)."""
 LEARNERS = ("hgb", "crf")
 """The learners a kind may use, in the order a tie on dev is broken."""
 LEARNER_CHOICES = (*LEARNERS, "auto")
 """What ``WordTagger(learner=...)`` takes: one learner for every kind, or both and a choice on dev."""
-
-
-def best_threshold(bad: np.ndarray, probability: np.ndarray, criterion: str = "mcc") -> tuple[float, float]:
-    """(threshold, criterion reached) maximising ``criterion`` (MCC or F1-MULT) when rows with
-    probability >= threshold are tagged BAD; every distinct probability is tried (ties go the same
-    way). No row, or one class only: (0.5, 0.0)."""
-    if criterion not in CRITERIA:
-        raise QEInputError(
-            f"unknown threshold criterion {criterion!r} (expected one of {', '.join(CRITERIA)})"
-        )
-    bad = np.asarray(bad, dtype=bool)
-    probability = np.asarray(probability, dtype=np.float64)
-    if len(bad) != len(probability):
-        raise QEInputError(f"{len(bad)} tags but {len(probability)} probabilities")
-    if len(bad) == 0 or bad.all() or not bad.any():
-        return 0.5, 0.0
-    order = np.argsort(-probability, kind="stable")
-    p, y = probability[order], bad[order]
-    last_of_tie = np.r_[p[1:] != p[:-1], True]  # cut only between distinct probabilities
-    tp = np.cumsum(y)[last_of_tie].astype(np.float64)
-    fp = np.cumsum(~y)[last_of_tie].astype(np.float64)
-    positives, negatives = float(y.sum()), float((~y).sum())
-    fn, tn = positives - tp, negatives - fp
-    if criterion == "mcc":
-        denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-        value = np.divide(tp * tn - fp * fn, denominator, out=np.zeros_like(tp), where=denominator > 0)
-    else:
-        f1_bad = 2 * tp / (2 * tp + fp + fn)  # > 0: both classes are present
-        f1_ok = 2 * tn / (2 * tn + fn + fp)
-        value = f1_ok * f1_bad
-    best = int(np.argmax(value))
-    return float(p[last_of_tie][best]), float(value[best])
 
 
 class WordTagger:
