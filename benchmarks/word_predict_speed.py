@@ -1,5 +1,5 @@
 """Speed of ``qe predict --words`` with a saved word model: loading the model, reading and checking the
-inputs (with the NMT log-probabilities when the model reads them) and tagging (features and the three
+inputs (with the NMT log-probabilities and the source-MT alignments when the model reads them) and tagging (features and the three
 classifiers in numpy), for the first ``--pairs`` pairs of MLQE-PE dev, best of ``--repeats``. One JSON
 dict on stdout.
 
@@ -36,15 +36,17 @@ def main() -> None:
     mt = root / "post-editing" / f"{args.pair}-dev" / "dev.mt"
     pieces = root / "direct-assessments" / f"{args.pair}-dev" / "word-probas" / f"mt.dev.{xx}"
     logprobs = root / "direct-assessments" / f"{args.pair}-dev" / "word-probas" / f"word_probas.dev.{xx}"
+    links = root / "post-editing" / f"{args.pair}-dev" / "dev.src-mt.alignments"
     best = {"load_s": float("inf"), "read_s": float("inf"), "tag_s": float("inf")}
     for _ in range(args.repeats):
         started = time.perf_counter()
         model = load_word_model(args.model)
         loaded = time.perf_counter()
         nmt = (pieces, logprobs) if model.nmt else (None, None)
-        data, word_nmt = read_inputs(model, args.model, src, mt, *nmt)
+        data, word_nmt = read_inputs(model, args.model, src, mt, *nmt, links if model.alignments else None)
         n = min(args.pairs, len(data))
-        data = type(data)(data.src[:n], data.mt[:n])
+        aligned = None if data.alignments is None else data.alignments[:n]
+        data = type(data)(data.src[:n], data.mt[:n], alignments=aligned)
         if word_nmt is not None:
             word_nmt = type(word_nmt)(word_nmt.words[:n], word_nmt.sentence[:n])
         read = time.perf_counter()
@@ -61,6 +63,7 @@ def main() -> None:
             {
                 "pairs": n,
                 "nmt": model.nmt,
+                "families": [family.name for family in model.featurizer.families],
                 **{k: round(v, 3) for k, v in best.items()},
                 "pairs_per_s_tagging": round(n / best["tag_s"]),
                 "pairs_per_s_read_and_tag": round(n / (best["read_s"] + best["tag_s"])),

@@ -89,35 +89,42 @@ def _alignments(inp: FamilyInput) -> list[tuple[tuple[int, int], ...]]:
     return list(inp.data.alignments)
 
 
-def _side(to_other: list[list[int]], n_other: int, ibm1: np.ndarray, n_self: int) -> np.ndarray:
-    """Count, unaligned flag, IBM1 agreement, distortion and fan-out of one side's words."""
-    fanout = np.zeros(n_other, dtype=np.int64)
-    for linked in to_other:
-        fanout[linked] += 1
-    rows = np.full((n_self, 5), np.nan)
-    for k, linked in enumerate(to_other):
-        count = len(linked)
-        rows[k, 0] = count
-        rows[k, 1] = float(count == 0)
-        rows[k, 2] = float(int(ibm1[k]) in linked)
-        if count:
-            rows[k, 3] = abs((k + 0.5) / n_self - (float(np.mean(linked)) + 0.5) / n_other)
-            rows[k, 4] = float(fanout[linked].max())
-        else:
-            rows[k, 4] = 0.0
-    return rows
+def _pairs(alignment: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (source, MT) links of a sentence as two index arrays, sorted."""
+    links = np.array(sorted(set(alignment)), dtype=np.int64).reshape(-1, 2)
+    return links[:, 0], links[:, 1]
 
 
-def _skipped(to_src: list[list[int]], src_unaligned: np.ndarray) -> np.ndarray:
+def _side(own: np.ndarray, other: np.ndarray, n_self: int, n_other: int, ibm1: np.ndarray) -> np.ndarray:
+    """Count, unaligned flag, IBM1 agreement, distortion and fan-out of one side's words, from the
+    links' indices on this side (``own``) and the other (``other``)."""
+    count = np.bincount(own, minlength=n_self).astype(np.float64)
+    agrees = np.zeros(n_self)
+    agrees[own[other == np.asarray(ibm1, dtype=np.int64)[own]]] = 1.0
+    widest = np.zeros(n_self)
+    np.maximum.at(widest, own, np.bincount(other, minlength=n_other)[other].astype(np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.bincount(own, weights=other, minlength=n_self) / count
+        place = (np.arange(n_self) + 0.5) / n_self - (mean + 0.5) / n_other
+    distortion = np.where(count > 0, np.abs(place), np.nan)
+    return np.column_stack([count, (count == 0).astype(np.float64), agrees, distortion, widest])
+
+
+def _skipped(src_at: np.ndarray, mt_at: np.ndarray, n_src: int, n_mt: int) -> np.ndarray:
     """Per gap (N + 1), the unaligned source words between the nearest aligned MT words around it."""
-    n_mt, n_src = len(to_src), len(src_unaligned)
+    last = np.full(n_mt, -1, dtype=np.int64)  # each MT word's last and first aligned source index
+    first = np.full(n_mt, n_src, dtype=np.int64)
+    np.maximum.at(last, mt_at, src_at)
+    np.minimum.at(first, mt_at, src_at)
+    aligned = np.bincount(mt_at, minlength=n_mt) > 0
     left_bound = np.full(n_mt + 1, -1, dtype=np.int64)  # the last source index aligned on the left
     for g in range(1, n_mt + 1):
-        left_bound[g] = max(to_src[g - 1]) if to_src[g - 1] else left_bound[g - 1]
+        left_bound[g] = last[g - 1] if aligned[g - 1] else left_bound[g - 1]
     right_bound = np.full(n_mt + 1, n_src, dtype=np.int64)  # the first source index aligned on the right
     for g in range(n_mt - 1, -1, -1):
-        right_bound[g] = min(to_src[g]) if to_src[g] else right_bound[g + 1]
-    before = np.r_[0, np.cumsum(src_unaligned)]  # unaligned source words before index i
+        right_bound[g] = first[g] if aligned[g] else right_bound[g + 1]
+    unaligned = np.bincount(src_at, minlength=n_src) == 0
+    before = np.r_[0, np.cumsum(unaligned)]  # unaligned source words before index i
     low, high = left_bound + 1, np.maximum(right_bound, left_bound + 1)
     return (before[high] - before[low]).astype(np.float64)
 
@@ -127,15 +134,15 @@ def sentence_columns(
 ) -> Columns:
     """One sentence's columns of every kind but the pair rates (which need the training counts)."""
     n, m = len(mt), len(src)
-    to_mt, to_src = _neighbours(alignment, m, n)
-    target = _side(to_src, m, links.mt_to_src, n)
-    source = _side(to_mt, n, links.src_to_mt, m)
+    src_at, mt_at = _pairs(alignment)
+    target = _side(mt_at, src_at, n, m, links.mt_to_src)
+    source = _side(src_at, mt_at, m, n, links.src_to_mt)
     common = np.array(
         [source[:, 1].mean() if m else 0.0, target[:, 1].mean() if n else 0.0], dtype=np.float64
     )
     left = np.r_[np.nan, target[:, 1]]
     right = np.r_[target[:, 1], np.nan]
-    gaps = np.column_stack([left, right, _skipped(to_src, source[:, 1]), np.tile(common, (n + 1, 1))])
+    gaps = np.column_stack([left, right, _skipped(src_at, mt_at, m, n), np.tile(common, (n + 1, 1))])
     return {
         "target": np.column_stack([target, np.tile(common, (n, 1))]).reshape(n, 7),
         "gaps": gaps.reshape(n + 1, len(COLUMNS["gaps"])),
@@ -175,30 +182,35 @@ def _highest_aligned(
     """Per source word, the highest pair rate among its aligned MT words (NaN when unaligned)."""
     out, start = [], 0
     for src, mt, alignment in zip(inp.data.src, inp.data.mt, alignments, strict=True):
-        rates = mt_rate[start : start + len(mt)]
+        src_at, mt_at = _pairs(alignment)
+        highest = np.full(len(src), np.nan)
+        np.fmax.at(highest, src_at, mt_rate[start + mt_at])
+        out.append(highest)
         start += len(mt)
-        to_mt, _ = _neighbours(alignment, len(src), len(mt))
-        out += [float(rates[linked].max()) if linked else np.nan for linked in to_mt]
-    return np.asarray(out, dtype=np.float64)
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 def _aligned_nmt(inp: FamilyInput, alignments: list[tuple[tuple[int, int], ...]]) -> np.ndarray:
     """Per source word, the lowest piece log-probability and the mean of the mean ones of its aligned
-    MT words (NaN when unaligned; 0 for every row without NMT log-probabilities, as a constant)."""
+    MT words (NaN when unaligned or none is known; 0 for every row without NMT log-probabilities, as a
+    constant)."""
     rows = sum(len(src) for src in inp.data.src)
     if inp.nmt is None:
         return np.zeros((rows, 2))
-    out = np.full((rows, 2), np.nan)
-    start = 0
+    out = []
     for k, (src, mt, alignment) in enumerate(zip(inp.data.src, inp.data.mt, alignments, strict=True)):
         words = np.asarray(inp.nmt.words[k], dtype=np.float64).reshape(len(mt), 4)
-        to_mt, _ = _neighbours(alignment, len(src), len(mt))
-        for i, linked in enumerate(to_mt):
-            low, mean = words[linked, 1], words[linked, 2]
-            if linked and not np.isnan(low).all():
-                out[start + i] = (np.nanmin(low), np.nanmean(mean))
-        start += len(src)
-    return out
+        src_at, mt_at = _pairs(alignment)
+        low, mean = words[mt_at, 1], words[mt_at, 2]
+        lowest = np.full(len(src), np.nan)
+        np.fmin.at(lowest, src_at, low)
+        known = ~np.isnan(mean)
+        total = np.bincount(src_at[known], weights=mean[known], minlength=len(src))
+        counted = np.bincount(src_at[known], minlength=len(src))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            average = np.where((counted > 0) & ~np.isnan(lowest), total / counted, np.nan)
+        out.append(np.column_stack([lowest, average]))
+    return np.concatenate(out).reshape(rows, 2) if out else np.zeros((0, 2))
 
 
 def fit(inp: FamilyInput) -> tuple[dict[str, TypeRates], Columns]:
