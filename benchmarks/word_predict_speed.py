@@ -1,7 +1,7 @@
 """Speed of ``qe predict --words`` with a saved word model: loading the model, reading and checking the
-inputs (with the NMT log-probabilities and the source-MT alignments when the model reads them) and tagging (features and the three
-classifiers in numpy), for the first ``--pairs`` pairs of MLQE-PE dev, best of ``--repeats``. One JSON
-dict on stdout.
+inputs (with the NMT log-probabilities and the source-MT alignments when the model reads them) and
+tagging (features and the three classifiers in numpy), for the first ``--pairs`` pairs of MLQE-PE
+dev, best of ``--repeats``. One JSON dict on stdout.
 
     OMP_NUM_THREADS=1 QE_DATA_DIR=... python benchmarks/word_predict_speed.py --model run/model.qwords \\
         [--pair en-de] [--pairs 1000] [--repeats 3]

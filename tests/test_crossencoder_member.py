@@ -39,7 +39,7 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_lines
-from tests.helpers.zipmembers import npy_bytes, with_manifest, write_zip
+from tests.helpers.zipmembers import encrypted_zip, npy_bytes, with_manifest, write_zip
 
 SUBJECTS = [("The cat", "Die Katze"), ("The dog", "Der Hund"), ("My brother", "Mein Bruder"),
             ("Our teacher", "Unser Lehrer"), ("The child", "Das Kind")]  # fmt: skip
@@ -206,16 +206,8 @@ def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
         return with_manifest(members, format="qe-finetuned-encoder")
     if case == "manifest not JSON":
         return {**members, "manifest.json": b"{not json"}
-    if case == "encrypted":  # every member flagged encrypted (bit 0 of each header's flags)
-        buffer = io.BytesIO()
-        write_zip(buffer, members)
-        data = bytearray(buffer.getvalue())
-        for magic, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
-            at = data.find(magic)
-            while at >= 0:
-                data[at + flags] |= 1
-                at = data.find(magic, at + 4)
-        return bytes(data)
+    if case == "encrypted":
+        return encrypted_zip(members)
     assert case == "not a zip"
     return b"PK\x03\x04 this is not a zip file"
 

@@ -15,7 +15,7 @@ from qe.wordmodel import alignedfamily
 from qe.wordmodel.families import resolve
 from qe.wordmodel.features import WordFeaturizer, column_names
 from qe.wordmodel.lexicon import SentenceLinks
-from tests.helpers.words import predict_words_args, toy, toy_word_files
+from tests.helpers.words import predict_words_args, toy, toy_word_config
 
 NAN = np.nan
 
@@ -99,27 +99,11 @@ def test_a_set_without_alignments_is_refused():
         WordFeaturizer(folds=3, families=families).fit_transform(toy(30, 0))
 
 
-def _config(folder, families: str, dev_alignments: bool = True):
-    for split, n, seed in (("train", 80, 0), ("dev", 30, 1)):
-        toy_word_files(folder, split, n, seed)
-    config = folder / "own.toml"
-    config.write_text(
-        f"[words]\nmax_iter = 10\nmin_samples_leaf = 5\nfamilies = {families}\n"
-        + "".join(
-            f'[words.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\ntags = "{s}.tags"\n'
-            f'source_tags = "{s}.source_tags"\n'
-            + (f'alignments = "{s}.alignments"\n' if s == "train" or dev_alignments else "")
-            for s in ("train", "dev")
-        )
-    )
-    return config
-
-
 def test_a_run_and_qe_predict_words_read_the_alignments(tmp_path, capsys):
     from qe.cli import main
     from qe.wordmodel.modelfile import load_word_model
 
-    config = _config(tmp_path, '["core", "aligned"]')
+    config = toy_word_config(tmp_path, '["core", "aligned"]', aligned=("train", "dev"))
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["families"] == ["core", "aligned"]
@@ -156,7 +140,7 @@ def test_a_run_and_qe_predict_words_read_the_alignments(tmp_path, capsys):
 def test_alignments_are_refused_where_nothing_reads_them(tmp_path, capsys):
     from qe.cli import main
 
-    config = _config(tmp_path, '["core"]')
+    config = toy_word_config(tmp_path, '["core"]', aligned=("train", "dev"))
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
     args = predict_words_args(tmp_path / "run" / "model.qwords", tmp_path / "dev.src", tmp_path / "dev.mt")
     capsys.readouterr()
@@ -171,7 +155,7 @@ def test_alignments_are_refused_where_nothing_reads_them(tmp_path, capsys):
 def test_a_run_missing_a_splits_alignments_is_one_line(tmp_path, capsys):
     from qe.cli import main
 
-    config = _config(tmp_path, '["core", "aligned"]', dev_alignments=False)
+    config = toy_word_config(tmp_path, '["core", "aligned"]', aligned=("train",))
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "[words.dev] gives none" in err and "own.toml" in err, err
@@ -183,7 +167,7 @@ def test_a_model_with_the_family_is_not_served(tmp_path):
     from qe.serve.names import ModelEntry
     from qe.serve.servedwords import ServedWordModel
 
-    config = _config(tmp_path, '["core", "aligned"]')
+    config = toy_word_config(tmp_path, '["core", "aligned"]', aligned=("train", "dev"))
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
     with pytest.raises(QEInputError, match="aligned family cannot be served"):
         ServedWordModel(ModelEntry("toy", tmp_path / "run" / "model.qwords"))

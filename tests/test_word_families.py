@@ -20,7 +20,7 @@ from qe.wordmodel.lexicon import SentenceLinks
 from qe.wordmodel.nmtprobs import WordLogprobs
 from qe.words.files import WordLevelData
 from tests.helpers.bundles import has_kenlm_tools
-from tests.helpers.words import toy
+from tests.helpers.words import toy, toy_word_config
 
 
 def _has_dictionaries(*langs: str) -> bool:
@@ -396,23 +396,6 @@ def test_lmclass_leaves_an_untagged_side_constant():
 # ------------------------------------------------------------------------------ the [words] config key
 
 
-def _own_config(folder, families: str, extra: str = "") -> object:
-    from tests.helpers.words import toy_word_files
-
-    for split, n, seed in (("train", 80, 0), ("dev", 30, 1)):
-        toy_word_files(folder, split, n, seed)
-    config = folder / "own.toml"
-    config.write_text(
-        f"[words]\nmax_iter = 10\nmin_samples_leaf = 5\nfamilies = {families}\n{extra}"
-        + "".join(
-            f'[words.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\ntags = "{s}.tags"\n'
-            f'source_tags = "{s}.source_tags"\n'
-            for s in ("train", "dev")
-        )
-    )
-    return config
-
-
 def test_a_run_with_families_records_them_and_its_model_tags(tmp_path):
     import json
 
@@ -420,7 +403,7 @@ def test_a_run_with_families_records_them_and_its_model_tags(tmp_path):
     from qe.wordmodel.modelfile import load_word_model
     from tests.helpers.words import predict_words_args
 
-    config = _own_config(tmp_path, '["core", "sentence", "edits", "mismatch"]', 'src_lang = "en"\n')
+    config = toy_word_config(tmp_path, '["core", "sentence", "edits", "mismatch"]', 'src_lang = "en"\n')
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["families"] == ["core", "mismatch", "edits", "sentence"]
@@ -455,7 +438,7 @@ def test_a_run_with_families_records_them_and_its_model_tags(tmp_path):
 def test_a_run_refuses_families_it_cannot_use_in_one_line(tmp_path, capsys, families, extra, pattern):
     from qe.cli import main
 
-    config = _own_config(tmp_path, families, extra)
+    config = toy_word_config(tmp_path, families, extra)
     assert main(["run", str(config), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and pattern in err and "own.toml" in err, err

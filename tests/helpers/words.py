@@ -69,6 +69,25 @@ def toy_word_files(folder: Path, split: str, n: int, seed: int) -> dict[str, Pat
     return written
 
 
+def toy_word_config(folder: Path, families: str, extra: str = "", aligned: tuple[str, ...] = ()) -> Path:
+    """``folder/own.toml``, a word-level config on toy train (80) and dev (30) files written beside it
+    (:func:`toy_word_files`): a small tagger, ``families`` (TOML text) and ``extra`` lines in ``[words]``,
+    and the splits in ``aligned`` listing their alignments."""
+    for split, n, seed in (("train", 80, 0), ("dev", 30, 1)):
+        toy_word_files(folder, split, n, seed)
+    config = folder / "own.toml"
+    config.write_text(
+        f"[words]\nmax_iter = 10\nmin_samples_leaf = 5\nfamilies = {families}\n{extra}"
+        + "".join(
+            f'[words.{s}]\nsrc = "{s}.src"\nmt = "{s}.mt"\ntags = "{s}.tags"\n'
+            f'source_tags = "{s}.source_tags"\n'
+            + (f'alignments = "{s}.alignments"\n' if s in aligned else "")
+            for s in ("train", "dev")
+        )
+    )
+    return config
+
+
 WORDS = [
     "the",
     "a",

@@ -1,5 +1,6 @@
 """Hand-made zip model files for the hostile-file tests: members written as given, ``.npy`` bytes of
-any array (pickled objects allowed, so a test can plant one), a manifest with some keys changed."""
+any array (pickled objects allowed, so a test can plant one), a manifest with some keys changed, every
+member flagged encrypted."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def with_manifest(members: dict[str, bytes], **change) -> dict[str, bytes]:
     """``members`` with ``manifest.json``'s keys in ``change`` replaced."""
     manifest = json.loads(members["manifest.json"]) | change
     return {**members, "manifest.json": json.dumps(manifest).encode()}
+
+
+def encrypted_zip(members: dict[str, bytes]) -> bytes:
+    """The zip of ``members`` with every member flagged encrypted (bit 0 of each header's flags)."""
+    buffer = io.BytesIO()
+    write_zip(buffer, members)
+    data = bytearray(buffer.getvalue())
+    for magic, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(magic)
+        while at >= 0:
+            data[at + flags] |= 1
+            at = data.find(magic, at + 4)
+    return bytes(data)
