@@ -14,6 +14,7 @@ apart where the word's own rate mixes them.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -113,16 +114,6 @@ def transform(state: dict[str, TypeRates], inp: FamilyInput) -> Columns:
     return _columns({kind: state[kind].rates(keys[kind]) for kind in COLUMNS}, inp)
 
 
-def save(state: dict[str, TypeRates]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Both tables' keys and counts and their priors."""
-    return save_tables(state, TABLES)
-
-
-def load(arrays: dict[str, np.ndarray], numbers: Any) -> dict[str, TypeRates]:
-    """The two tables of :func:`save`, checked."""
-    return load_tables(arrays, numbers, TABLES, "edits")
-
-
 FAMILY = Family(
     name="edits",
     columns=COLUMNS,
@@ -130,6 +121,6 @@ FAMILY = Family(
     needs="the training tags (cross-fitted) and the IBM1 links",
     fit=fit,
     transform=transform,
-    save=save,
-    load=load,
+    save=partial(save_tables, tables=TABLES),  # both tables' keys and counts, and their priors
+    load=partial(load_tables, tables=TABLES, family="edits"),
 )
