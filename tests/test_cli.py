@@ -98,6 +98,7 @@ def test_bad_configs_exit_2_with_one_line(tmp_path, capsys, edit, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_run_tests_itself_against_other_systems_by_paired_bootstrap(tmp_path, capsys):
     config = toy_config(tmp_path)
     constant = tmp_path / "constant.toml"

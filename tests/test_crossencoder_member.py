@@ -116,6 +116,7 @@ def test_the_model_file_round_trip_gives_the_same_arrays_bytes_and_scores(encode
     assert np.abs(base.score(SRC[:6], MT[:6]) - scores).max() > 1e-6
 
 
+@pytest.mark.slow
 def test_a_pairs_score_does_not_depend_on_its_batch(encoder, model_file):
     model = CrossEncoderModel.load(model_file)
     src, mt = [*SRC[:5], "the cat " * 300, ""], [*MT[:5], "die Katze " * 300, ""]
@@ -137,6 +138,7 @@ def test_the_packed_pass_equals_the_padded_one_to_float32_rounding(encoder):
     assert np.allclose(packed, padded, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_real_pairs_score_the_same_bit_for_bit_in_any_batch_on_any_threads(
     encoder, model_file, data_dir, monkeypatch: pytest.MonkeyPatch
 ):

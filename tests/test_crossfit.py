@@ -222,6 +222,7 @@ def test_the_test_split_of_a_dataset_is_refused(tmp_path, data):
         build(tmp_path, data, cfg)
 
 
+@pytest.mark.slow
 @needs_kenlm
 def test_language_models_per_fold(tmp_path, data):
     members = {"lm": {"tgt": {"side": "tgt", "order": 2}}}

@@ -71,6 +71,7 @@ def test_order_kept_over_many_batches_duplicates_and_a_full_id_cache(reference):
     assert cosines(vectors, reference[order]).min() >= 0.9999
 
 
+@pytest.mark.slow
 def test_a_vector_depends_on_its_text_alone_not_on_its_batch_or_the_cpu(tmp_path):
     """Issue 24: float32 vectors moved by ~3e-7 with the batch and the CPU's BLAS kernels, and a
     gradient-boosted MLQE-PE row by 0.004 with them; float64 arithmetic rounded to float32 does not."""

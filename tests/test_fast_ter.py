@@ -42,6 +42,7 @@ def test_the_beam_changes_the_score_as_in_sacrebleu():
     assert sentence_ter(hyp, ref) == 90.0
 
 
+@pytest.mark.slow
 def test_the_candidate_limit_stops_the_search_as_in_sacrebleu():
     hyp, ref = "a b a c a d " * 20, "a a b c d a " * 20
     codes: dict[str, str] = {}

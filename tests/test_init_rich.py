@@ -74,6 +74,7 @@ def test_the_config_says_which_families_are_in_and_out_and_why(tmp_path, capsys)
         assert "pseudoref" in chosen and document["features"]["settings"]["embeddings"]["pseudo_ref"] is True
 
 
+@pytest.mark.slow
 @needs_kenlm
 def test_the_config_runs_and_builds_its_bundle_from_the_training_split(tmp_path, capsys, monkeypatch):
     """``qe run`` builds the bundle the config names (from the training split and post-edits) when it is

@@ -690,6 +690,7 @@ def test_wmt12_test_set_in_worker_processes_gives_the_in_process_values(data_dir
     np.testing.assert_array_equal(in_workers.to_numpy(), alone.to_numpy())
 
 
+@pytest.mark.slow
 @needs_models
 @pytest.mark.data
 def test_threads_sharing_pipelines_take_turns(data_dir):

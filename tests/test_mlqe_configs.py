@@ -220,6 +220,7 @@ def test_steps_show_pooling_and_zero_shot_beside_lp_mean(tmp_path: Path) -> None
     assert cells["zero-shot (other six pairs)"] == "0.700 (0.85x)" and cells["NMT `lp_mean` alone"] == "0.647"
 
 
+@pytest.mark.slow
 def test_steps_show_the_cross_encoder_when_the_run_has_it(tmp_path: Path) -> None:
     metrics = {"pearson": 0.8, "spearman": 0.7, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.7}
     table = {
@@ -246,6 +247,7 @@ def test_steps_show_the_cross_encoder_when_the_run_has_it(tmp_path: Path) -> Non
     assert "cross-encoder" not in run_table("--steps", "--from", str(saved)).stdout
 
 
+@pytest.mark.slow
 def test_steps_show_the_pooled_and_zero_shot_cross_encoder_when_the_run_has_them(tmp_path: Path) -> None:
     metrics = {"pearson": 0.8, "spearman": 0.7, "mae": 0.4, "rmse": 0.5, "dev_pearson": 0.7}
     table = {
@@ -310,6 +312,7 @@ def test_table_refuses_what_it_did_not_print(tmp_path: Path, content: str, readi
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_one_run_gives_the_steps_table_with_dev_choosing(tmp_path: Path) -> None:
     """Issue 23's steps on a tiny scale: three stand-in systems (the surface family with three
     learners) on 80 / 30 / 30 toy pairs whose label follows the MT length; one run of the script gives

@@ -493,6 +493,7 @@ def _alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if pid in table and table[pid][1] != "Z"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["features", "predict", "run"])
 def test_sigkill_leaves_no_worker_behind(tmp_path, surface_model, command):
     env = {**os.environ, "PYTHONPATH": str(REPO)}

@@ -115,6 +115,7 @@ def test_readme_is_what_its_sources_give():
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_the_check_names_a_stale_docs_page(tmp_path):
     # a copy of the pages and the script, reading this checkout's code and records
     (tmp_path / "scripts").mkdir()

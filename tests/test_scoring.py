@@ -122,6 +122,7 @@ def test_predict_reads_the_model_and_each_input_once_and_binds_once_per_process(
     assert len((tmp_path / "scores.tsv").read_text().splitlines()) == 601
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_an_input_beyond_the_memory_budget_is_read_a_second_time_with_the_same_scores(
     tmp_path, surface_model, pairs, jobs

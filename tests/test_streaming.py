@@ -223,6 +223,7 @@ def _wait_for_chunks(state: Path, proc: subprocess.Popen, chunks: int, timeout: 
     pytest.fail("no progress recorded in the state file")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["tsv", "wmt12"])
 def test_killed_run_resumes_to_the_uninterrupted_output(tmp_path, surface_model, fmt):
     src = write_lines(tmp_path / "src.txt", sentences(1500, EN, 11))

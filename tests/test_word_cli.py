@@ -142,6 +142,7 @@ def test_predict_words_refuses_nmt_inputs_the_model_does_not_read(run_dir, tmp_p
 AUTO = SMALL.replace('name = "words-small"', 'name = "words-auto"') + 'learner = "auto"\n'
 
 
+@pytest.mark.slow
 @pytest.mark.data
 def test_a_run_with_learner_auto_chooses_each_kind_on_dev_and_records_it(data_dir, tmp_path):
     config = write_lines(tmp_path / "auto.toml", AUTO.splitlines())

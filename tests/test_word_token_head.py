@@ -201,6 +201,7 @@ def test_the_model_file_round_trip_gives_the_same_bytes_and_probabilities(encode
     assert [len(v) for v in a["gaps"]] == [len(m) + 1 for m in MT[:5]]
 
 
+@pytest.mark.slow
 def test_a_slots_probability_does_not_depend_on_its_batch(encoder, head_file):
     model = TokenHeadModel.load(head_file)
     src = [*SRC[:5], ["the", "cat"] * 300, []]

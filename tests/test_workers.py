@@ -214,6 +214,7 @@ def _grows_after_the_first_task(x: int) -> tuple[int, int]:
     return x, os.getpid()
 
 
+@pytest.mark.slow
 def test_loky_workers_may_grow_their_caches_without_a_restart() -> None:
     """issue 24: "A worker stopped while some jobs were given to the executor" reached the terminal
     when a worker's resource cache grew past loky's 300 MB leak allowance; the worker was restarted

@@ -41,6 +41,7 @@ def test_a_scheduler_address_that_is_not_one_is_one_line_and_leaves_nothing(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mt.txt", "src.txt"]  # no .partial left
 
 
+@pytest.mark.slow
 def test_dask_on_all_cores_writes_what_one_process_writes(tmp_path):
     one = _features(tmp_path, "--out", "one.tsv")
     assert one.returncode == 0, one.stderr[-2000:]

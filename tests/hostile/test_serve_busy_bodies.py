@@ -88,6 +88,9 @@ def test_the_http_process_memory_levels_off_under_hostile_bodies(server):
         run(50)
         marks.append(rss_mb(server.process.pid))
     print(f"HTTP process RSS: {start:.1f} MB after 40 bodies, then every 50: {[round(m, 1) for m in marks]}")
-    assert max(marks[4:]) - max(marks[:4]) < 8, (start, marks)  # the second 200 took it no higher
+    # glibc keeps freed blocks of a 30 MB parse in whichever arena served it: the marks move up and down
+    # by about 10 MB from round to round (CI, 9b0461d..00cb4f6: 74 -> 82 over the first 200, 91 at most
+    # over the second). The leak this guards against grew 150 MB; 15 MB over 200 bodies is 0.075 MB each.
+    assert max(marks[4:]) - max(marks[:4]) < 15, (start, marks)  # the second 200 took it little higher
     assert max(marks) - start < 60, (start, marks)
     still_serving(server)
