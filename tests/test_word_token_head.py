@@ -643,11 +643,15 @@ def _toy_run(folder: Path, text: str = RUN) -> Path:
 
 @pytest.fixture(scope="module")
 def word_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy run, its token heads trained in a new cache folder (``cache``: no checkpoint of an earlier
+    run is restored, and the ones it keeps are there)."""
     pytest.importorskip("jax")
     pytest.importorskip("optax")
     folder = tmp_path_factory.mktemp("tokrun")
     config = _toy_run(folder)
-    assert main(["run", str(config), "--output-dir", str(folder / "run"), "--quiet"]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("QE_CACHE_DIR", str(folder / "cache"))
+        assert main(["run", str(config), "--output-dir", str(folder / "run"), "--quiet"]) == 0
     return folder
 
 
@@ -658,6 +662,106 @@ code = main(sys.argv[1:])
 assert "jax" not in sys.modules and "optax" not in sys.modules, "tagging imported JAX"
 sys.exit(code)
 """
+
+
+@pytest.mark.slow  # trains two toy token heads again
+def test_a_run_cut_short_resumes_from_the_token_heads_it_had_trained(
+    word_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run's three heads are restored, not trained again, and give the same model file to the
+    byte (the fold models' probabilities read back exactly); a damaged model file and a record with a
+    probability out of range are each dropped and that head trained again; caches off, none is read."""
+    from qe.embeddings import e5tokhead
+    from qe.infra.io import allow_disk_caches
+
+    cache = word_run / "cache"
+    monkeypatch.setenv("QE_CACHE_DIR", str(cache))
+    kept = sorted((cache / "checkpoints" / "tokenhead").glob("*.qxtok"))
+    assert len(kept) == 3  # the full model and two folds
+    trained = []
+    original = e5tokhead.TokenTrainer.run
+
+    def counted(self):
+        trained.append(len(self.layouts))
+        return original(self)
+
+    monkeypatch.setattr(e5tokhead.TokenTrainer, "run", counted)
+    config = word_run / "run.toml"
+
+    def run(name: str) -> bytes:
+        assert main(["run", str(config), "--output-dir", str(tmp_path / name), "--quiet"]) == 0
+        return (tmp_path / name / "model.qwords").read_bytes()
+
+    first = (word_run / "run" / "model.qwords").read_bytes()
+    assert run("restored") == first and trained == []
+
+    records = {path: path.with_suffix(".json") for path in kept}
+    fold = next(path for path, record in records.items() if json.loads(record.read_text())["scored"])
+    record = json.loads(records[fold].read_text())
+    scored = len(record["scored"]["source"])  # the fold's own pairs: it trained on the others
+    record["scored"]["source"][0][0] = 1.5
+    records[fold].write_text(json.dumps(record))
+    full = next(path for path in kept if path != fold and not json.loads(records[path].read_text())["scored"])
+    full.write_bytes(full.read_bytes()[:100])
+    assert run("mended") == first
+    assert sorted(trained) == sorted([len(SRC) - scored, len(SRC)])
+    TokenHeadModel.from_bytes(full.read_bytes())  # both kept again, whole
+    assert 0 <= json.loads(records[fold].read_text())["scored"]["source"][0][0] <= 1
+
+    allow_disk_caches(False)
+    try:
+        assert run("uncached") == first
+    finally:
+        allow_disk_caches(True)
+    assert len(trained) == 5
+
+
+def _kept_record(scored: list[list[float]]) -> dict:
+    """A fold head's checkpoint record scoring two pairs of 2 MT words and 1 source word each."""
+    history = [{"epoch": 1, "loss": 0.5, "heldout_mcc": 0.2, "heldout_logloss": float("nan")}]
+    kinds = {"target": scored, "gaps": [[0.1, 0.2, 0.3]] * 2, "source": [[0.4]] * 2}
+    return {
+        "history": history,
+        "best_epoch": 1,
+        "best_mcc": 0.2,
+        "pairs": 8,
+        "heldout_pairs": 2,
+        "scored": kinds,
+    }
+
+
+HOSTILE_RECORDS = {
+    "a key missing": lambda r: r.pop("pairs"),
+    "a key too many": lambda r: r.update(code="print(1)"),
+    "a curve of text": lambda r: r.update(history=["epoch 1"]),
+    "an epoch with a text value": lambda r: r["history"][0].update(loss="0.5"),
+    "a negative count": lambda r: r.update(heldout_pairs=-1),
+    "a bool for a count": lambda r: r.update(best_epoch=True),
+    "an infinite MCC": lambda r: r.update(best_mcc=float("inf")),
+    "a kind missing": lambda r: r["scored"].pop("gaps"),
+    "a pair missing": lambda r: r["scored"]["source"].pop(),
+    "a slot too many": lambda r: r["scored"]["gaps"][0].append(0.5),
+    "a probability above 1": lambda r: r["scored"]["target"][1].__setitem__(0, 1.5),
+    "a probability of text": lambda r: r["scored"]["target"][1].__setitem__(0, "0.5"),
+    "a nested probability": lambda r: r["scored"]["target"][1].__setitem__(0, [0.5]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_RECORDS))
+def test_a_damaged_checkpoint_record_is_refused_whole(encoder, head_file, case):
+    """A kept head's record is read only if every part is what a trained head writes (then the head is
+    trained again); a good one reads back as written, NaN for a cut slot included."""
+    from qe.embeddings.e5tokfolds import _result
+
+    sizes = {"target": [2, 2], "gaps": [3, 3], "source": [1, 1]}
+    good = _result(head_file, _kept_record([[0.5, float("nan")], [0.25, 1.0]]), encoder, sizes)
+    assert (
+        good.best_epoch == 1 and np.isnan(good.scored["target"][0][1]) and good.scored["target"][1][0] == 0.25
+    )
+    record = _kept_record([[0.5, 0.5], [0.25, 1.0]])
+    HOSTILE_RECORDS[case](record)
+    with pytest.raises(ValueError):
+        _result(head_file, record, encoder, sizes)
 
 
 @pytest.mark.slow  # trains three toy token heads and a word tagger

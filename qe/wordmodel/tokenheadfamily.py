@@ -6,9 +6,10 @@ top layers trained with a linear head of three BAD logits, an MT word's, a gap's
 gives each MT word, gap and source word a probability of BAD, NaN for a slot the 512-token limit cut
 off (the taggers take NaN as missing). It reads the tags, so it is cross-fitted on the featurizer's own
 sentence folds (``FamilyInput.folds``, those of the core's rates and links): one model per fold learns
-from the other folds' sentences and scores its own (``qe.embeddings.e5tokhead.cross_fitted``, JAX and
+from the other folds' sentences and scores its own (``qe.embeddings.e5tokfolds.cross_fitted``, JAX and
 optax), so no training row's columns come from a model that saw its tags; the full model (all of
-training) scores dev, test and new text in numpy. Its settings are the ``[words.tokenhead]`` table
+training) scores dev, test and new text in numpy. Each head, once trained, is kept as a checkpoint, so
+that a run cut short resumes with the heads it had. Its settings are the ``[words.tokenhead]`` table
 (``qe.embeddings.e5tokenfile.TokenSettings``).
 
 The ``.qwords`` file holds the full model as one ``|u1`` member, the bytes of its ``.qxtok`` file, read
@@ -100,7 +101,7 @@ def fit(inp: FamilyInput) -> tuple[TokenHeadState, Columns]:
         raise QEInputError(problem)
     from qe.embeddings.e5encoder import E5Encoder
     from qe.embeddings.e5tokenfile import TokenSettings
-    from qe.embeddings.e5tokhead import cross_fitted
+    from qe.embeddings.e5tokfolds import cross_fitted
 
     assert inp.folds is not None
     settings = TokenSettings.of(dict(inp.settings))

@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from qe.bundle.checkpoints import checkpoint_key, keep, restore
 from qe.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
 from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.bundle.sections import SIDES, BundleConfig
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.data.pooled import stratified_sample
 from qe.data.registry import registered_dataset
+from qe.infra.checkpoints import checkpoint_key, keep, restore
 from qe.infra.errors import QEInputError
 
 MEMBER = "crossencoder"
@@ -105,7 +105,7 @@ def _train(
     share of them) and return what the manifest says of it; ``memo``: the frozen layers' states,
     shared by the bundle's models; ``languages``: the bundle's (``languages``) and, for a pooled corpus,
     its pairs' (``language_pairs``). A model trained before from the same pairs and settings is
-    restored from its checkpoint instead (``qe.bundle.checkpoints``): a build cut short resumes."""
+    restored from its checkpoint instead (``qe.infra.checkpoints``): a build cut short resumes."""
     from qe.embeddings.e5cross import CrossSettings, CrossTrainer
     from qe.embeddings.e5crossfile import CrossEncoderModel, shared_encoder
 
