@@ -1,10 +1,10 @@
 """Trained model files kept between runs, so that a long build or run cut short resumes.
 
-A ``[crossencoder]`` bundle trains six models of about ten minutes each, a word model with the
+A ``[crossencoder]`` bundle trains six models of ten to thirty minutes each, a word model with the
 ``tokenhead`` family six token heads; a job stopped after the fourth (a session's end, a killed job)
-would otherwise train all six again. Each model file, once
-written, is copied to ``<cache>/checkpoints/<kind>/<key><suffix>`` with its manifest summary beside it
-(``<key>.json``, written last: its presence says the model file is whole). ``key`` hashes everything
+would otherwise train all six again. Each model file, once written, is copied to
+``<cache>/checkpoints/<kind>/<key><suffix>`` with its summary beside it (``<key>.json``, written last:
+its presence says the model file is whole). ``key`` hashes everything
 the training reads (the pairs and labels, the settings, the base model, the thread count), so a
 checkpoint is restored only where training would write the same model. A restored file is checked
 by the kind's own reader before it is used; a damaged one is dropped and the model trained again.
@@ -60,7 +60,8 @@ def _stored(kind: str, key: str, suffix: str) -> tuple[Path, Path, dict[str, Any
     except UNREADABLE:
         summary = None
     if not isinstance(summary, dict):
-        record.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            record.unlink(missing_ok=True)
         return None
     return model, record, summary
 
