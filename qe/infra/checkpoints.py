@@ -69,20 +69,19 @@ def _stored(kind: str, key: str, suffix: str) -> tuple[Path, Path, dict[str, Any
 def restore(kind: str, key: str, path: Path, check: Callable[[Path], object]) -> dict[str, Any] | None:
     """Copy the checkpoint ``key`` of ``kind`` to ``path`` and return its summary; None (``path``
     untouched) when there is none, disk caches are off, or ``check(path)`` refuses the copy."""
-    stored = _stored(kind, key, path.suffix)
-    if stored is None:
-        return None
-    model, record, summary = stored
-    try:
-        with atomic_write(path, "wb") as out, model.open("rb") as kept:
-            shutil.copyfileobj(kept, out)
-        check(path)
-    except UNREADABLE:
-        for stale in (path, record):
+
+    def copied(model: Path, summary: dict[str, Any]) -> dict[str, Any]:
+        try:
+            with atomic_write(path, "wb") as out, model.open("rb") as kept:
+                shutil.copyfileobj(kept, out)
+            check(path)
+        except UNREADABLE:
             with contextlib.suppress(OSError):
-                stale.unlink(missing_ok=True)
-        return None
-    return summary
+                path.unlink(missing_ok=True)
+            raise
+        return summary
+
+    return read(kind, key, path.suffix, copied)
 
 
 def read(kind: str, key: str, suffix: str, reader: Callable[[Path, dict[str, Any]], T]) -> T | None:
