@@ -126,7 +126,7 @@ def test_edits_family_uses_the_bundle_tokenizer_and_cross_fitting():
     )
     # a new pair (upper case is folded by the bundle's tokenizer) uses all training pairs: w1 is seen
     assert values[1, 6] == 0.0
-    with pytest.raises(QEInputError, match="'edits' member"):
+    with pytest.raises(QEInputError, match="the member 'edits'"):
         family.extract(batch, ResourceBundle.in_memory({}, text))
 
 

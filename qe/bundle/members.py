@@ -56,6 +56,13 @@ class BuildContext:
     def __post_init__(self) -> None:
         self.processors = {side: TextProcessor(self.text[side]) for side in SIDES}
 
+    def say(self, line: str) -> None:
+        """A line of a member's progress, when the build shows progress (written past the bars)."""
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(line)
+
     def path(self, value: str) -> Path:
         """A path of the config, resolved against the data directory."""
         return resolve(self.root, value)

@@ -400,6 +400,16 @@ class FeatureFamily(ABC):
                         )
         return self
 
+    def bundle_member(self, resources: Any, member: str) -> Any:
+        """The bundle's ``member`` this family reads; one clear line when there is no such bundle or
+        member (a family used without ``bind``)."""
+        if resources is None or member not in resources:
+            raise QEInputError(
+                f"{self.name} needs a resource bundle with the member {member!r} "
+                f"([{member}] in the bundle config)"
+            )
+        return resources.get(member)
+
     def needed_inputs(self) -> tuple[PairInput, ...]:
         """The declared inputs these settings use (all of them unless a family says otherwise)."""
         return self.inputs

@@ -16,7 +16,6 @@ import numpy as np
 
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs
 from qe.features.registry import register_family
-from qe.infra.errors import QEInputError
 from qe.resources.edits import N_FEATURES
 
 SPECS = [
@@ -66,11 +65,7 @@ class EditFeatures(FeatureFamily):
 
     def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 11)`` float array."""
-        if resources is None or "edits" not in resources:
-            raise QEInputError(
-                "edits needs a resource bundle with an 'edits' member ([edits] in the bundle config)"
-            )
-        model = resources.get("edits")
+        model = self.bundle_member(resources, "edits")
         src_tok = resources.text_processor("src").tokenize_many(batch.src)
         mt_tok = resources.text_processor("tgt").tokenize_many(batch.mt)
         out = np.zeros((len(batch), N_FEATURES), dtype=np.float64)

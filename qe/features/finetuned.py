@@ -15,7 +15,6 @@ import numpy as np
 
 from qe.features.base import FamilyExample, FeatureFamily, FeatureSpec, Pairs, TextLimits
 from qe.features.registry import register_family
-from qe.infra.errors import QEInputError
 
 MEMBER = "finetuned"
 
@@ -46,10 +45,5 @@ class FinetunedFamily(FeatureFamily):
 
     def extract(self, batch: Pairs, resources: Any = None) -> np.ndarray:
         """A ``(len(batch), 1)`` float array."""
-        if resources is None or MEMBER not in resources:
-            raise QEInputError(
-                "finetuned needs a resource bundle with a 'finetuned' member "
-                "([finetuned] in the bundle config)"
-            )
-        scores = resources.get(MEMBER).score(list(batch.src), list(batch.mt))
+        scores = self.bundle_member(resources, MEMBER).score(list(batch.src), list(batch.mt))
         return np.asarray(scores, dtype=np.float64).reshape(len(batch), 1)

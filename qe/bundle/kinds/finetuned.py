@@ -13,12 +13,19 @@ line of a QE corpus from files). Building needs JAX and optax (``pip install 'qe
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from qe.bundle.labelled import (
+    Pairs,
+    held_out_split,
+    label_files,
+    labelled_corpus,
+    labelled_corpus_table,
+    pair_subset,
+)
 from qe.bundle.members import BuildContext, ConfigTable, MemberKind, register_member
 from qe.bundle.sections import BundleConfig
 from qe.config.rules import SEED, Fields, Int, List, Number, Str
@@ -72,35 +79,6 @@ RULE = Fields(
 )
 
 
-def labelled_corpus_table(
-    section: str, config: BundleConfig, given: ConfigTable, config_path: Path, defaults: dict[str, Any]
-) -> dict[str, Any]:
-    """A member table that learns from labels (``[finetuned]``, ``[crossencoder]``): its corpus is the
-    cross-fitted QE training corpus (the first one by default), a ``labels`` file only with a corpus from
-    files; ``defaults`` filled and the corpus's folds, which the models follow, added."""
-    corpora = config.corpora
-    fitted = [name for name, corpus in corpora.items() if corpus.is_qe and corpus.cross_fit]
-    table = dict(given)
-    name = table.setdefault("corpus", fitted[0] if fitted else "")
-    if name not in fitted:
-        raise QEInputError(
-            f"[{section}] learns from the cross-fitted QE training corpus (a [corpora.NAME] with "
-            f"dataset = ... or src / mt files, and cross_fit), not {name or 'none'!r}: a model that "
-            "saw a training pair's label must not score it",
-            config_path,
-        )
-    if ("labels" in table) == bool(corpora[name].dataset_names):
-        raise QEInputError(
-            f"[{section}] labels = FILE goes with a QE corpus from files (one label per line); "
-            f"a registered dataset brings its own (corpus {name!r})",
-            config_path,
-        )
-    for field, default in defaults.items():
-        table.setdefault(field, default)
-    table["folds"] = corpora[name].cross_fit
-    return table
-
-
 def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path) -> dict[str, Any]:
     """The QE corpus it learns from is the cross-fitted one, with labels; defaults filled (and the
     corpus's folds, which the models follow)."""
@@ -112,23 +90,10 @@ def _check(config: BundleConfig, key: str, given: ConfigTable, config_path: Path
     return table
 
 
-def corpus_labels(context: BuildContext, table: ConfigTable, data: Any) -> np.ndarray:
-    """The corpus's labels (its dataset's, or the ``labels`` file's), one finite number per pair."""
-    from qe.data import read_labels
-
-    if "labels" not in table:
-        return np.asarray(data.labels, dtype=np.float64)
-    path = context.path(table["labels"])
-    labels = read_labels(path)
-    if len(labels) != len(data):
-        raise QEInputError(f"{len(labels)} labels for the {len(data)} pairs of the QE corpus", path)
-    return labels
-
-
 def _train(
     context: BuildContext,
     table: ConfigTable,
-    pairs: tuple[list[str], list[str], np.ndarray],
+    pairs: Pairs,
     rows: np.ndarray,
     what: str,
     memo: dict,
@@ -137,27 +102,13 @@ def _train(
     the manifest says of it; ``memo``: the frozen layers' sums, shared by the bundle's models."""
     from qe.embeddings.finetune import select, settings_grid
 
-    order = np.random.default_rng(table["seed"]).permutation(rows)
-    held = max(2, round(table["holdout"] * len(rows)))
-    if len(rows) - held < 2:
-        raise QEInputError(f"[finetuned] {what}: {len(rows)} training pairs are too few")
-    fit, holdout = np.sort(order[held:]), np.sort(order[:held])
-
-    def subset(index: np.ndarray) -> tuple[list[str], list[str], np.ndarray]:
-        return [pairs[0][i] for i in index], [pairs[1][i] for i in index], pairs[2][index]
-
+    fit, holdout = held_out_split(rows, table, MEMBER, what)
     grid = settings_grid(table["unfreeze"], table["lr"], table["hidden"], **{k: table[k] for k in _SETTINGS})
-    if context.progress:
-        from tqdm.auto import tqdm
 
-        def log(line: str) -> None:
-            tqdm.write(f"finetuned ({what}): {line}")
-    else:
+    def log(line: str) -> None:
+        context.say(f"finetuned ({what}): {line}")
 
-        def log(line: str) -> None:
-            return None
-
-    model, tried = select(subset(fit), subset(holdout), grid, log=log, memo=memo)
+    model, tried = select(pair_subset(pairs, fit), pair_subset(pairs, holdout), grid, log=log, memo=memo)
     summary = {
         "pairs": len(fit),
         "holdout_pairs": len(holdout),
@@ -184,17 +135,11 @@ def _build(
     context: BuildContext, key: str, table: ConfigTable, outputs: dict[str, Path]
 ) -> dict[str, dict[str, Any]]:
     """The model of all kept training pairs, then one per fold without the pairs it masks."""
-    name = table["corpus"]
-    corpus = context.corpora[name]
-    data = corpus.qe
-    labels = corpus_labels(context, table, data)
-    if not np.isfinite(labels).all():
-        raise QEInputError(f"[finetuned]: the labels of corpus {name!r} are not all finite numbers")
-    rows = corpus.rows if corpus.rows is not None else np.arange(len(data))
-    assert corpus.masks is not None  # planned for the cross-fitted corpus before members are built
+    corpus = labelled_corpus(context, table, MEMBER)
+    rows = corpus.rows
     languages = [context.text[side].lang for side in ("src", "tgt")]
     make_room(_SUMS, SUMS_KEPT, adding=0)
-    pairs, memo = (data.src, data.mt, labels), _SUMS
+    pairs, memo = corpus.pairs, _SUMS
     out = outputs[MEMBER]
     model, summary = _train(context, table, pairs, rows, "all training pairs", memo)
     model.save(out, languages)
@@ -204,13 +149,10 @@ def _build(
         fold_model, fold_summary = _train(context, table, pairs, kept, f"fold {fold}", memo)
         path = out.with_name(f"{MEMBER}.fold{fold}.qenc")
         fold_model.save(path, languages)
-        folds.append(context.fold_file(path, {name: int(len(rows) - len(kept))}, fold_summary))
+        folds.append(context.fold_file(path, {corpus.name: int(len(rows) - len(kept))}, fold_summary))
     settings = {k: table[k] for k in (*DEFAULTS, "labels") if k in table}
-    settings |= {
-        "data_fingerprint": data.fingerprint(),
-        "labels_sha256": hashlib.sha256(labels.tobytes()).hexdigest(),
-    }
-    return {MEMBER: context.cross_fitted_entry("finetuned", out, name, settings, summary, folds)}
+    settings |= corpus.fingerprints()
+    return {MEMBER: context.cross_fitted_entry("finetuned", out, corpus.name, settings, summary, folds)}
 
 
 def _load(path: Path, options: dict[str, Any], manifest: dict[str, Any]) -> Any:
@@ -229,6 +171,6 @@ register_member(
         build=_build,
         check=_check,
         pooled=True,
-        inputs=lambda table: [table["labels"]] if "labels" in table else [],
+        inputs=label_files,
     )
 )
