@@ -18,7 +18,7 @@ import copy
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jax
@@ -32,12 +32,18 @@ from qe.embeddings.e5encoder import E5Encoder
 from qe.embeddings.e5frozen import FrozenStates, Memo, frozen_states
 from qe.embeddings.e5frozen import bucket as _bucket
 from qe.embeddings.e5frozen import padded as _padded
-from qe.embeddings.training import adamw_by_part, check_splits, dense_head, epoch_record, length_batches
+from qe.embeddings.training import (
+    adamw_by_part,
+    check_splits,
+    dense_head,
+    epoch_record,
+    length_batches,
+    regressor_manifest,
+)
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
 
 Split = tuple[Sequence[str], Sequence[str], Sequence[float]]
-_KEPT_HISTORY = ("epoch", "loss", "dev_pearson")  # a saved curve leaves the timings out
 __all__ = ["CrossModel", "CrossSettings", "CrossTrainer", "frozen_states", "pair_sequences", "with_layers"]
 
 
@@ -107,21 +113,7 @@ class CrossModel:
         """The model file (``qe.embeddings.e5crossfile``, ``.qxenc``): arrays and a manifest, no code;
         the training curve without its timings, so the same model gives the same bytes;
         ``language_pairs``: a pooled corpus's pairs it learnt from (``languages`` are "mul" then)."""
-        pooled = {"language_pairs": list(language_pairs)} if language_pairs else {}
-        manifest = {
-            **pooled,
-            "base_model": encoder.model_id,
-            "head_hidden": self.settings.hidden,
-            "label_mean": self.label_mean,
-            "label_std": self.label_std,
-            "languages": list(languages),
-            "training": {
-                "settings": asdict(self.settings),
-                "best_epoch": self.best_epoch,
-                "dev_pearson": self.best_dev_pearson,
-                "history": [{key: row[key] for key in _KEPT_HISTORY} for row in self.history],
-            },
-        }
+        manifest = regressor_manifest(self, encoder.model_id, languages, language_pairs)
         save_cross(path, self.layers, self.head, manifest)
 
 

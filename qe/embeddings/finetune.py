@@ -29,7 +29,13 @@ import optax
 from qe.embeddings import jaxnet
 from qe.embeddings.finetuned import UNFREEZE, save_finetuned, trained_names
 from qe.embeddings.model import _Tokenizer, model_id, resource_dir
-from qe.embeddings.training import adamw_by_part, check_splits, epoch_record, length_batches
+from qe.embeddings.training import (
+    adamw_by_part,
+    check_splits,
+    epoch_record,
+    length_batches,
+    regressor_manifest,
+)
 from qe.evaluation.metrics import pearson
 from qe.infra.errors import QEInputError
 
@@ -56,7 +62,6 @@ class Settings:
 
 # What the model file keeps of each epoch: the training curve, not the timings and memory (printed as
 # the epochs run), which differ between runs and would give a rebuilt bundle another signature.
-_KEPT_HISTORY = ("epoch", "loss", "dev_pearson")
 
 
 @dataclass
@@ -74,19 +79,7 @@ class Finetuned:
 
     def save(self, path: str | Path, languages: Sequence[str] = ()) -> None:
         """The model file (``qe.embeddings.finetuned``): arrays and a manifest, no code."""
-        manifest = {
-            "base_model": model_id(resource_dir()),
-            "head_hidden": self.settings.hidden,
-            "label_mean": self.label_mean,
-            "label_std": self.label_std,
-            "languages": list(languages),
-            "training": {
-                "settings": asdict(self.settings),
-                "best_epoch": self.best_epoch,
-                "dev_pearson": self.best_dev_pearson,
-                "history": [{key: row[key] for key in _KEPT_HISTORY} for row in self.history],
-            },
-        }
+        manifest = regressor_manifest(self, model_id(resource_dir()), languages)
         save_finetuned(path, self.encoder, self.head, manifest)
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import resource
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +19,42 @@ from qe.infra.errors import QEInputError
 
 SORT_WINDOW = 32
 """Batches whose rows are sorted by length together (less padding)."""
+KEPT_HISTORY = ("epoch", "loss", "dev_pearson")
+"""An epoch's record as a model file keeps it: without its timings, so the same model gives the same bytes."""
+
+
+class TrainedRegressor(Protocol):
+    """What both trainers' results hold: settings (a dataclass with ``hidden``), the label scaling and
+    the training curve."""
+
+    settings: Any
+    label_mean: float
+    label_std: float
+    history: list[dict[str, float]]
+    best_epoch: int
+    best_dev_pearson: float
+
+
+def regressor_manifest(
+    model: TrainedRegressor, base_model: str, languages: Sequence[str], language_pairs: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The manifest of a trained regressor's model file: its base encoder, head width, label scaling,
+    languages (and a pooled corpus's ``language_pairs``), settings and curve (``KEPT_HISTORY``)."""
+    pooled = {"language_pairs": list(language_pairs)} if language_pairs else {}
+    return {
+        **pooled,
+        "base_model": base_model,
+        "head_hidden": model.settings.hidden,
+        "label_mean": model.label_mean,
+        "label_std": model.label_std,
+        "languages": list(languages),
+        "training": {
+            "settings": asdict(model.settings),
+            "best_epoch": model.best_epoch,
+            "dev_pearson": model.best_dev_pearson,
+            "history": [{key: row[key] for key in KEPT_HISTORY} for row in model.history],
+        },
+    }
 
 
 def check_splits(train: Sequence[Sequence], dev: Sequence[Sequence]) -> None:
