@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +38,13 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_lines
-from tests.helpers.zipmembers import encrypted_zip, npy_bytes, with_manifest, write_zip
+from tests.helpers.zipmembers import (
+    layered_hostile,
+    npy_bytes,
+    read_members,
+    with_manifest,
+    write_crafted,
+)
 
 SUBJECTS = [("The cat", "Die Katze"), ("The dog", "Der Hund"), ("My brother", "Mein Bruder"),
             ("Our teacher", "Unser Lehrer"), ("The child", "Das Kind")]  # fmt: skip
@@ -172,46 +177,21 @@ def test_real_pairs_score_the_same_bit_for_bit_in_any_batch_on_any_threads(
     assert np.std(reference) > 0
 
 
-def _members(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
 def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
+    crafted = layered_hostile(members, case, "head/w1.npy")
+    if crafted is not None:
+        return crafted
     w1 = np.lib.format.read_array(io.BytesIO(members["head/w1.npy"]))
-    if case == "extra member":
-        return {**members, "code.py": b"import os"}
-    if case == "missing member":
-        return {k: v for k, v in members.items() if k != "layers/0/qkv.npy"}
     if case == "wrong shape":
         return {**members, "head/w1.npy": npy_bytes(w1[:, :3].copy())}
-    if case == "NaN":
-        w1[2, 1] = np.nan
-        return {**members, "head/w1.npy": npy_bytes(w1)}
     if case == "float64":
         return {**members, "head/w1.npy": npy_bytes(w1[:, :2].astype(np.float64))}  # as many bytes
-    if case == "pickled object":
-        return {**members, "head/w1.npy": npy_bytes(np.array([{"a": 1}] * 4, dtype=object))}
-    if case == "huge member":
-        return {**members, "head/b.npy": members["head/b.npy"] + bytes(50 << 20)}
-    if case == "short data":
-        return {**members, "head/w1.npy": members["head/w1.npy"][:-8]}
-    if case == "wrong base model":
-        return with_manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
     if case == "label_std 0":
         return with_manifest(members, label_std=0.0)
-    if case == "13 layers":
-        return with_manifest(members, top_layers=13)
     if case == "huge head":
         return with_manifest(members, head_hidden=5000)
-    if case == "other format":
-        return with_manifest(members, format="qe-finetuned-encoder")
-    if case == "manifest not JSON":
-        return {**members, "manifest.json": b"{not json"}
-    if case == "encrypted":
-        return encrypted_zip(members)
-    assert case == "not a zip"
-    return b"PK\x03\x04 this is not a zip file"
+    assert case == "other format"
+    return with_manifest(members, format="qe-finetuned-encoder")
 
 
 HOSTILE = {
@@ -236,12 +216,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_every_hostile_model_file_is_refused_in_one_line(encoder, model_file, tmp_path, case):
-    crafted = _hostile(_members(model_file), case)
-    path = tmp_path / "crafted.qxenc"
-    if isinstance(crafted, bytes):
-        path.write_bytes(crafted)
-    else:
-        write_zip(path, crafted)
+    path = write_crafted(tmp_path / "crafted.qxenc", _hostile(read_members(model_file), case))
     with pytest.raises(QEInputError) as caught:
         CrossEncoderModel.load(path, encoder)
     message = str(caught.value)

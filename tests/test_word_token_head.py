@@ -31,7 +31,14 @@ from qe.embeddings.e5tokens import GAP_PIECE, KINDS, gap_id, token_layout
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_lines
 from tests.helpers.words import predict_words_args, toy
-from tests.helpers.zipmembers import encrypted_zip, npy_bytes, with_manifest, write_zip
+from tests.helpers.zipmembers import (
+    layered_hostile,
+    npy_bytes,
+    read_members,
+    with_manifest,
+    write_crafted,
+    write_zip,
+)
 
 SUBJECTS = [("The cat", "Die Katze"), ("The dog", "Der Hund"), ("My brother", "Mein Bruder"),
             ("Our teacher", "Unser Lehrer"), ("The child", "Das Kind")]  # fmt: skip
@@ -221,48 +228,23 @@ def test_a_slots_probability_does_not_depend_on_its_batch(encoder, head_file):
     assert np.isnan(long_target).any() and not np.isnan(long_target[:10]).any()
 
 
-def _members(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
 def _hostile(members: dict[str, bytes], case: str) -> dict[str, bytes] | bytes:
+    crafted = layered_hostile(members, case, "head/w.npy")
+    if crafted is not None:
+        return crafted
     w = np.lib.format.read_array(io.BytesIO(members["head/w.npy"]))
-    if case == "extra member":
-        return {**members, "code.py": b"import os"}
-    if case == "missing member":
-        return {k: v for k, v in members.items() if k != "layers/0/qkv.npy"}
     if case == "wrong shape":
         return {**members, "head/w.npy": npy_bytes(w[:, :2].copy())}
-    if case == "NaN":
-        w[2, 1] = np.nan
-        return {**members, "head/w.npy": npy_bytes(w)}
     if case == "float64":
         return {**members, "head/w.npy": npy_bytes(w[:192].astype(np.float64))}  # as many bytes
     if case == "big-endian":
         return {**members, "head/w.npy": npy_bytes(w.astype(">f4"))}
-    if case == "pickled object":
-        return {**members, "head/w.npy": npy_bytes(np.array([{"a": 1}] * 4, dtype=object))}
-    if case == "huge member":
-        return {**members, "head/b.npy": members["head/b.npy"] + bytes(50 << 20)}
-    if case == "short data":
-        return {**members, "head/w.npy": members["head/w.npy"][:-8]}
-    if case == "wrong base model":
-        return with_manifest(members, base_model="e5small-q4-0123456789abcdef-numpy-f32")
-    if case == "13 layers":
-        return with_manifest(members, top_layers=13)
     if case == "other gap piece":
         return with_manifest(members, gap_piece="<mask>")
     if case == "first-piece pooling":
         return with_manifest(members, pooling="first")
-    if case == "other format":
-        return with_manifest(members, format="qe-cross-encoder")
-    if case == "manifest not JSON":
-        return {**members, "manifest.json": b"{not json"}
-    if case == "encrypted":
-        return encrypted_zip(members)
-    assert case == "not a zip"
-    return b"PK\x03\x04 this is not a zip file"
+    assert case == "other format"
+    return with_manifest(members, format="qe-cross-encoder")
 
 
 HOSTILE = {
@@ -288,12 +270,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_every_hostile_model_file_is_refused_in_one_line(encoder, head_file, tmp_path, case):
-    crafted = _hostile(_members(head_file), case)
-    path = tmp_path / "crafted.qxtok"
-    if isinstance(crafted, bytes):
-        path.write_bytes(crafted)
-    else:
-        write_zip(path, crafted)
+    path = write_crafted(tmp_path / "crafted.qxtok", _hostile(read_members(head_file), case))
     with pytest.raises(QEInputError) as caught:
         TokenHeadModel.load(path, encoder)
     message = str(caught.value)
@@ -378,7 +355,7 @@ def test_numpy_probabilities_equal_the_jax_forward(trained, tmp_path):
     for kind in KINDS:
         for x, y in zip(loaded[kind], numpy_probs[kind], strict=True):
             assert np.array_equal(x, y)
-    assert json.loads(_members(path)["manifest.json"])["settings"]["top_layers"] == 1
+    assert json.loads(read_members(path)["manifest.json"])["settings"]["top_layers"] == 1
 
 
 # ------------------------------------------------------------------------------- the tokenhead family
@@ -483,7 +460,7 @@ def _inner(case: str):
 
     def change(members: dict[str, bytes], manifest: dict) -> None:
         data = np.lib.format.read_array(io.BytesIO(members[QXTOK])).tobytes()
-        crafted = _hostile(_members(io.BytesIO(data)), case)
+        crafted = _hostile(read_members(io.BytesIO(data)), case)
         if not isinstance(crafted, bytes):
             crafted = write_zip(io.BytesIO(), crafted).getvalue()
         members[QXTOK] = _npy1(np.frombuffer(crafted, dtype=np.uint8))
