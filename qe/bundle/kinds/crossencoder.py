@@ -123,7 +123,7 @@ def _train(
         "threads": threads,
         "training": TRAINING_VERSION,
     }
-    key = checkpoint_key(settings, [pairs[0][i] for i in rows], [pairs[1][i] for i in rows], pairs[2][rows])
+    key = checkpoint_key(settings, *pair_subset(pairs, rows))
     restored = restore(MEMBER, key, path, CrossEncoderModel.load)
 
     def log(line: str) -> None:
