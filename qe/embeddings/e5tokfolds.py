@@ -24,7 +24,7 @@ from qe.embeddings.e5frozen import Memo
 from qe.embeddings.e5tokenfile import TokenHeadModel, TokenSettings, settings_record
 from qe.embeddings.e5tokens import KINDS
 from qe.embeddings.e5tokhead import Labels, TokenResult, Tokens, TokenTrainer
-from qe.infra.checkpoints import checkpoint_key, keep_bytes, read
+from qe.infra.checkpoints import checkpoint_key, hash_pairs, keep_bytes, read
 from qe.infra.errors import QEInputError
 from qe.predictors.check import BadModel
 
@@ -115,8 +115,8 @@ def result_key(
     """The sha256 of what a head's training reads: its settings, the base model, the training pairs
     (words apart) and their tags of each kind, and the pairs it scores."""
     scored = hashlib.sha256()
-    for source, translation in zip(*(score or ((), ())), strict=True):
-        scored.update(_joined(source).encode("utf-8") + b"\0" + _joined(translation).encode("utf-8") + b"\0")
+    if score:
+        hash_pairs(scored, [_joined(s) for s in score[0]], [_joined(m) for m in score[1]])
     keyed = {
         **settings_record(settings),
         "base_model": encoder.model_id,

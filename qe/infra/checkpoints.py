@@ -37,10 +37,15 @@ def checkpoint_key(
     """The sha256 of what a model's training reads: ``settings`` (JSON-able: the kind's settings, the
     base model, the threads), then each training pair and its label, in order."""
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8"))
-    for source, translation in zip(src, mt, strict=True):
-        digest.update(source.encode("utf-8") + b"\0" + translation.encode("utf-8") + b"\0")
+    hash_pairs(digest, src, mt)
     digest.update(np.ascontiguousarray(labels, dtype="<f8").tobytes())
     return digest.hexdigest()
+
+
+def hash_pairs(digest: Any, src: Sequence[str], mt: Sequence[str]) -> None:
+    """Feed each pair to ``digest`` (a hashlib object): its source and translation, each ended by NUL."""
+    for source, translation in zip(src, mt, strict=True):
+        digest.update(source.encode("utf-8") + b"\0" + translation.encode("utf-8") + b"\0")
 
 
 def _folder(kind: str) -> Path:
