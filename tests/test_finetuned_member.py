@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tomli_w
 
 from qe.features.base import Pairs
 
@@ -31,7 +30,7 @@ from qe.data import load_registered
 from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
-from tests.helpers import REPO, write_lines
+from tests.helpers import REPO, write_config, write_lines
 
 TRAIN, TEST = 240, 60
 FINETUNED = {
@@ -67,11 +66,6 @@ def bundle_config(**finetuned) -> dict:
     }
 
 
-def write_toml(path: Path, config: dict) -> Path:
-    path.write_text(tomli_w.dumps(config), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """240 training and 60 test pairs of MLQE-PE en-de (DA z_mean) as the user's files."""
@@ -86,7 +80,7 @@ def data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def bundle(data: Path):
-    config = write_toml(data / "resources-ft.toml", bundle_config())
+    config = write_config(data / "resources-ft.toml", bundle_config())
     return build_bundle(config, data / "bundle", data_dir=data, progress=False)
 
 
@@ -152,7 +146,7 @@ def test_a_second_bundle_reuses_the_frozen_sums_and_trains_the_same_models(
         raise AssertionError("the frozen layers ran again for sentences already summed")
 
     monkeypatch.setattr(finetune._Network, "sums", refuse)
-    config = write_toml(data / "resources-ft2.toml", bundle_config())
+    config = write_config(data / "resources-ft2.toml", bundle_config())
     again = build_bundle(config, tmp_path / "bundle2", data_dir=data, progress=False)
     assert len(kind._SUMS) == kept
     # the same model files to the byte (the curve kept, the timings only printed), so the same bundle
@@ -194,7 +188,7 @@ def test_run_and_predict_end_to_end_without_jax(bundle, data: Path, tmp_path: Pa
         "cv": {"folds": 2},
     }
     run = tmp_path / "run"
-    assert main(["run", str(write_toml(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
+    assert main(["run", str(write_config(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
     assert (
         "finetuned" in (run / "signature.txt").read_text()
         and bundle.signature() in (run / "signature.txt").read_text()
@@ -258,5 +252,5 @@ def test_bad_finetuned_tables_are_one_line(data: Path, tmp_path: Path, change: d
     config["finetuned"] = {k: v for k, v in config["finetuned"].items() if v is not None}
     with pytest.raises(QEInputError, match=words.replace("[", r"\[").replace("]", r"\]")):
         build_bundle(
-            write_toml(tmp_path / "bad.toml", config), tmp_path / "out", data_dir=data, progress=False
+            write_config(tmp_path / "bad.toml", config), tmp_path / "out", data_dir=data, progress=False
         )

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import tomli_w
 
 from qe.bundle import ResourceBundle
 from qe.cli import main
@@ -18,6 +17,7 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.features.wordtags import COLUMNS, WordTagsFamily
 from qe.infra.errors import QEInputError
+from tests.helpers import write_config
 
 N = 40
 SRC = [f"s{i} the cat" for i in range(N)]
@@ -66,11 +66,6 @@ def bundle_config(**wordtags) -> dict:
     }
 
 
-def write_toml(path: Path, config: dict) -> Path:
-    path.write_text(tomli_w.dumps(config), encoding="utf-8")
-    return path
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("wordtags-data")
@@ -89,7 +84,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def built(data: Path) -> ResourceBundle:
     from qe.bundle import build_bundle
 
-    config = write_toml(data / "resources-wt.toml", bundle_config())
+    config = write_config(data / "resources-wt.toml", bundle_config())
     return build_bundle(config, data / "bundle", data_dir=data, progress=False)
 
 
@@ -159,7 +154,7 @@ def test_bad_wordtags_tables_are_one_line(tmp_path: Path, change: dict, words: s
 
     config = {**bundle_config(), **change}
     with pytest.raises(QEInputError, match=words) as caught:
-        read_bundle_config(write_toml(tmp_path / "bad.toml", config))
+        read_bundle_config(write_config(tmp_path / "bad.toml", config))
     assert "\n" not in str(caught.value)
 
 
@@ -176,7 +171,7 @@ def test_run_and_predict_end_to_end(built: ResourceBundle, data: Path, tmp_path:
         "cv": {"folds": 2},
     }
     run = tmp_path / "run"
-    assert main(["run", str(write_toml(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
+    assert main(["run", str(write_config(tmp_path / "run.toml", config)), "--output-dir", str(run)]) == 0
     assert built.signature() in (run / "signature.txt").read_text()
     expected = [float(line.split("\t")[1]) for line in (run / "predictions.tsv").read_text().splitlines()[1:]]
     out = tmp_path / "scores.tsv"
