@@ -31,6 +31,7 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_config, write_lines
+from tests.helpers.zipmembers import read_members
 
 TRAIN, TEST = 240, 60
 FINETUNED = {
@@ -214,8 +215,7 @@ def test_run_and_predict_end_to_end_without_jax(bundle, data: Path, tmp_path: Pa
     crafted = tmp_path / "crafted"
     shutil.copytree(data / "bundle", crafted)
     member = crafted / "finetuned.qenc"
-    with zipfile.ZipFile(data / "bundle" / "finetuned.qenc") as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
+    members = read_members(data / "bundle" / "finetuned.qenc")
     head = np.lib.format.read_array(io.BytesIO(members["head/w.npy"]))
     head[3, 0] = np.inf
     buffer = io.BytesIO()

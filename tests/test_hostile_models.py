@@ -29,6 +29,7 @@ from qe.model.file import MODEL_TYPES, QEModel, load_model, save_model
 from qe.run.config import load_config
 from tests.helpers import write_lines
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, MANIFEST_DOCUMENT, fit_factory_learner
+from tests.helpers.zipmembers import read_members
 
 
 def _dump(path, estimator) -> None:
@@ -94,8 +95,7 @@ def test_callables_inside_trusted_types_are_refused(tmp_path):
     scaler.rng_ = np.random.default_rng(0)
     path = tmp_path / "callable.skops"
     _dump(path, Pipeline([("scale", scaler), ("model", _dummy())]))
-    with zipfile.ZipFile(path) as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
+    files = read_members(path)
     files["schema.json"] = files["schema.json"].replace(b'"\\"PCG64\\""', b'"\\"seed\\""')
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in files.items():
@@ -189,8 +189,7 @@ def test_grid_searches_inside_ensembles_are_saved_as_their_best_pipeline(tmp_pat
 
 def _rezip(source: Path, target: Path, edit) -> Path:
     """A copy of a model file with ``edit(members)`` applied to its members (name -> bytes)."""
-    with zipfile.ZipFile(source) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
+    members = read_members(source)
     edit(members)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():

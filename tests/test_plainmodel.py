@@ -15,6 +15,7 @@ from qe.infra.errors import QEInputError
 from qe.model.file import QEModel, load_model, save_model
 from qe.predictors.m5p_tree import apply_tree
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
+from tests.helpers.zipmembers import read_members
 
 
 def _fitted(name: str, spec: dict):
@@ -68,8 +69,7 @@ def test_missing_values_are_refused_where_scikit_learn_refuses_them(tmp_path):
 
 def _rewrite_array(path, attribute: str, change) -> None:
     """Replace one array of the first object holding ``attribute`` in a skops file."""
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
+    members = read_members(path)
     schema = json.loads(members["schema.json"])
     stack = [schema]
     while stack:

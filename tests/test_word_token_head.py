@@ -425,8 +425,7 @@ def _tampered(path: Path, out: Path, change) -> Path:
     (an attacker who edits both)."""
     import hashlib
 
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
+    members = read_members(path)
     manifest = json.loads(members.pop("manifest.json"))
     before = dict(members)
     change(members, manifest)

@@ -32,6 +32,7 @@ from qe.cli import main
 from qe.features.base import Pairs
 from qe.learners.factory import make_learner
 from tests.helpers import write_lines
+from tests.helpers.zipmembers import read_members
 
 REPO = Path(__file__).resolve().parents[2]
 N_FEATURES = 72  # the surface family's features, as in the issue's models
@@ -86,8 +87,7 @@ def _dump(path: Path, estimator: Any, features: list[str], label_range: list[flo
 def _edit(path: Path, attribute: str, change: Callable[[Any], Any]) -> Path:
     """Replace the value of ``attribute`` in the first object holding it (breadth first): an array
     (``change`` gets a copy and returns the new one) or a JSON value (``change`` returns the new one)."""
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
+    members = read_members(path)
     schema = json.loads(members["schema.json"])
     found = []
     stack = [schema]

@@ -32,6 +32,7 @@ from qe.wordmodel.tagger import WordTagger
 from tests.helpers import write_lines
 from tests.helpers.bundles import has_kenlm_tools
 from tests.helpers.words import predict_words_args, toy
+from tests.helpers.zipmembers import read_members
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +74,7 @@ Change = Callable[[dict[str, bytes], dict], None]
 def tampered(model: Path, out: Path, change: Change, *, rehash: bool = True, compress: bool = False) -> Path:
     """``model`` with ``change(members, manifest)`` applied; with ``rehash`` the manifest is rewritten to
     match the changed members (an attacker who edits both), else it is left as it was."""
-    with zipfile.ZipFile(model) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
+    members = read_members(model)
     manifest = json.loads(members.pop("manifest.json"))
     before = dict(members)
     change(members, manifest)
