@@ -67,7 +67,7 @@ fuzz: install
 	QE_FUZZ=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz
 
 lint: install
-	$(VENV)/bin/ruff check qe tests benchmarks && $(VENV)/bin/ruff format --check qe tests benchmarks
+	$(VENV)/bin/ruff check qe tests benchmarks scripts notebooks && $(VENV)/bin/ruff format --check qe tests benchmarks scripts notebooks
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache
