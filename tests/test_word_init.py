@@ -247,7 +247,7 @@ def test_out_is_never_an_input_and_force_replaces_only_out(toy, tmp_path, capsys
         assert main([*init_args(toy, ("tags", "source_tags"), named), *extra]) == 2
         err = capsys.readouterr().err
         assert str(named) in err and len(err.strip().splitlines()) == 1
-        assert ("already exists" if not extra else "an input of this command") in err
+        assert "an input of this command" in err
         assert named.read_bytes() == kept
     out = tmp_path / "words.toml"
     assert main(init_args(toy, ("tags", "source_tags"), out)) == 0

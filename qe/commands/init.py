@@ -123,8 +123,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="replace an existing --out file, and a resources config beside it that qe init wrote "
-        "(one qe init did not write is never replaced)",
+        help="replace an existing --out and the resources config beside it when qe init wrote them "
+        "(a file qe init did not write is never replaced)",
     )
 
 
@@ -212,14 +212,12 @@ def run(args: argparse.Namespace) -> int:
         return offer_zero_shot(args)
     if args.test_src is None or args.test_mt is None:
         raise QEInputError("--test-src and --test-mt are needed with --labels (the pairs to test on)")
-    if args.out.exists() and not args.force:
-        raise QEInputError("already exists (pass --force to replace it)", args.out)
     if args.out.suffix != ".toml":
         raise QEInputError("--out must end in .toml", args.out)
     splits = split_files(args)
     given = [path for files in splits.values() for path in files.values()]
     given += [path for corpus in args.corpus for path in corpus]
-    check_output_file(args.out, given)
+    check_config_path(args.out, args.force, given)
     bounds = label_bounds(args)
     data = {split: load_split_files(files, bounds) for split, files in splits.items()}
     if len(data["train"]) < 10:
@@ -238,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     plan = make_plan(args, name, splits, data)
     bundle = plan.bundle_config if plan.members else None
     if bundle is not None:
-        check_bundle_path(bundle, args.force, given)
+        check_config_path(bundle, args.force, given)
     made = bundle is not None and not bundle.exists()
     if bundle is not None:
         write_text_atomic(bundle, render_bundle(plan))
@@ -277,11 +275,9 @@ def write_words(args: argparse.Namespace) -> int:
     from qe.run.words import load_word_config
 
     splits = word_splits(args)
-    if args.out.exists() and not args.force:
-        raise QEInputError("already exists (pass --force to replace it)", args.out)
     if args.out.suffix != ".toml":
         raise QEInputError("--out must end in .toml", args.out)
-    check_output_file(args.out, [path for files in splits.values() for path in files.values()])
+    check_config_path(args.out, args.force, [path for files in splits.values() for path in files.values()])
     data = read_word_splits(splits)
     name, folder = out_name(args)
     pair = f"{args.src_lang}-{args.tgt_lang}"
@@ -438,17 +434,18 @@ def make_plan(
     )
 
 
-def check_bundle_path(bundle: Path, force: bool, inputs: list[Path]) -> None:
-    """The bundle config beside ``--out`` may be written: absent, or one qe init wrote (with --force)."""
-    if os.path.lexists(bundle) and not _written_by_qe(bundle):
+def check_config_path(path: Path, force: bool, inputs: list[Path]) -> None:
+    """A config qe init is to write (``--out``, or the bundle config beside it) may be written: never
+    an input, and either absent or (with --force) one qe init wrote; a file of the user's never."""
+    check_output_file(path, inputs)
+    if os.path.lexists(path) and not _written_by_qe(path):
         raise QEInputError(
-            "exists and was not written by qe init; --force replaces only --out, so nothing was "
-            "written (move it away, or choose another --out)",
-            bundle,
+            "exists and was not written by qe init; --force replaces only configs qe init wrote, so "
+            "nothing was written (move it away, or choose another --out)",
+            path,
         )
-    if bundle.exists() and not force:
-        raise QEInputError("already exists (pass --force to replace it)", bundle)
-    check_output_file(bundle, inputs)
+    if path.exists() and not force:
+        raise QEInputError("already exists (pass --force to replace it)", path)
 
 
 def write_checked(out: Path, folder: Path, text: str, check: Callable[[Path], object] | None = None) -> None:
@@ -484,7 +481,7 @@ def write_light(args: argparse.Namespace, name: str, folder: Path, train: Any, t
     inputs = [args.src, args.mt, args.labels, args.post_edits, args.test_src, args.test_mt, args.test_labels]
     if args.post_edits is not None:
         bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
-        check_bundle_path(bundle, args.force, [path for path in inputs if path])
+        check_config_path(bundle, args.force, [path for path in inputs if path])
     write_checked(
         args.out, folder, render_config(args, name, folder, bundle, svr_grid(train.labels), len(train))
     )

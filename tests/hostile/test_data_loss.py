@@ -87,16 +87,25 @@ def _init_args(folder: Path) -> list[str]:
     ]
 
 
-def test_qe_init_force_replaces_out_but_never_a_resources_config_of_the_users(tmp_path, capsys):
+def test_qe_init_force_never_replaces_a_config_of_the_users(tmp_path, capsys):
+    """--force replaces only what qe init wrote: neither --out nor the resources config beside it
+    when they are the user's own files, and nothing is written when either is refused."""
     args = _init_args(tmp_path)
     config, resources = tmp_path / "mine.toml", tmp_path / "mine-resources.toml"
     config.write_text("# my own experiment\n")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(config) in err and "not written by qe init" in err, err
+    assert config.read_text() == "# my own experiment\n"
+    assert not resources.exists()
+    ours = "# Written by `qe init`; an earlier config\n"
+    config.write_text(ours)  # one qe init wrote: --force may replace it, but not the user's bundle config
     resources.write_text('# my own bundle config, hand-tuned\nname = "mine"\n')
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(resources) in err and "not written by qe init" in err, err
     assert resources.read_text() == '# my own bundle config, hand-tuned\nname = "mine"\n'
-    assert config.read_text() == "# my own experiment\n"  # refused before anything was written
+    assert config.read_text() == ours  # refused before anything was written
     assert sorted(p.name for p in tmp_path.glob(".mine*")) == []  # no draft left behind
 
     resources.unlink()  # once it is gone, qe init writes both; --force then replaces its own
