@@ -22,7 +22,7 @@ from qe.embeddings.finetune import Finetuned, Settings, finetune, live_scores  #
 from qe.embeddings.finetuned import FinetunedEncoder, head_shapes, trained_names  # noqa: E402
 from qe.embeddings.model import UseModel  # noqa: E402
 from qe.infra.errors import QEInputError  # noqa: E402
-from tests.helpers.zipmembers import read_members  # noqa: E402
+from tests.helpers.zipmembers import read_members, write_zip  # noqa: E402
 
 SENTENCES = [
     "The committee approved the budget on Tuesday.",
@@ -195,10 +195,7 @@ def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _rewrite(source: Path, target: Path, change) -> Path:
     """A copy of the model file with its members passed through ``change(members) -> members``."""
     members = read_members(source)
-    with zipfile.ZipFile(target, "w") as archive:
-        for name, data in change(members).items():
-            archive.writestr(name, data)
-    return target
+    return write_zip(target, change(members), zipfile.ZIP_STORED)
 
 
 def _npy(value: np.ndarray, allow_pickle: bool = False) -> bytes:

@@ -31,7 +31,7 @@ from qe.features.extractor import extract_features
 from qe.features.registry import make_families
 from qe.infra.errors import QEInputError
 from tests.helpers import REPO, write_config, write_lines
-from tests.helpers.zipmembers import read_members
+from tests.helpers.zipmembers import read_members, write_zip
 
 TRAIN, TEST = 240, 60
 FINETUNED = {
@@ -221,9 +221,7 @@ def test_run_and_predict_end_to_end_without_jax(bundle, data: Path, tmp_path: Pa
     buffer = io.BytesIO()
     np.lib.format.write_array(buffer, head)
     members["head/w.npy"] = buffer.getvalue()
-    with zipfile.ZipFile(member, "w") as archive:
-        for name, value in members.items():
-            archive.writestr(name, value)
+    write_zip(member, members, zipfile.ZIP_STORED)
     manifest = json.loads((crafted / "manifest.json").read_text())
     manifest["members"]["finetuned"].update(
         sha256=hashlib.sha256(member.read_bytes()).hexdigest(), bytes=member.stat().st_size

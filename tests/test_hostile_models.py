@@ -29,7 +29,7 @@ from qe.model.file import MODEL_TYPES, QEModel, load_model, save_model
 from qe.run.config import load_config
 from tests.helpers import write_lines
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, MANIFEST_DOCUMENT, fit_factory_learner
-from tests.helpers.zipmembers import read_members
+from tests.helpers.zipmembers import read_members, write_zip
 
 
 def _dump(path, estimator) -> None:
@@ -97,9 +97,7 @@ def test_callables_inside_trusted_types_are_refused(tmp_path):
     _dump(path, Pipeline([("scale", scaler), ("model", _dummy())]))
     files = read_members(path)
     files["schema.json"] = files["schema.json"].replace(b'"\\"PCG64\\""', b'"\\"seed\\""')
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
+    write_zip(path, files, zipfile.ZIP_STORED)
     with pytest.raises(QEInputError, match=r"bit generator numpy\.random\.seed.*function numpy\.save"):
         load_model(path)
 
@@ -191,10 +189,7 @@ def _rezip(source: Path, target: Path, edit) -> Path:
     """A copy of a model file with ``edit(members)`` applied to its members (name -> bytes)."""
     members = read_members(source)
     edit(members)
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return target
+    return write_zip(target, members)
 
 
 def _with_manifest(path: Path, target: Path, **changes) -> Path:

@@ -15,7 +15,7 @@ from qe.infra.errors import QEInputError
 from qe.model.file import QEModel, load_model, save_model
 from qe.predictors.m5p_tree import apply_tree
 from tests.helpers.learners import FACTORY_SPECS, MANIFEST, fit_factory_learner
-from tests.helpers.zipmembers import read_members
+from tests.helpers.zipmembers import read_members, write_zip
 
 
 def _fitted(name: str, spec: dict):
@@ -86,9 +86,7 @@ def _rewrite_array(path, attribute: str, change) -> None:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
+    write_zip(path, members, zipfile.ZIP_STORED)
 
 
 def test_arrays_of_the_wrong_width_are_refused_when_the_model_loads(tmp_path):

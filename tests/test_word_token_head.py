@@ -438,11 +438,7 @@ def _tampered(path: Path, out: Path, change) -> Path:
                 "sha256": hashlib.sha256(data).hexdigest(),
                 "size": len(data),
             }
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("manifest.json", json.dumps(manifest))
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out
+    return write_zip(out, {"manifest.json": json.dumps(manifest), **members}, zipfile.ZIP_STORED)
 
 
 QXTOK = "fam_tokenhead_qxtok.npy"

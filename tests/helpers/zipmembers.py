@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 
 
-def write_zip(path: Path | io.BytesIO, members: dict[str, bytes]) -> Path | io.BytesIO:
-    """``members`` (name -> bytes) as a deflated zip at ``path``."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+def write_zip(
+    path: Path | io.BytesIO, members: dict[str, bytes | str], method: int = zipfile.ZIP_DEFLATED
+) -> Path | io.BytesIO:
+    """``members`` (name -> bytes, in order) as a zip at ``path``, deflated unless ``method`` says."""
+    with zipfile.ZipFile(path, "w", method) as archive:
         for name, value in members.items():
             archive.writestr(name, value)
     return path

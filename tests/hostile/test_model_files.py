@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import warnings
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from qe.cli import main
 from qe.features.base import Pairs
 from qe.learners.factory import make_learner
 from tests.helpers import write_lines
-from tests.helpers.zipmembers import read_members
+from tests.helpers.zipmembers import read_members, write_zip
 
 REPO = Path(__file__).resolve().parents[2]
 N_FEATURES = 72  # the surface family's features, as in the models
@@ -109,10 +108,7 @@ def _edit(path: Path, attribute: str, change: Callable[[Any], Any]) -> Path:
         target["content"] = json.dumps(change(json.loads(target["content"])))
         target.pop("__id__", None)  # skops shares one node among equal small values: this is another
         members["schema.json"] = json.dumps(schema).encode()
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
+    return write_zip(path, members)
 
 
 def _set(index: Any, field: str | None, value: Any) -> Callable[[np.ndarray], np.ndarray]:

@@ -32,7 +32,7 @@ from qe.wordmodel.tagger import WordTagger
 from tests.helpers import write_lines
 from tests.helpers.bundles import has_kenlm_tools
 from tests.helpers.words import predict_words_args, toy
-from tests.helpers.zipmembers import read_members
+from tests.helpers.zipmembers import read_members, write_zip
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +90,7 @@ def tampered(model: Path, out: Path, change: Change, *, rehash: bool = True, com
                 }
     text = members.pop("manifest.json", None) or json.dumps(manifest).encode()
     method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(out, "w", method) as archive:
-        archive.writestr("manifest.json", text)
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out
+    return write_zip(out, {"manifest.json": text, **members}, method)
 
 
 def edit(name: str, how: Callable[[np.ndarray], np.ndarray]) -> Change:
