@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             raise QEInputError(
                 "--light writes the quick surface config: it reads no dev split, corpus or input"
             )
-        return write_light(args, name, folder, data["train"], len(data["test"]))
+        return write_light(args, name, folder, data["train"], len(data["test"]), given)
     plan = make_plan(args, name, splits, data)
     bundle = plan.bundle_config if plan.members else None
     if bundle is not None:
@@ -475,13 +475,15 @@ def write_checked(out: Path, folder: Path, text: str, check: Callable[[Path], ob
         draft.unlink(missing_ok=True)
 
 
-def write_light(args: argparse.Namespace, name: str, folder: Path, train: Any, tested: int) -> int:
-    """``--light``: the surface config (and, with post-edits, a bundle config for ``edits`` to add)."""
+def write_light(
+    args: argparse.Namespace, name: str, folder: Path, train: Any, tested: int, given: list[Path]
+) -> int:
+    """``--light``: the surface config (and, with post-edits, a bundle config for ``edits`` to add);
+    ``given`` are the input files, which no config written may replace."""
     bundle = None
-    inputs = [args.src, args.mt, args.labels, args.post_edits, args.test_src, args.test_mt, args.test_labels]
     if args.post_edits is not None:
         bundle = args.out.with_name(f"{args.out.stem}-resources.toml")
-        check_config_path(bundle, args.force, [path for path in inputs if path])
+        check_config_path(bundle, args.force, given)
     write_checked(
         args.out, folder, render_config(args, name, folder, bundle, svr_grid(train.labels), len(train))
     )

@@ -115,3 +115,19 @@ def test_qe_init_force_never_replaces_a_config_of_the_users(tmp_path, capsys):
     resources.write_text(resources.read_text().replace('"mine"', '"older"'))
     assert main(args) == 0
     assert '"older"' not in resources.read_text()
+
+
+@pytest.mark.parametrize("light", [False, True])
+def test_qe_init_never_writes_its_bundle_config_over_an_input(tmp_path, capsys, light):
+    """The bundle config qe init writes beside --out (``NAME-resources.toml``) is refused when it is
+    one of the inputs, in the rich path and in --light alike; the input keeps its lines."""
+    args = _init_args(tmp_path)
+    post_edits = tmp_path / "mine-resources.toml"
+    (tmp_path / "train.pe").rename(post_edits)
+    args[args.index(str(tmp_path / "train.pe"))] = str(post_edits)
+    before = post_edits.read_bytes()
+    assert main([*args, *(["--light"] if light else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(post_edits) in err, err
+    assert post_edits.read_bytes() == before
+    assert not (tmp_path / "mine.toml").exists()
