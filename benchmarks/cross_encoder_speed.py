@@ -1,5 +1,5 @@
-"""The e5 cross-encoder's numpy scoring, before and after packing pairs in fixed-shape row chunks: one
-JSON dict.
+"""The e5 cross-encoder's numpy scoring, each pair alone through the padded network against the packed
+scorer (``qe.embeddings.e5rows``, a pair's own rows at a time): one JSON dict.
 
 A toy model file like ``tests/test_crossencoder_member.py``'s ``toy_model`` but with 4 trained layers
 (the base network's layers 8-11 moved by seeded noise, as training would leave them) and a seeded tanh

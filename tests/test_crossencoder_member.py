@@ -137,7 +137,7 @@ def test_a_pairs_score_does_not_depend_on_its_batch(encoder, model_file):
 def test_the_packed_pass_equals_the_padded_one_to_float32_rounding(encoder):
     seqs = pair_sequences(encoder, [*SRC[:6], "the cat " * 300], [*MT[:6], "die Katze " * 300])
     packed = packed_pooled(encoder.network, seqs)
-    assert packed.shape == (7, 384) and len(seqs[-1]) == 512  # the long pair spans several chunks
+    assert packed.shape == (7, 384) and len(seqs[-1]) == 512  # the longest pair the encoder takes
     padded = np.concatenate([encoder.network.mean_pooled(seqs[:6]), encoder.network.mean_pooled(seqs[6:])])
     assert np.allclose(packed, padded, rtol=1e-5, atol=1e-5)
 
@@ -146,10 +146,11 @@ def test_the_packed_pass_equals_the_padded_one_to_float32_rounding(encoder):
 def test_real_pairs_score_the_same_bit_for_bit_in_any_batch_on_any_threads(
     encoder, model_file, data_dir, monkeypatch: pytest.MonkeyPatch
 ):
-    """Packed in fixed-shape row chunks, a pair's score is its own: alone, in order, shuffled, in batches
-    of 3, 7 and 64, on 1 and 2 threads (MLQE-PE en-de and en-zh dev pairs of varied lengths, a long and an
-    empty one), in groups of 1,024 rows so that they run in several groups on one thread too. The network
-    is cut to its top 2 layers to keep the test short: each layer is packed the same way."""
+    """Packed in rows, each step on a pair's own rows, a pair's score is its own: alone, in order,
+    shuffled, in batches of 3, 7 and 64, on 1 and 2 threads (MLQE-PE en-de and en-zh dev pairs of varied
+    lengths, a long and an empty one), in groups of 1,024 rows so that they run in several groups on one
+    thread too. The network is cut to its top 2 layers to keep the test short: each layer runs the same
+    way."""
     monkeypatch.setattr(e5rows, "GROUP_ROWS", 1024)
     src, mt = ["the cat " * 300, ""], ["die Katze " * 300, ""]
     for pair in ("en-de", "en-zh"):

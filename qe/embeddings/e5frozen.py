@@ -2,24 +2,24 @@
 sentence cross-encoder (``qe.embeddings.e5cross``) and the word-level token head
 (``qe.embeddings.e5tokhead``) train on top of. Numpy only (no JAX).
 
-``frozen_states`` runs layers ``start`` to ``stop - 1`` on many inputs (shortest first, batches of
-about 4,096 padded tokens, on two threads each with one BLAS thread). ``FrozenStates`` keeps, for some
-splits of inputs, the output at each cut asked for, continuing a deeper cut from a shallower one, and
-can share a ``memo`` (cut -> token ids -> state) with other trainers over the same encoder, so that the
-full and fold models of a cross-fitted run compute each input's frozen state once.
+``frozen_states`` runs layers ``start`` to ``stop - 1`` on many inputs (each input's rows alone, packed
+in groups on two threads each with one BLAS thread: an input's state does not depend on the others).
+``FrozenStates`` keeps, for some splits of inputs, the output at each cut asked for, continuing a deeper
+cut from a shallower one, and can share a ``memo`` (cut -> token ids -> state) with other trainers over
+the same encoder, so that the full and fold models of a cross-fitted run compute each input's frozen
+state once.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from qe.embeddings.e5net import E5Network
+from qe.embeddings.e5rows import states_in_groups
 
-STATES_BUDGET = 4096  # padded tokens per numpy batch of the frozen layers
 Memo = dict[int, dict[tuple[int, ...], np.ndarray]]
 """Frozen states shared between trainers: cut -> token ids -> (length, 384) float32."""
 
@@ -34,34 +34,10 @@ def frozen_states(
     threads: int = 2,
 ) -> list[np.ndarray]:
     """The output of layer ``stop - 1`` for each sequence, (its length, 384) float32: from its token ids
-    (``start`` 0) or from ``states``, the output of layer ``start - 1``. Sequences run shortest first in
-    batches of about 4,096 padded tokens on ``threads`` threads, each with one BLAS thread."""
-    from qe.infra.workers import blas_threads
-
-    out: list[np.ndarray | None] = [None] * len(seqs)
-    batches: list[list[int]] = []
-    for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])):
-        if not batches or (len(batches[-1]) + 1) * len(seqs[i]) > STATES_BUDGET:
-            batches.append([])
-        batches[-1].append(i)
-
-    def run(batch: list[int]) -> None:
-        if states is None:
-            x, valid = network.embedded([seqs[j] for j in batch])
-        else:
-            x, valid = padded([states[j] for j in batch])
-        x = network.run_layers(x, valid, start, stop)
-        for row, j in enumerate(batch):
-            out[j] = x[row, : len(seqs[j])].copy()
-
-    with blas_threads(1):
-        if threads == 1:
-            for batch in batches:
-                run(batch)
-        else:
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(run, batches))
-    return out  # type: ignore[return-value]
+    (``start`` 0) or from ``states``, the output of layer ``start - 1``. Each sequence's rows run alone
+    (``qe.embeddings.e5rows``), so its state is the same bit for bit whatever else runs with it; groups
+    of sequences run on ``threads`` threads, each with one BLAS thread."""
+    return states_in_groups(network, seqs, stop, start=start, states=states, threads=threads)
 
 
 def padded(
@@ -89,9 +65,8 @@ def bucket(length: int) -> int:
 class FrozenStates:
     """The frozen layers' output for some splits of token-id sequences, computed on first need and kept
     per cut: ``states(stop)`` is, per split, the output of layer ``stop - 1`` of every sequence. With a
-    shared ``memo`` only the inputs it lacks at a cut run, from the deepest cut that holds them all (the
-    states of one input differ by float32 rounding with the batch it ran in, so a shared memo can move
-    results by that much against a fresh one)."""
+    shared ``memo`` only the inputs it lacks at a cut run, from the deepest cut that holds them all (an
+    input's state is its own, so a shared memo gives the states a fresh one would, bit for bit)."""
 
     def __init__(
         self,

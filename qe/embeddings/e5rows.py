@@ -1,24 +1,21 @@
-"""The e5 forward pass on packed token rows in fixed-shape chunks: a sequence's result is its own alone.
+"""The e5 forward pass on packed token rows, each step on one sequence's own rows: a sequence's result
+is its own alone.
 
 The tokens of many sequences are packed one after another into one row matrix (no padding between
-them). Every position-wise step (embedding layer norm, QKV and output projections, residuals, layer
-norms, the feed-forward layer and its GELU) runs on chunks of exactly ``CHUNK`` rows, the last chunk
-of a group filled with padding rows, so every such call has the same shapes whatever the batch.
-Attention runs per sequence over its own tokens (shapes from its length alone), and the mean pooling
+them). Every step runs on one sequence's rows at a time: the embedding layer norm, the QKV and output
+projections, attention, residuals, layer norms, the feed-forward layer and its GELU; the mean pooling
 per sequence over its own rows.
 
 Why a sequence's vectors do not depend on the other sequences, their order or their number, bit for
-bit: a matrix product of fixed shapes runs the same BLAS kernel with the same blocking on every call,
-so each output element is accumulated over the inner dimension in the same order whatever the values
-in the other rows (OpenBLAS's threads, were there several, split the rows or columns of the output,
-never the inner dimension; here each group runs on one BLAS thread); the element-wise steps and the
-row reductions (layer norm's mean and variance) compute a row from that row alone, on arrays of the
-same shapes and alignment every time. This relies on the BLAS computing each row of a fixed-shape
-product alone, an implementation property no standard promises, which
-``tests/test_crossencoder_member.py`` checks on real pairs (alone, in order, shuffled, in batches of
-1, 3, 7 and 64, on 1 and 2 threads: equal with ``np.array_equal``) and
-``benchmarks/cross_encoder_speed.py`` on 800. A padded batch (``E5Network.run_layers``) has no such
-property: padding changes the length of attention's sums and products.
+bit: every call sees that sequence's rows alone, at the same alignment (each row starts on a 64-byte
+boundary), so its shapes and inputs are the same whatever the batch. Sharing a matrix product between
+sequences would not do: a BLAS kernel may sum a row of a product in an order that depends on where the
+row sits in the matrix (OpenBLAS 0.3.31's Haswell sgemm, on AVX2 CPUs, rounds rows differently by
+their position modulo 12 and in the last partial tile), so a sequence's low bits would depend on its
+neighbours. Checked by ``tests/test_crossencoder_member.py`` on real pairs (alone, in order, shuffled,
+in batches of 1, 3, 7 and 64, on 1 and 2 threads: equal with ``np.array_equal``) and by
+``benchmarks/cross_encoder_speed.py`` on 800. Packing still saves the padding a batch of unequal
+sequences would carry, and groups of sequences run on the encoder's threads.
 """
 
 from __future__ import annotations
@@ -32,16 +29,12 @@ import numpy as np
 from qe.embeddings.e5file import dequantize
 from qe.embeddings.e5net import E5Network, gelu, layernorm
 
-CHUNK = 256
-"""Rows of every position-wise matrix product (and element-wise step): fixed, whatever the batch. BLAS
-packs the weights once per chunk: 256 rows (groups of 4,096) gave 12% more pairs per CPU second than
-128 (groups of 2,048), 512 (groups of 8,192) 4% more again, but one pair alone pays for a whole chunk."""
 GELU_ROWS = 32
 """Rows GELU runs on at once: its four arrays (each row 6 KB) stay in the CPU's cache (a quarter faster
-than a whole chunk at a time; element-wise, so the same values)."""
+than 256 rows at a time; element-wise, so the same values)."""
 GROUP_ROWS = 4096
 """About this many token rows are packed and run at once: a thread's arrays (about 8 KB a row) stay
-small, the padding of a group's last chunk is 3% of it on average, and a batch splits over the threads."""
+small, and a batch splits over the threads."""
 _F32 = np.float32
 _ALIGN = 64
 
@@ -57,13 +50,12 @@ def _aligned(rows: int, width: int) -> np.ndarray:
 
 def groups(sizes: Sequence[int], threads: int) -> list[range]:
     """Consecutive sequences packed together: groups of about equal rows, at most about ``GROUP_ROWS``
-    each, as many as a multiple of ``threads`` so the threads finish together, but no more than the
-    chunks the rows fill (a few pairs split over threads would each pay a chunk of padding)."""
+    each, as many as a multiple of ``threads`` so the threads finish together (no more than the
+    sequences)."""
     total = sum(sizes)
     if not sizes:
         return []
-    count = min(threads * math.ceil(total / (threads * GROUP_ROWS)), math.ceil(total / CHUNK))
-    count = max(1, count)
+    count = max(1, min(threads * math.ceil(total / (threads * GROUP_ROWS)), len(sizes)))
     out: list[range] = []
     start, done, current = 0, 0, 0
     for i, size in enumerate(sizes):
@@ -90,16 +82,47 @@ def pooled_in_groups(
 ) -> np.ndarray:
     """``packed_pooled`` with the token ids made on the groups' threads: ``sizes`` are the sequences'
     lengths or estimates of them (they only shape the groups), ``ids_of(group)`` gives a group's token
-    ids, so tokenizing one group overlaps another's arithmetic. The groups run on ``threads`` threads,
-    each with one BLAS thread."""
-    from qe.infra.workers import blas_threads
-
+    ids, so tokenizing one group overlaps another's arithmetic."""
     out = np.empty((len(sizes), network.hidden), dtype=_F32)
 
     def run(group: range) -> None:
-        out[group.start : group.stop] = PackedPass(network, ids_of(group)).pooled()
+        packed = PackedPass.from_ids(network, ids_of(group))
+        packed.run(0, len(network.layers))
+        out[group.start : group.stop] = packed.pooled()
 
-    parts = groups(sizes, threads)
+    in_groups(groups(sizes, threads), run, threads)
+    return out
+
+
+def states_in_groups(
+    network: E5Network,
+    seqs: Sequence[Sequence[int]],
+    stop: int,
+    *,
+    start: int = 0,
+    states: Sequence[np.ndarray] | None = None,
+    threads: int = 1,
+) -> list[np.ndarray]:
+    """The output of layer ``stop - 1`` for each sequence, (its length, hidden) float32: from its token
+    ids (``start`` 0) or from ``states``, the output of layer ``start - 1``; each its own alone."""
+    out: list[np.ndarray] = [np.empty(0, dtype=_F32)] * len(seqs)
+
+    def run(group: range) -> None:
+        if states is None:
+            packed = PackedPass.from_ids(network, [seqs[i] for i in group])
+        else:
+            packed = PackedPass.from_states(network, [states[i] for i in group])
+        packed.run(start, stop)
+        out[group.start : group.stop] = packed.states()
+
+    in_groups(groups([len(s) for s in seqs], threads), run, threads)
+    return out
+
+
+def in_groups(parts: list[range], run: Callable[[range], None], threads: int) -> None:
+    """``run`` on each group, on ``threads`` threads each with one BLAS thread."""
+    from qe.infra.workers import blas_threads
+
     with blas_threads(1):
         if threads == 1 or len(parts) < 2:
             for group in parts:
@@ -107,76 +130,101 @@ def pooled_in_groups(
         else:
             with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(run, parts))
-    return out
 
 
 class PackedPass:
-    """One group of sequences packed in row chunks, run through every layer: ``pooled()``."""
+    """One group of sequences packed in rows (``from_ids`` or ``from_states``), run through layers a
+    sequence at a time (``run``): each sequence's rows (``states``) or mean (``pooled``)."""
 
-    def __init__(self, network: E5Network, seqs: Sequence[Sequence[int]]):
+    def __init__(self, network: E5Network, lengths: Sequence[int], x: np.ndarray):
         self.net = network
-        self.lengths = [len(s) for s in seqs]
-        if not seqs or min(self.lengths) < 1 or max(self.lengths) > network.max_tokens:
-            raise ValueError(f"sequences must hold 1 to {network.max_tokens} token ids")
+        self.lengths = list(lengths)
         self.starts = np.cumsum([0, *self.lengths[:-1]]).tolist()
-        rows = sum(self.lengths)
-        self.rows = math.ceil(rows / CHUNK) * CHUNK
+        self.rows = sum(self.lengths)
+        self.x = x
         h = network.hidden
+        self.qkv = _aligned(self.rows, 3 * h)
+        self.context = _aligned(self.rows, h)
+        longest = max(self.lengths)
+        self.attended = _aligned(longest, h)
+        width = network.layers[0]["ffn_in"].shape[1]
+        self.mid = _aligned(longest, width)
+        self.gelu_scratch = [_aligned(GELU_ROWS, width) for _ in range(3)]
+        self.scores = _aligned(network.heads * longest, longest).ravel()
+
+    @classmethod
+    def from_ids(cls, network: E5Network, seqs: Sequence[Sequence[int]]) -> PackedPass:
+        """The embedding layer's output for token-id sequences (each 1 to ``max_tokens`` ids)."""
+        lengths = [len(s) for s in seqs]
+        if not seqs or min(lengths) < 1 or max(lengths) > network.max_tokens:
+            raise ValueError(f"sequences must hold 1 to {network.max_tokens} token ids")
+        rows = sum(lengths)
         ids = np.fromiter((i for s in seqs for i in s), dtype=np.int64, count=rows)
         if ids.min() < 0 or ids.max() >= network.word.shape[0]:
             raise ValueError("a token id is outside the vocabulary")
-        positions = np.concatenate([np.arange(n) for n in self.lengths])
-        self.x = _aligned(self.rows, h)
-        self.x[:rows] = dequantize(network.word[ids])
-        self.x[:rows] += network.position[positions]
-        for c in range(0, self.rows, CHUNK):
-            layernorm(self.x[c : c + CHUNK], *network.emb_ln, network.eps)
-        self.qkv = _aligned(self.rows, 3 * h)
-        self.context = _aligned(self.rows, h)
-        self.attended = _aligned(CHUNK, h)
-        width = network.layers[0]["ffn_in"].shape[1]
-        self.mid = _aligned(CHUNK, width)
-        self.gelu_scratch = [_aligned(GELU_ROWS, width) for _ in range(3)]
-        longest = max(self.lengths)
-        self.scores = _aligned(network.heads * longest, longest).ravel()
+        x = _aligned(rows, network.hidden)
+        x[:] = dequantize(network.word[ids])
+        x += network.position[np.concatenate([np.arange(n) for n in lengths])]
+        packed = cls(network, lengths, x)
+        for start, length in packed.spans():
+            layernorm(x[start : start + length], *network.emb_ln, network.eps)
+        return packed
+
+    @classmethod
+    def from_states(cls, network: E5Network, states: Sequence[np.ndarray]) -> PackedPass:
+        """Sequences' vectors out of a layer, each (its length, hidden): the next layer's input."""
+        lengths = [len(s) for s in states]
+        if not states or min(lengths) < 1 or any(s.shape[1:] != (network.hidden,) for s in states):
+            raise ValueError(f"states must be (1 or more, {network.hidden}) arrays")
+        x = _aligned(sum(lengths), network.hidden)
+        np.concatenate(states, axis=0, out=x)
+        return cls(network, lengths, x)
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Each sequence's first row and its number of rows."""
+        return list(zip(self.starts, self.lengths, strict=True))
+
+    def run(self, start: int, stop: int) -> None:
+        """Layers ``start`` to ``stop - 1``, each on one sequence's rows at a time."""
+        for layer in self.net.layers[start:stop]:
+            for first, length in self.spans():
+                self._layer(layer, first, length)
+
+    def states(self) -> list[np.ndarray]:
+        """Each sequence's rows, copied: (its length, hidden) float32."""
+        return [self.x[start : start + length].copy() for start, length in self.spans()]
 
     def pooled(self) -> np.ndarray:
-        """Every layer, then each sequence's mean over its own rows: (sequences, hidden) float32."""
-        for layer in self.net.layers:
-            self._layer(layer)
+        """Each sequence's mean over its own rows: (sequences, hidden) float32."""
         out = np.empty((len(self.lengths), self.net.hidden), dtype=_F32)
-        for row, (start, length) in enumerate(zip(self.starts, self.lengths, strict=True)):
+        for row, (start, length) in enumerate(self.spans()):
             np.add.reduce(self.x[start : start + length], axis=0, out=out[row])
             out[row] /= _F32(length)
         return out
 
-    def _layer(self, layer: dict) -> None:
-        """One post-norm layer in place on ``self.x``: projections chunk by chunk, attention per sequence."""
-        net, x, qkv = self.net, self.x, self.qkv
+    def _layer(self, layer: dict, start: int, length: int) -> None:
+        """One post-norm layer in place on one sequence's rows of ``self.x``."""
+        net = self.net
         h, eps = net.hidden, net.eps
-        scale = _F32(1 / np.sqrt(h // net.heads))
-        for c in range(0, self.rows, CHUNK):
-            block = qkv[c : c + CHUNK]
-            np.matmul(x[c : c + CHUNK], layer["qkv"], out=block)
-            block += layer["qkv_b"]
-            block[:, :h] *= scale
-        for start, length in zip(self.starts, self.lengths, strict=True):
-            self._attention(start, length)
-        attended, mid, scratch = self.attended, self.mid, self.gelu_scratch
-        for c in range(0, self.rows, CHUNK):
-            rows = x[c : c + CHUNK]
-            np.matmul(self.context[c : c + CHUNK], layer["out"], out=attended)
-            attended += layer["out_b"]
-            attended += rows
-            layernorm(attended, *layer["ln1"], eps)
-            np.matmul(attended, layer["ffn_in"], out=mid)
-            mid += layer["ffn_in_b"]
-            for a in range(0, CHUNK, GELU_ROWS):
-                gelu(mid[a : a + GELU_ROWS], *scratch)
-            np.matmul(mid, layer["ffn_out"], out=rows)
-            rows += layer["ffn_out_b"]
-            rows += attended
-            layernorm(rows, *layer["ln2"], eps)
+        rows, qkv = self.x[start : start + length], self.qkv[start : start + length]
+        np.matmul(rows, layer["qkv"], out=qkv)
+        qkv += layer["qkv_b"]
+        qkv[:, :h] *= _F32(1 / np.sqrt(h // net.heads))
+        self._attention(start, length)
+        attended, mid = self.attended[:length], self.mid[:length]
+        np.matmul(self.context[start : start + length], layer["out"], out=attended)
+        attended += layer["out_b"]
+        attended += rows
+        layernorm(attended, *layer["ln1"], eps)
+        np.matmul(attended, layer["ffn_in"], out=mid)
+        mid += layer["ffn_in_b"]
+        for a in range(0, length, GELU_ROWS):
+            part = mid[a : a + GELU_ROWS]
+            gelu(part, *(scratch[: len(part)] for scratch in self.gelu_scratch))
+        np.matmul(mid, layer["ffn_out"], out=rows)
+        rows += layer["ffn_out_b"]
+        rows += attended
+        layernorm(rows, *layer["ln2"], eps)
 
     def _attention(self, start: int, length: int) -> None:
         """One sequence's self-attention over its own tokens, into its rows of ``self.context``."""
