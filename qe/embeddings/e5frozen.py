@@ -2,8 +2,9 @@
 sentence cross-encoder (``qe.embeddings.e5cross``) and the word-level token head
 (``qe.embeddings.e5tokhead``) train on top of. Numpy only (no JAX).
 
-``frozen_states`` runs layers ``start`` to ``stop - 1`` on many inputs (each input's rows alone, packed
-in groups on two threads each with one BLAS thread: an input's state does not depend on the others).
+``frozen_states`` (``qe.embeddings.e5rows.states_in_groups``) runs layers ``start`` to ``stop - 1`` on
+many inputs (each input's rows alone, packed in groups on threads each with one BLAS thread: an input's
+state does not depend on the others).
 ``FrozenStates`` keeps, for some splits of inputs, the output at each cut asked for, continuing a deeper
 cut from a shallower one, and can share a ``memo`` (cut -> token ids -> state) with other trainers over
 the same encoder, so that the full and fold models of a cross-fitted run compute each input's frozen
@@ -18,26 +19,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from qe.embeddings.e5net import E5Network
-from qe.embeddings.e5rows import states_in_groups
+from qe.embeddings.e5rows import states_in_groups as frozen_states
 
 Memo = dict[int, dict[tuple[int, ...], np.ndarray]]
 """Frozen states shared between trainers: cut -> token ids -> (length, 384) float32."""
-
-
-def frozen_states(
-    network: E5Network,
-    seqs: Sequence[Sequence[int]],
-    stop: int,
-    *,
-    start: int = 0,
-    states: Sequence[np.ndarray] | None = None,
-    threads: int = 2,
-) -> list[np.ndarray]:
-    """The output of layer ``stop - 1`` for each sequence, (its length, 384) float32: from its token ids
-    (``start`` 0) or from ``states``, the output of layer ``start - 1``. Each sequence's rows run alone
-    (``qe.embeddings.e5rows``), so its state is the same bit for bit whatever else runs with it; groups
-    of sequences run on ``threads`` threads, each with one BLAS thread."""
-    return states_in_groups(network, seqs, stop, start=start, states=states, threads=threads)
 
 
 def padded(
