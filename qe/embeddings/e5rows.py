@@ -140,11 +140,10 @@ class PackedPass:
         self.net = network
         self.lengths = list(lengths)
         self.starts = np.cumsum([0, *self.lengths[:-1]]).tolist()
-        self.rows = sum(self.lengths)
         self.x = x
         h = network.hidden
-        self.qkv = _aligned(self.rows, 3 * h)
-        self.context = _aligned(self.rows, h)
+        self.qkv = _aligned(len(x), 3 * h)
+        self.context = _aligned(len(x), h)
         longest = max(self.lengths)
         self.attended = _aligned(longest, h)
         width = network.layers[0]["ffn_in"].shape[1]
