@@ -13,6 +13,25 @@ from tests.helpers.bundles import write_small_data
 from tests.helpers.manual import TEST_SRC, TRAIN_SRC, write_split
 from tests.helpers.toy import EN, ES, sentences
 
+HOSTILE = Path(__file__).parent / "hostile"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print how many cases of the hostile catalogue (tests/hostile) ran, and how many of them held."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    root = terminalreporter.config.rootpath
+    for outcome in counts:
+        for report in terminalreporter.stats.get(outcome, []):
+            ran = report.when == "call" or (outcome == "skipped" and report.when == "setup")
+            if ran and HOSTILE in (root / str(report.fspath)).parents:  # fspath is relative to the root
+                counts[outcome] += 1
+    total = sum(counts.values())
+    if total:
+        terminalreporter.write_line(
+            f"hostile catalogue: {total} cases, {counts['passed']} held, "
+            f"{counts['failed']} failed, {counts['skipped']} skipped"
+        )
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
