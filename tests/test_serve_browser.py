@@ -117,6 +117,21 @@ def _table(driver) -> list[dict[str, str]]:
     return rows
 
 
+def _wait_for_download(target: Path, seconds: float = 60.0) -> None:
+    """Wait until Chromium has finished ``target``: it reserves the final name with an empty file while the
+    bytes still go to a ``.crdownload`` beside it, so the name alone does not mean the download is done."""
+    deadline = time.monotonic() + seconds
+    last_size = -1
+    while time.monotonic() < deadline:
+        pending = list(target.parent.glob("*.crdownload"))
+        size = target.stat().st_size if target.is_file() else -1
+        if size > 0 and size == last_size and not pending:
+            return
+        last_size = size
+        time.sleep(0.2)
+    raise AssertionError(f"{target.name} not downloaded: {sorted(p.name for p in target.parent.iterdir())}")
+
+
 def _sort_by(driver, key: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -172,10 +187,7 @@ def test_the_scores_download_as_tsv_and_json(browser, server, downloads):
         target = downloads / name
         target.unlink(missing_ok=True)
         browser.find_element("id", button).click()
-        deadline = time.monotonic() + 60
-        while not target.is_file() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert target.is_file(), sorted(p.name for p in downloads.iterdir())
+        _wait_for_download(target)
     lines = (downloads / "qe-scores-model.tsv").read_text(encoding="utf-8").splitlines()
     assert lines[0] == "index\tid\tscore\tband\tsrc\tmt"
     for k, line in enumerate(lines[1:]):
