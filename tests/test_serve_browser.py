@@ -118,8 +118,8 @@ def _table(driver) -> list[dict[str, str]]:
 
 
 def _wait_for_download(target: Path, seconds: float = 60.0) -> None:
-    """Wait until Chromium has finished ``target``: it reserves the final name with an empty file while the
-    bytes still go to a ``.crdownload`` beside it, so the name alone does not mean the download is done."""
+    """Wait until Chromium has finished ``target``: non-empty, its size steady, no ``.crdownload`` pending.
+    The name alone is not enough: a full CI run once read ``qe-scores-model.json`` there and empty."""
     deadline = time.monotonic() + seconds
     last_size = -1
     while time.monotonic() < deadline:
