@@ -4,11 +4,12 @@ tests (plain helpers: tests/helpers)."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import write_lines
+from tests.helpers import FUZZ_EXAMPLES, write_lines
 from tests.helpers.bundles import write_small_data
 from tests.helpers.manual import TEST_SRC, TRAIN_SRC, write_split
 from tests.helpers.toy import EN, ES, sentences
@@ -17,7 +18,13 @@ HOSTILE = Path(__file__).parent / "hostile"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print how many cases of the hostile catalogue (tests/hostile) ran, and how many of them held."""
+    """Print how many cases of the hostile catalogue (tests/hostile) ran and held, and how many examples each
+    fuzzed reader (tests/fuzz) was given."""
+    _hostile_summary(terminalreporter)
+    _fuzz_summary(terminalreporter)
+
+
+def _hostile_summary(terminalreporter: pytest.TerminalReporter) -> None:
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     root = terminalreporter.config.rootpath
     for outcome in counts:
@@ -31,6 +38,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"hostile catalogue: {total} cases, {counts['passed']} held, "
             f"{counts['failed']} failed, {counts['skipped']} skipped"
         )
+
+
+def _fuzz_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Sum the counts each fuzz test attached to its teardown report (carried back from xdist workers too)."""
+    examples: Counter[str] = Counter()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "teardown":
+                continue
+            for name, counts in report.user_properties:
+                if name == FUZZ_EXAMPLES:
+                    examples.update(counts)
+    for reader, count in sorted(examples.items()):
+        terminalreporter.write_line(f"fuzz: {reader}: {count} examples")
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """Property-based tests of the readers that take files a stranger can hand us.
 
 Hypothesis profiles: ``ci`` (the default, a bounded number of examples so ``make test`` stays fast) and
-``fuzz`` (``QE_FUZZ_EXAMPLES``, 10,000 by default, chosen by ``make fuzz``). The summary line counts the
-examples every property ran, so ``make fuzz`` prints how many were tried.
+``fuzz`` (``QE_FUZZ_EXAMPLES``, 10,000 by default, chosen by ``make fuzz``). Each test's examples are counted
+and attached to its report (``user_properties``, which pytest-xdist carries back from its workers), so the
+summary line of tests/conftest.py says how many were tried in one process or on many.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.helpers import FUZZ_EXAMPLES
 
 settings.register_profile(
     "ci",
@@ -35,8 +38,16 @@ EXAMPLES: Counter[str] = Counter()
 
 
 def count_example(reader: str) -> None:
-    """Record one example tried against ``reader`` (printed in the summary)."""
+    """Record one example tried against ``reader`` (attached to the running test's report)."""
     EXAMPLES[reader] += 1
+
+
+@pytest.fixture(autouse=True)
+def _report_examples(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Attach the examples this test tried, per reader, to its report (read by the summary line)."""
+    EXAMPLES.clear()
+    yield
+    request.node.user_properties.append((FUZZ_EXAMPLES, dict(EXAMPLES)))
 
 
 @contextlib.contextmanager
@@ -53,9 +64,3 @@ def hang_guard(seconds: int, what: str) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the number of examples each reader was given."""
-    for reader, count in sorted(EXAMPLES.items()):
-        terminalreporter.write_line(f"fuzz: {reader}: {count} examples")

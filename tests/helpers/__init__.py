@@ -7,6 +7,7 @@ from pathlib import Path
 import tomli_w
 
 REPO = Path(__file__).resolve().parents[2]
+FUZZ_EXAMPLES = "fuzz examples"  # the user property a fuzz test's example counts go under (tests/fuzz)
 
 
 def write_lines(path: Path, lines: list[str] | bytes) -> Path:
