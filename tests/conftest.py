@@ -25,6 +25,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def _hostile_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Count the hostile catalogue's cases by outcome (a skip counts at setup, the rest at call)."""
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     root = terminalreporter.config.rootpath
     for outcome in counts:
