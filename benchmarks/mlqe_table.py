@@ -102,14 +102,16 @@ STEPS = {  # issue 23's steps, each a system
     "stacked": "features + fine-tuned encoder",
     "pooled": "+ pooling (one model, seven pairs)",
 }
-CROSS_STEPS = {  # issue 34's steps: shown when a table holds them (older saved runs render as they did)
+CROSS_STEPS = {  # issue 34's steps (a step, as each of STEPS, is shown when the table holds it)
     "crossencoder": "e5 cross-encoder alone",
     "crossstacked": "features + e5 cross-encoder",
     "crosspooled": "e5 cross-encoder pooled (one model, seven pairs)",  # issue 34 build item 4
     "wordstacked": "features + word tags",  # issue 32 step 6 (HTER only)
 }
-ZERO_SHOT = "zero-shot (other six pairs)"  # beside the steps, not chosen among them: no label of the pair
-CROSS_ZERO_SHOT = "e5 cross-encoder zero-shot (other six pairs)"  # shown when a table holds it
+ZERO_SHOT_COLUMNS = {  # beside the steps, not chosen among them: no label of the pair; shown when held
+    "zeroshot": "zero-shot (other six pairs)",
+    "crosszeroshot": "e5 cross-encoder zero-shot (other six pairs)",
+}
 MONOTRANSQUEST = {  # XLM-R fine-tuned on a GPU, test20 Pearson (issue 23; TransQuest's WMT20 tables)
     "da": {"ro-en": 0.898, "et-en": 0.775, "ne-en": 0.791, "si-en": 0.653, "ru-en": 0.773, "en-de": 0.467,
            "en-zh": 0.478},
@@ -282,23 +284,22 @@ def markdown(table: dict) -> str:
 
 
 def steps_markdown(table: dict) -> str:
-    """Issue 23's table: per pair and target, each step's dev and test20 Pearson, the step of best dev
-    Pearson (the one to report), the zero-shot Pearson (and its ratio to the chosen step's; the e5
-    cross-encoder's beside it when the table holds it), the NMT model's ``lp_mean``, MonoTransQuest's
-    test20 Pearson and the goal."""
-    steps = dict(STEPS)
-    steps |= {s: name for s, name in CROSS_STEPS.items() if any(table.get(s, {}).values())}
-    zero_shots = {"zeroshot": ZERO_SHOT}
-    if any(table.get("crosszeroshot", {}).values()):
-        zero_shots["crosszeroshot"] = CROSS_ZERO_SHOT
-    lines = [
-        "| pair | target | "
-        + " | ".join(f"{name} (dev / test20)" for name in steps.values())
-        + " | chosen on dev | test20 of the chosen | "
-        + " | ".join(zero_shots.values())
-        + " | NMT `lp_mean` alone | MonoTransQuest | goal |",
-        "|---|---|" + "---|" * (len(steps) + 5 + len(zero_shots)),
-    ]
+    """Issue 23's and issue 34's tables: per pair and target, the dev and test20 Pearson of each step the
+    table holds, the step of best dev Pearson (the one to report), the zero-shot Pearsons it holds (each
+    with its ratio to the chosen step's), the NMT model's ``lp_mean``, MonoTransQuest's test20 Pearson
+    and the goal."""
+
+    def held(system: str) -> bool:
+        if system == "best":
+            return any(table.get(pair) for pair in MLQE_PAIRS)
+        return any(table.get(system, {}).values())
+
+    steps = {s: name for s, name in (STEPS | CROSS_STEPS).items() if held(s)}
+    zero_shots = {s: name for s, name in ZERO_SHOT_COLUMNS.items() if held(s)}
+    header = ["pair", "target", *(f"{name} (dev / test20)" for name in steps.values())]
+    header += ["chosen on dev", "test20 of the chosen", *zero_shots.values()]
+    header += ["NMT `lp_mean` alone", "MonoTransQuest", "goal"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for pair in MLQE_PAIRS:
         for key in LABELS:
             found = {s: m for s in steps if (m := system_metrics(table, pair, key, s))}

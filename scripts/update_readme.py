@@ -1,10 +1,10 @@
-"""Regenerate the parts of README.md and of the docs pages (docs/*.md) written from the code and from
-the results' records: the feature catalogue (``qe features --list``), the MLQE-PE table
-(``docs/mlqe-table.json``) and issue 23's steps table (``docs/mlqe-steps-*.json``, the saved runs of
-``benchmarks/mlqe_table.py --steps``), the table of what ``make demo`` prints and our rows of the WMT12
-tables (``docs/wmt12-table.json``), the family-gain table (``docs/family-gain-table.json``), the
-ablation table (``docs/ablation-table.json``) and what ``qe init`` gives (``docs/init-table.json``), whose
-runs' signatures those records keep.
+"""Regenerate the parts of README.md and of the docs pages (docs/*.md) written from the code and from the
+results' records: the feature catalogue (``qe features --list``), the MLQE-PE table
+(``docs/mlqe-table.json``), issue 23's and issue 34's steps tables (``docs/mlqe-steps-*.json`` and
+``docs/mlqe-cross-run-*.json``, the saved runs of ``benchmarks/mlqe_table.py --steps``), the table of
+what ``make demo`` prints and our rows of the WMT12 tables (``docs/wmt12-table.json``), the family-gain
+table (``docs/family-gain-table.json``), the ablation table (``docs/ablation-table.json``) and what ``qe
+init`` gives (``docs/init-table.json``), whose runs' signatures those records keep.
 
 A generated section stands between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in whichever of
 those files holds it (every name of ``SECTIONS`` in exactly one file); our WMT12 rows (``WMT12_ROWS``)
@@ -32,6 +32,7 @@ FAMILY_GAIN_TABLE = REPO / "docs" / "family-gain-table.json"
 ABLATION_TABLE = REPO / "docs" / "ablation-table.json"
 INIT_TABLE = REPO / "docs" / "init-table.json"
 MLQE_STEPS_TABLES = (REPO / "docs" / "mlqe-steps-da.json", REPO / "docs" / "mlqe-steps-hter.json")
+MLQE_CROSS_TABLES = (REPO / "docs" / "mlqe-cross-run-da.json", REPO / "docs" / "mlqe-cross-run-hter.json")
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO))  # this checkout's qe, also when another one is installed
 
@@ -43,7 +44,6 @@ def markers(name: str) -> tuple[str, str]:
 
 CATALOGUE = markers("catalogue")
 MLQE = markers("mlqe-table")
-MLQE_STEPS = markers("mlqe-steps")
 FAMILY_GAIN = markers("family-gain-table")
 ABLATION = markers("ablation-table")
 DEMO = markers("demo-table")
@@ -169,10 +169,11 @@ def _mlqe() -> str:
     return readme_table(read(MLQE_TABLE))
 
 
-def _mlqe_steps() -> str:
+def _steps(records: tuple[Path, ...]) -> str:
+    """The steps table of saved runs (one per label) merged."""
     from mlqe_table import merge_tables, steps_markdown
 
-    return steps_markdown(functools.reduce(merge_tables, map(read, MLQE_STEPS_TABLES)))
+    return steps_markdown(functools.reduce(merge_tables, map(read, records)))
 
 
 def _family_gain() -> str:
@@ -197,7 +198,8 @@ def _ablation() -> str:
 SECTIONS: dict[str, Callable[[], str]] = {
     "catalogue": _catalogue,
     "mlqe-table": _mlqe,
-    "mlqe-steps": _mlqe_steps,
+    "mlqe-steps": lambda: _steps(MLQE_STEPS_TABLES),
+    "mlqe-cross-steps": lambda: _steps(MLQE_CROSS_TABLES),
     "family-gain-table": _family_gain,
     "ablation-table": _ablation,
     "init-table": _init_table,

@@ -316,24 +316,51 @@ STEP_SYSTEMS = {  # the protocol's systems per label (zero-shot models are train
     "da": ("best", "finetuned", "stacked", "pooled", "zeroshot"),
     "hter": ("best", "finetuned", "stacked", "pooled"),
 }
+CROSS_SYSTEMS = ("best", "crossencoder", "crossstacked", "crosspooled", "crosszeroshot")  # issue 34's
+
+
+def check_step_row(row: dict, label: str, pair: str, system: str) -> None:
+    """A steps row carries the signature of its system's config for ``pair`` (data, families, resources,
+    seed); a zero-shot system's data never holds the pair, every other system's does."""
+    prefix = {"da": "da", "hter": "pe"}[label]
+    pooled = system in ("pooled", "crosspooled")
+    name = f"{prefix}-{system}" if pooled else f"{prefix}-{pair}-{system}"
+    config = load_config(REPO / "configs" / "mlqe" / f"{name}.toml")
+    parts = signature_parts(row["signature"])
+    datasets = "+".join(config.data.datasets or (config.data.dataset,))
+    assert parts["data"].startswith(f"{datasets}@"), (name, parts["data"])
+    assert (f"/{pair}" in datasets) == ("zeroshot" not in system), name  # zero-shot: never its pair
+    assert parts["features"] == "+".join(config.features.families), name
+    assert parts["resources"].startswith(f"{Path(config.features.resources).name}@"), name
+    assert parts["seed"] == str(config.seed), name
 
 
 def test_every_steps_row_is_there_and_carries_the_signature_of_its_config():
     """Issue 23's steps table (docs/mlqe-steps-<label>.json): every system of the protocol on every
-    pair, each measured with its own config (data, families, resources, seed)."""
+    pair, each measured with its own config."""
     for path in UPDATE.MLQE_STEPS_TABLES:
         table = json.loads(path.read_text(encoding="utf-8"))
         label = path.stem.removeprefix("mlqe-steps-")
-        prefix = {"da": "da", "hter": "pe"}[label]
         for system in STEP_SYSTEMS[label]:
             for pair in MLQE_PAIRS:
                 row = (table[pair] if system == "best" else table[system][pair])[label]
-                name = f"{prefix}-pooled" if system == "pooled" else f"{prefix}-{pair}-{system}"
-                config = load_config(REPO / "configs" / "mlqe" / f"{name}.toml")
-                parts = signature_parts(row["signature"])
-                datasets = "+".join(config.data.datasets or (config.data.dataset,))
-                assert parts["data"].startswith(f"{datasets}@"), (name, parts["data"])
-                assert (f"/{pair}" in datasets) == (system != "zeroshot"), name  # zero-shot: never its pair
-                assert parts["features"] == "+".join(config.features.families), name
-                assert parts["resources"].startswith(f"{Path(config.features.resources).name}@"), name
-                assert parts["seed"] == str(config.seed), name
+                check_step_row(row, label, pair, system)
+
+
+def test_every_cross_encoder_steps_row_carries_the_signature_of_its_config():
+    """Issue 34's steps table (docs/mlqe-cross-run-<label>.json, one run): each row measured with its
+    own config; the DA pairs' own steps are all there."""
+    for path in UPDATE.MLQE_CROSS_TABLES:
+        table = json.loads(path.read_text(encoding="utf-8"))
+        label = path.stem.removeprefix("mlqe-cross-run-")
+        found = set()
+        for system in CROSS_SYSTEMS:
+            for pair in MLQE_PAIRS:
+                row = (table.get(pair, {}) if system == "best" else table.get(system, {}).get(pair, {})).get(
+                    label
+                )
+                if row is not None:
+                    check_step_row(row, label, pair, system)
+                    found.add((system, pair))
+        if label == "da":
+            assert {(s, p) for s in CROSS_SYSTEMS[:3] for p in MLQE_PAIRS} <= found
